@@ -1,0 +1,217 @@
+//! The date formats of the services, each read and written with the `time` crate:
+//! `yyyy-MM-dd HH:mm:ss` (activity, statement), `dd-MM-yyyy` (dateBirth) and epoch milliseconds
+//! (sending countries' dateCreation, the callback's timestamp header).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use time::format_description::FormatItem;
+use time::macros::format_description;
+use time::{Date, OffsetDateTime, PrimitiveDateTime};
+
+use crate::validation::{ValidationError, ValidationKind};
+
+const DATE_TIME: &[FormatItem<'static>] =
+    format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+const DAY_MONTH_YEAR: &[FormatItem<'static>] = format_description!("[day]-[month]-[year]");
+
+/// A `yyyy-MM-dd HH:mm:ss` time, as used by activity and statement. The services do not state a
+/// zone; the value is kept as the service's local time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DateTime(pub PrimitiveDateTime);
+
+impl DateTime {
+    /// The format, in the spec's notation.
+    pub const FORMAT: &'static str = "yyyy-MM-dd HH:mm:ss";
+
+    /// Parse `yyyy-MM-dd HH:mm:ss`.
+    pub fn parse(text: &str, field: &str) -> Result<DateTime, ValidationError> {
+        PrimitiveDateTime::parse(text.trim(), DATE_TIME)
+            .map(DateTime)
+            .map_err(|_| {
+                ValidationError::new(
+                    field,
+                    ValidationKind::BadDate {
+                        format: Self::FORMAT,
+                    },
+                )
+            })
+    }
+}
+
+impl fmt::Display for DateTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0.format(DATE_TIME).map_err(|_| fmt::Error)?;
+        f.write_str(&s)
+    }
+}
+
+impl FromStr for DateTime {
+    type Err = ValidationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DateTime::parse(s, "date")
+    }
+}
+
+impl Serialize for DateTime {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for DateTime {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        DateTime::parse(&s, "date").map_err(serde::de::Error::custom)
+    }
+}
+
+/// A `dd-MM-yyyy` calendar date (dateBirth).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DayMonthYear(pub Date);
+
+impl DayMonthYear {
+    /// The format, in the spec's notation.
+    pub const FORMAT: &'static str = "dd-MM-yyyy";
+
+    /// Parse `dd-MM-yyyy`; `31-02-1990` is refused because it is not a real date.
+    pub fn parse(text: &str, field: &str) -> Result<DayMonthYear, ValidationError> {
+        Date::parse(text.trim(), DAY_MONTH_YEAR)
+            .map(DayMonthYear)
+            .map_err(|_| {
+                ValidationError::new(
+                    field,
+                    ValidationKind::BadDate {
+                        format: Self::FORMAT,
+                    },
+                )
+            })
+    }
+
+    /// Parse a date of birth: a real `dd-MM-yyyy` date not after `today`.
+    pub fn parse_birth_date(
+        text: &str,
+        field: &str,
+        today: Date,
+    ) -> Result<DayMonthYear, ValidationError> {
+        let d = DayMonthYear::parse(text, field)?;
+        if d.0 > today {
+            return Err(ValidationError::new(field, ValidationKind::DateInFuture));
+        }
+        Ok(d)
+    }
+}
+
+/// Today's date in UTC, the reference for "not in the future".
+pub fn today_utc() -> Date {
+    OffsetDateTime::now_utc().date()
+}
+
+impl fmt::Display for DayMonthYear {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0.format(DAY_MONTH_YEAR).map_err(|_| fmt::Error)?;
+        f.write_str(&s)
+    }
+}
+
+impl Serialize for DayMonthYear {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for DayMonthYear {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        DayMonthYear::parse(&s, "date").map_err(serde::de::Error::custom)
+    }
+}
+
+/// An instant in epoch milliseconds, kept as the number the service sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EpochMillis(pub i64);
+
+impl EpochMillis {
+    /// The instant, in UTC; `None` when out of range.
+    pub fn to_offset_date_time(self) -> Option<OffsetDateTime> {
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000_000).ok()
+    }
+
+    /// The milliseconds of an instant.
+    pub fn from_offset_date_time(t: OffsetDateTime) -> EpochMillis {
+        EpochMillis((t.unix_timestamp_nanos() / 1_000_000) as i64)
+    }
+
+    /// Now.
+    pub fn now() -> EpochMillis {
+        EpochMillis::from_offset_date_time(OffsetDateTime::now_utc())
+    }
+}
+
+impl fmt::Display for EpochMillis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::{date, datetime};
+
+    #[test]
+    fn date_time_round_trip() {
+        let d: DateTime = serde_json::from_str(r#""2026-08-21 13:05:09""#).expect("reads");
+        assert_eq!(d.0, datetime!(2026-08-21 13:05:09));
+        assert_eq!(
+            serde_json::to_string(&d).expect("w"),
+            r#""2026-08-21 13:05:09""#
+        );
+        assert!(DateTime::parse("2026-08-21T13:05:09", "fromDate").is_err());
+        assert!(DateTime::parse("2026-02-30 00:00:00", "fromDate").is_err());
+        let e = DateTime::parse("21-08-2026", "fromDate").expect_err("wrong format");
+        assert_eq!(e.field, "fromDate");
+    }
+
+    #[test]
+    fn day_month_year() {
+        let d = DayMonthYear::parse("07-03-1990", "dateBirth").expect("ok");
+        assert_eq!(d.0, date!(1990 - 03 - 07));
+        assert_eq!(d.to_string(), "07-03-1990");
+        assert_eq!(
+            DayMonthYear::parse("31-02-1990", "dateBirth")
+                .expect_err("no 31 Feb")
+                .kind,
+            ValidationKind::BadDate {
+                format: "dd-MM-yyyy"
+            }
+        );
+        assert!(DayMonthYear::parse("1990-03-07", "dateBirth").is_err());
+        assert!(DayMonthYear::parse("7-3-1990", "dateBirth").is_err());
+    }
+
+    #[test]
+    fn birth_date_not_in_future() {
+        let today = date!(2026 - 11 - 21);
+        assert!(DayMonthYear::parse_birth_date("21-11-2026", "dateBirth", today).is_ok());
+        assert_eq!(
+            DayMonthYear::parse_birth_date("22-11-2026", "dateBirth", today)
+                .expect_err("future")
+                .kind,
+            ValidationKind::DateInFuture
+        );
+        assert!(DayMonthYear::parse_birth_date("01-01-2100", "dateBirth", today_utc()).is_err());
+    }
+
+    #[test]
+    fn epoch_millis() {
+        let e: EpochMillis = serde_json::from_str("1755777600123").expect("reads");
+        let t = e.to_offset_date_time().expect("in range");
+        assert_eq!(t.unix_timestamp(), 1_755_777_600);
+        assert_eq!(t.millisecond(), 123);
+        assert_eq!(EpochMillis::from_offset_date_time(t), e);
+        assert_eq!(serde_json::to_string(&e).expect("w"), "1755777600123");
+    }
+}

@@ -1,0 +1,454 @@
+//! The envelope every service answers with.
+//!
+//! All three services answer HTTP 200 with the same outer object:
+//! `status` says whether the *call* worked, `code` is null on success, an error identifier on
+//! failure, or the value 500 meaning **Pending** (outcome unknown, never a failure). `data` carries
+//! the payload, `dialog` an optional display message, `extra` and `actions` are reserved, and the
+//! idempotent operations of the collect and top-up services add `retrieved` (true when the reply
+//! replays an already-processed request).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// The `code` field of an envelope.
+///
+/// It arrives as null (success), as a string (a failure identifier), or as the number 500 (Pending).
+/// The string `"500"` is read as Pending too. Any other number is kept as its decimal text, so a
+/// code such as `400` is a failure code whether it was sent as a number or a string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum Code {
+    /// `null` or a missing key: no error.
+    #[default]
+    Null,
+    /// The value 500 (number or string): the outcome is unknown, reconcile; do not mark failed.
+    Pending,
+    /// Any other value: the service's error identifier, exactly as sent.
+    Failure(String),
+}
+
+impl Code {
+    /// The code as the service wrote it: `None` for null, `"500"` for Pending.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Code::Null => None,
+            Code::Pending => Some("500"),
+            Code::Failure(s) => Some(s),
+        }
+    }
+
+    /// Whether this code means Pending.
+    pub fn is_pending(&self) -> bool {
+        matches!(self, Code::Pending)
+    }
+
+    fn from_text(s: &str) -> Code {
+        if s.trim() == "500" {
+            Code::Pending
+        } else {
+            Code::Failure(s.to_owned())
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str().unwrap_or("null"))
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Code::Null => s.serialize_none(),
+            Code::Pending => s.serialize_u16(500),
+            Code::Failure(c) => s.serialize_str(c),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Code, D::Error> {
+        struct CodeVisitor;
+        impl<'de> Visitor<'de> for CodeVisitor {
+            type Value = Code;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("null, a string or a number")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Code, E> {
+                Ok(Code::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Code, E> {
+                Ok(Code::Null)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Code, D::Error> {
+                d.deserialize_any(self)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Code, E> {
+                Ok(Code::from_text(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Code, E> {
+                Ok(Code::from_text(&v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Code, E> {
+                Ok(Code::from_text(&v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Code, E> {
+                if v == 500.0 {
+                    Ok(Code::Pending)
+                } else {
+                    Ok(Code::Failure(v.to_string()))
+                }
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Code, E> {
+                Ok(Code::Failure(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Code, A::Error> {
+                // serde_json's arbitrary_precision representation of a number, if some other crate
+                // in the build turned that feature on.
+                let mut found = None;
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    found = Some(match v {
+                        Value::String(s) if k.starts_with("$serde_json") => s,
+                        other => other.to_string(),
+                    });
+                }
+                Ok(found.map_or(Code::Null, |s| Code::from_text(&s)))
+            }
+        }
+        d.deserialize_any(CodeVisitor)
+    }
+}
+
+/// The optional display message: `title`, `message`, and any other keys the service adds
+/// (the top-up pay success carries `yesButton` and `noButton`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Dialog {
+    /// Short title, for display only.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Human-readable message, for display only. Never branch on it: match the code.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Every other key of the dialog object, as sent.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+impl fmt::Display for Dialog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.title, &self.message) {
+            (Some(t), Some(m)) => write!(f, "{t}: {m}"),
+            (Some(t), None) => f.write_str(t),
+            (None, Some(m)) => f.write_str(m),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// What the status/code pair of an envelope means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// `status` true: process `data`.
+    Success,
+    /// `code` 500 (number or string): outcome unknown, reconcile, never mark failed.
+    Pending,
+    /// `status` false with any other code (or none): a failure; read `code` and `dialog`.
+    Failed,
+}
+
+/// One decoded service reply.
+///
+/// A missing key counts as null: a real failure reply omits `data` entirely. Unknown keys are
+/// ignored. `data` is decoded into `T` only when it is present and not null; on a failed or
+/// pending reply a `data` that does not fit `T` is dropped rather than failing the decode, since
+/// the code is what the caller needs there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope<T> {
+    /// True when the call worked. A different field from any `data.status`.
+    pub status: bool,
+    /// Null, a failure identifier, or Pending.
+    pub code: Code,
+    /// The payload.
+    pub data: Option<T>,
+    /// Optional display message.
+    pub dialog: Option<Dialog>,
+    /// Reserved by the services; kept as sent (the collect service puts a new price here on
+    /// `purchase.confirm`).
+    pub extra: Option<Value>,
+    /// Reserved by the services; kept as sent.
+    pub actions: Option<Value>,
+    /// Present on idempotent operations: true when this reply replays an already-processed
+    /// request. `None` when the key was absent.
+    pub retrieved: Option<bool>,
+}
+
+impl<T> Envelope<T> {
+    /// How the status/code pair reads. Code 500 is Pending even if `status` were true.
+    pub fn outcome(&self) -> Outcome {
+        if self.code.is_pending() {
+            Outcome::Pending
+        } else if self.status {
+            Outcome::Success
+        } else {
+            Outcome::Failed
+        }
+    }
+
+    /// True when the reply replays an already-processed request.
+    pub fn is_replay(&self) -> bool {
+        self.retrieved == Some(true)
+    }
+}
+
+/// The envelope with `data` kept as raw JSON text, decoded in a second step.
+#[derive(Deserialize)]
+struct RawEnvelope<'a> {
+    #[serde(default)]
+    status: Option<bool>,
+    #[serde(default)]
+    code: Code,
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
+    #[serde(default)]
+    dialog: Option<Dialog>,
+    #[serde(default)]
+    extra: Option<Value>,
+    #[serde(default)]
+    actions: Option<Value>,
+    #[serde(default)]
+    retrieved: Option<bool>,
+}
+
+/// Why a body could not be read as an envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvelopeDecodeError {
+    /// The JSON path that failed (`data.list[3].amount`), `.` for the whole body.
+    pub path: String,
+    /// What was wrong there.
+    pub message: String,
+    /// True when the body was not an envelope at all (not JSON, or JSON without `status`); false
+    /// when the envelope was fine but `data` did not match the documented shape.
+    pub not_an_envelope: bool,
+}
+
+impl fmt::Display for EnvelopeDecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at `{}`: {}", self.path, self.message)
+    }
+}
+
+impl<T: DeserializeOwned> Envelope<T> {
+    /// Decode a reply body.
+    ///
+    /// ```
+    /// use whish_core::envelope::{Envelope, Outcome};
+    /// let e: Envelope<serde_json::Value> =
+    ///     Envelope::from_slice(br#"{"status":false,"code":500,"dialog":null}"#).unwrap();
+    /// assert_eq!(e.outcome(), Outcome::Pending);
+    /// ```
+    pub fn from_slice(body: &[u8]) -> Result<Envelope<T>, EnvelopeDecodeError> {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let raw: RawEnvelope<'_> =
+            serde_path_to_error::deserialize(&mut de).map_err(|e| EnvelopeDecodeError {
+                path: e.path().to_string(),
+                message: e.inner().to_string(),
+                not_an_envelope: true,
+            })?;
+        let Some(status) = raw.status else {
+            return Err(EnvelopeDecodeError {
+                path: ".".into(),
+                message: "the body has no `status` key, so it is not the service envelope".into(),
+                not_an_envelope: true,
+            });
+        };
+        let mut envelope = Envelope {
+            status,
+            code: raw.code,
+            data: None,
+            dialog: raw.dialog,
+            extra: raw.extra.filter(|v| !v.is_null()),
+            actions: raw.actions.filter(|v| !v.is_null()),
+            retrieved: raw.retrieved,
+        };
+        let data = raw.data.filter(|d| d.get() != "null");
+        if let Some(data) = data {
+            let mut de = serde_json::Deserializer::from_str(data.get());
+            match serde_path_to_error::deserialize::<_, T>(&mut de) {
+                Ok(v) => envelope.data = Some(v),
+                Err(e) if envelope.outcome() == Outcome::Success => {
+                    let inner = e.path().to_string();
+                    let path = if inner == "." {
+                        "data".to_owned()
+                    } else {
+                        format!("data.{inner}")
+                    };
+                    return Err(EnvelopeDecodeError {
+                        path,
+                        message: e.into_inner().to_string(),
+                        not_an_envelope: false,
+                    });
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(envelope)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(body: &str) -> Envelope<Value> {
+        Envelope::from_slice(body.as_bytes()).expect("decodes")
+    }
+
+    #[test]
+    fn code_500_number_is_pending() {
+        let e = env(r#"{"status":false,"code":500,"data":null,"dialog":null}"#);
+        assert_eq!(e.code, Code::Pending);
+        assert_eq!(e.outcome(), Outcome::Pending);
+    }
+
+    #[test]
+    fn code_500_string_is_pending() {
+        let e = env(r#"{"status":false,"code":"500"}"#);
+        assert_eq!(e.outcome(), Outcome::Pending);
+        assert_eq!(e.code.as_str(), Some("500"));
+    }
+
+    #[test]
+    fn code_500_float_is_pending() {
+        assert_eq!(env(r#"{"status":false,"code":500.0}"#).code, Code::Pending);
+    }
+
+    #[test]
+    fn code_null_and_missing_are_null() {
+        assert_eq!(
+            env(r#"{"status":true,"code":null,"data":{}}"#).code,
+            Code::Null
+        );
+        assert_eq!(env(r#"{"status":true,"data":{}}"#).code, Code::Null);
+        assert_eq!(
+            env(r#"{"status":true,"data":{}}"#).outcome(),
+            Outcome::Success
+        );
+    }
+
+    #[test]
+    fn code_string_is_failure() {
+        let e = env(
+            r#"{"status":false,"code":"transfer.not_exists","dialog":{"title":"T","message":"M"}}"#,
+        );
+        assert_eq!(e.code, Code::Failure("transfer.not_exists".into()));
+        assert_eq!(e.outcome(), Outcome::Failed);
+        let d = e.dialog.expect("dialog");
+        assert_eq!(d.title.as_deref(), Some("T"));
+        assert_eq!(d.message.as_deref(), Some("M"));
+    }
+
+    #[test]
+    fn code_400_string_and_number_are_the_same_failure() {
+        assert_eq!(
+            env(r#"{"status":false,"code":"400"}"#).code,
+            Code::Failure("400".into())
+        );
+        assert_eq!(
+            env(r#"{"status":false,"code":400}"#).code,
+            Code::Failure("400".into())
+        );
+    }
+
+    #[test]
+    fn failure_without_data_key() {
+        let e = env(r#"{"status":false,"code":"error","dialog":{"title":"Error","message":"x"}}"#);
+        assert_eq!(e.data, None);
+        assert_eq!(e.retrieved, None);
+    }
+
+    #[test]
+    fn data_shapes() {
+        assert_eq!(
+            env(r#"{"status":true,"data":[1,2]}"#).data,
+            Some(json!([1, 2]))
+        );
+        assert_eq!(
+            env(r#"{"status":true,"data":{"a":1}}"#).data,
+            Some(json!({"a":1}))
+        );
+        assert_eq!(env(r#"{"status":true,"data":null}"#).data, None);
+        assert_eq!(env(r#"{"status":true,"data":"x"}"#).data, Some(json!("x")));
+        assert_eq!(env(r#"{"status":true,"data":7}"#).data, Some(json!(7)));
+        let v: Envelope<Vec<String>> =
+            Envelope::from_slice(br#"{"status":true,"data":["CASH_COLLECTION","MOBILE_WALLET"]}"#)
+                .expect("decodes");
+        assert_eq!(v.data.expect("data").len(), 2);
+    }
+
+    #[test]
+    fn dialog_keeps_extra_keys() {
+        let e = env(
+            r#"{"status":true,"data":{},"dialog":{"title":"t","message":"m","yesButton":null,"noButton":"No"}}"#,
+        );
+        let d = e.dialog.expect("dialog");
+        assert_eq!(d.other.get("noButton"), Some(&json!("No")));
+        assert!(d.other.contains_key("yesButton"));
+    }
+
+    #[test]
+    fn unknown_keys_ignored_and_reserved_kept() {
+        let e =
+            env(r#"{"status":true,"data":{},"brandNew":1,"extra":{"price":12.5},"actions":null}"#);
+        assert_eq!(e.extra, Some(json!({"price":12.5})));
+        assert_eq!(e.actions, None);
+    }
+
+    #[test]
+    fn retrieved_flag() {
+        assert_eq!(
+            env(r#"{"status":true,"data":null,"retrieved":true}"#).retrieved,
+            Some(true)
+        );
+        assert!(env(r#"{"status":true,"data":null,"retrieved":true}"#).is_replay());
+        assert_eq!(
+            env(r#"{"status":true,"data":null,"retrieved":false}"#).retrieved,
+            Some(false)
+        );
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Quote {
+        #[allow(dead_code)]
+        fees: f64,
+    }
+
+    #[test]
+    fn decode_error_names_the_path() {
+        let err = Envelope::<Quote>::from_slice(br#"{"status":true,"data":{"fees":"x"}}"#)
+            .expect_err("bad data");
+        assert_eq!(err.path, "data.fees");
+        assert!(!err.not_an_envelope);
+    }
+
+    #[test]
+    fn failed_reply_with_odd_data_still_decodes() {
+        let e = Envelope::<Quote>::from_slice(br#"{"status":false,"code":"x","data":{"y":1}}"#)
+            .expect("decodes");
+        assert_eq!(e.data, None);
+        assert_eq!(e.outcome(), Outcome::Failed);
+    }
+
+    #[test]
+    fn not_an_envelope() {
+        let err = Envelope::<Value>::from_slice(b"<html>502 Bad Gateway</html>").expect_err("html");
+        assert!(err.not_an_envelope);
+        let err = Envelope::<Value>::from_slice(br#"{"error":"nope"}"#).expect_err("no status");
+        assert!(err.not_an_envelope);
+    }
+}

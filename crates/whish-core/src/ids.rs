@@ -1,0 +1,233 @@
+//! Idempotency keys: the transfer service's numeric `Request-id` and the collect and top-up
+//! services' string `externalId`.
+//!
+//! The caller stores the key **before** the request goes out; every resend of that request
+//! carries the same key. The clients generate one when the caller gives none and hand it back
+//! before sending.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::validation::ValidationError;
+
+/// The transfer service's `Request-id`: a positive `i64`.
+///
+/// The Request-id of a create is what later identifies the transfer as `requestId` in status,
+/// activity and statement, and as `externalId` in callbacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "i64", into = "i64")]
+pub struct RequestId(i64);
+
+impl RequestId {
+    /// A Request-id from a caller's own numeric reference. It must be positive.
+    pub fn new(value: i64) -> Result<RequestId, ValidationError> {
+        if value > 0 {
+            Ok(RequestId(value))
+        } else {
+            Err(ValidationError::invalid(
+                "Request-id",
+                "must be a positive whole number",
+            ))
+        }
+    }
+
+    /// A new id from the process-wide generator: unique and increasing across threads, and
+    /// across restarts as long as the clock does not go back.
+    pub fn generate() -> RequestId {
+        RequestId(next_request_id())
+    }
+
+    /// The numeric value.
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl TryFrom<i64> for RequestId {
+    type Error = ValidationError;
+    fn try_from(v: i64) -> Result<Self, Self::Error> {
+        RequestId::new(v)
+    }
+}
+
+impl From<RequestId> for i64 {
+    fn from(v: RequestId) -> i64 {
+        v.0
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for RequestId {
+    type Err = ValidationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let v: i64 = s
+            .trim()
+            .parse()
+            .map_err(|_| ValidationError::invalid("Request-id", "must be numeric (a Long)"))?;
+        RequestId::new(v)
+    }
+}
+
+static LAST_REQUEST_ID: AtomicI64 = AtomicI64::new(0);
+
+/// Epoch milliseconds x 1000 + a counter: at most 1000 ids per millisecond stay on the clock; a
+/// faster burst borrows from the next milliseconds and never repeats.
+fn next_request_id() -> i64 {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let floor = now_ms.saturating_mul(1000);
+    let mut last = LAST_REQUEST_ID.load(Ordering::Relaxed);
+    loop {
+        let next = floor.max(last + 1);
+        match LAST_REQUEST_ID.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
+/// The collect and top-up services' `externalId`: a non-empty string, unique per payment.
+///
+/// Resending a used externalId never re-executes the payment: the service replays the recorded
+/// result with `retrieved: true`. Reuse it only to retry the same intended payment.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ExternalId(String);
+
+/// The longest externalId the SDK accepts. The specs set no limit; this guards against mistakes.
+pub const EXTERNAL_ID_MAX_LEN: usize = 128;
+
+impl ExternalId {
+    /// An externalId from the caller's own reference.
+    pub fn new(value: impl Into<String>) -> Result<ExternalId, ValidationError> {
+        let value = value.into();
+        if value.trim().is_empty() {
+            return Err(ValidationError::new(
+                "externalId",
+                crate::validation::ValidationKind::Missing,
+            ));
+        }
+        if value.len() > EXTERNAL_ID_MAX_LEN || value.chars().any(char::is_control) {
+            return Err(ValidationError::invalid(
+                "externalId",
+                format!("at most {EXTERNAL_ID_MAX_LEN} characters, no control characters"),
+            ));
+        }
+        Ok(ExternalId(value))
+    }
+
+    /// A new random externalId (a UUID v4).
+    pub fn generate() -> ExternalId {
+        ExternalId(uuid::Uuid::new_v4().to_string())
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for ExternalId {
+    type Error = ValidationError;
+    fn try_from(v: String) -> Result<Self, Self::Error> {
+        ExternalId::new(v)
+    }
+}
+
+impl From<ExternalId> for String {
+    fn from(v: ExternalId) -> String {
+        v.0
+    }
+}
+
+impl FromStr for ExternalId {
+    type Err = ValidationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ExternalId::new(s)
+    }
+}
+
+impl fmt::Display for ExternalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn request_ids_unique_and_increasing_across_threads() {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let ids: Vec<i64> = (0..10_000).map(|_| RequestId::generate().get()).collect();
+                    assert!(ids.windows(2).all(|w| w[0] < w[1]), "increasing per thread");
+                    ids
+                })
+            })
+            .collect();
+        let mut all = HashSet::new();
+        for h in handles {
+            for id in h.join().expect("thread") {
+                assert!(id > 0);
+                assert!(all.insert(id), "duplicate id {id}");
+            }
+        }
+        assert_eq!(all.len(), 80_000);
+    }
+
+    #[test]
+    fn request_id_is_on_the_clock() {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock")
+            .as_millis() as i64;
+        let id = RequestId::generate().get();
+        assert!(
+            id >= now_ms * 1000,
+            "ids survive a restart because they start at epoch ms x 1000"
+        );
+    }
+
+    #[test]
+    fn request_id_rules() {
+        assert!(RequestId::new(0).is_err());
+        assert!(RequestId::new(-5).is_err());
+        assert_eq!("42".parse::<RequestId>().expect("numeric").get(), 42);
+        assert!("4a2".parse::<RequestId>().is_err());
+        let json = serde_json::to_string(&RequestId::new(7).expect("ok")).expect("json");
+        assert_eq!(json, "7");
+        assert!(serde_json::from_str::<RequestId>("-1").is_err());
+    }
+
+    #[test]
+    fn external_ids() {
+        let a = ExternalId::generate();
+        let b = ExternalId::generate();
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().len(), 36);
+        assert!(ExternalId::new("").is_err());
+        assert!(ExternalId::new("  ").is_err());
+        assert!(ExternalId::new("a\nb").is_err());
+        assert!(ExternalId::new("x".repeat(129)).is_err());
+        assert_eq!(
+            ExternalId::new("order-17").expect("ok").to_string(),
+            "order-17"
+        );
+    }
+}

@@ -1,0 +1,47 @@
+//! # whish-core
+//!
+//! The shared runtime of the whish SDK. It knows nothing of any one service; the service crates
+//! (`whish-money-transfer`, `whish-locations`, `whish-hosted-collect`, `whish-intl-topup`) build on
+//! it. It holds:
+//!
+//! - [`envelope`]: the reply envelope every service answers with (`code` 500 is **Pending**,
+//!   never a failure);
+//! - [`error`]: the one error type, which keeps a failure code, Pending, transport failures, non-
+//!   envelope replies, decode errors and local validation apart;
+//! - [`transport`] and [`retry`]: HTTPS transport with bounded, jittered resends of safe requests
+//!   carrying the same idempotency key;
+//! - [`ids`], [`money`], [`dates`], [`address`], [`user_agent`]: the typed values of the specs.
+//!
+//! Credentials are [`secrecy::SecretString`]; no `Debug`, `Display`, error or tracing field shows
+//! one.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod address;
+pub mod code;
+pub mod dates;
+pub mod envelope;
+pub mod error;
+pub mod ids;
+pub mod money;
+pub mod path;
+pub mod retry;
+pub mod transport;
+pub mod user_agent;
+pub mod validation;
+
+pub use address::{BaseUrl, check_public_url};
+pub use code::ErrorCode;
+pub use dates::{DateTime, DayMonthYear, EpochMillis};
+pub use envelope::{Code, Dialog, Envelope, Outcome};
+pub use error::{
+    DecodeError, Error, Failure, HttpError, PendingReply, TransportError, TransportErrorKind,
+};
+pub use ids::{ExternalId, RequestId};
+pub use money::{Amount, Currency};
+pub use retry::{Resend, RetryPolicy, Timeouts};
+pub use rust_decimal::Decimal;
+pub use secrecy::{ExposeSecret, SecretString};
+pub use transport::{CallOptions, Policy, Reply, Request, Transport};
+pub use user_agent::UserAgent;
+pub use validation::{ValidationError, ValidationKind};

@@ -1,0 +1,440 @@
+//! Money: currencies and exact amounts.
+//!
+//! Amounts are [`rust_decimal::Decimal`], never `f64`. The services send amounts as JSON numbers
+//! (doubles on their side) or, in the collect service, as JSON strings; both are read exactly:
+//! `12.34` is 12.34, never 12.339999. Writing gives the shortest exact form.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::validation::{ValidationError, ValidationKind};
+
+/// A currency as the services name it. Transfers use numeric ids (LBP 1, USD 2); the collect
+/// service and the reports use the ISO code.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Currency {
+    /// Lebanese pound, id 1.
+    Lbp,
+    /// US dollar, id 2.
+    Usd,
+    /// Any other code (the top-up service prices options in AED).
+    Other(String),
+}
+
+impl Currency {
+    /// The ISO code.
+    pub fn code(&self) -> &str {
+        match self {
+            Currency::Lbp => "LBP",
+            Currency::Usd => "USD",
+            Currency::Other(s) => s,
+        }
+    }
+
+    /// The transfer service's `currencyId`: LBP 1, USD 2, none for others.
+    pub fn id(&self) -> Option<i64> {
+        match self {
+            Currency::Lbp => Some(1),
+            Currency::Usd => Some(2),
+            Currency::Other(_) => None,
+        }
+    }
+
+    /// The currency of a transfer-service `currencyId`.
+    pub fn from_id(id: i64) -> Option<Currency> {
+        match id {
+            1 => Some(Currency::Lbp),
+            2 => Some(Currency::Usd),
+            _ => None,
+        }
+    }
+
+    /// A currency from its code; never fails (unknown codes are `Other`).
+    pub fn from_code(code: &str) -> Currency {
+        match code.trim() {
+            c if c.eq_ignore_ascii_case("USD") => Currency::Usd,
+            c if c.eq_ignore_ascii_case("LBP") => Currency::Lbp,
+            c => Currency::Other(c.to_owned()),
+        }
+    }
+
+    /// USD or LBP, the two currencies the transfer and collect services accept; a clear error
+    /// naming `field` otherwise.
+    pub fn require_usd_or_lbp(&self, field: &str) -> Result<(), ValidationError> {
+        match self {
+            Currency::Usd | Currency::Lbp => Ok(()),
+            Currency::Other(_) => Err(ValidationError::new(
+                field,
+                ValidationKind::UnsupportedCurrency,
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl FromStr for Currency {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Currency::from_code(s))
+    }
+}
+
+impl Serialize for Currency {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
+    }
+}
+
+impl<'de> Deserialize<'de> for Currency {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(Currency::from_code(&s))
+    }
+}
+
+/// An exact amount of money.
+///
+/// Reads a JSON number or a numeric string exactly and writes the shortest exact form.
+/// Serializes as a JSON number; use [`as_string`] for fields the service wants as a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Amount(Decimal);
+
+impl Amount {
+    /// Zero.
+    pub const ZERO: Amount = Amount(Decimal::ZERO);
+
+    /// An amount from a decimal.
+    pub fn new(value: Decimal) -> Amount {
+        Amount(value)
+    }
+
+    /// The decimal value.
+    pub fn value(self) -> Decimal {
+        self.0
+    }
+
+    /// The shortest exact text: `12.34`, `1000`, `0.1`.
+    pub fn to_plain_string(self) -> String {
+        self.0.normalize().to_string()
+    }
+
+    /// Check the amount rules of the transfer and collect services: USD at least 1.00 with at most
+    /// 2 decimals; LBP a whole number, at least 1000. Other currencies are refused.
+    pub fn check_rules(self, currency: &Currency, field: &str) -> Result<(), ValidationError> {
+        let v = self.0.normalize();
+        if v <= Decimal::ZERO {
+            return Err(ValidationError::new(field, ValidationKind::NotPositive));
+        }
+        let (min, decimals) = match currency {
+            Currency::Usd => (Decimal::ONE, 2),
+            Currency::Lbp => (Decimal::from(1000), 0),
+            Currency::Other(_) => {
+                return Err(ValidationError::new(
+                    "currency",
+                    ValidationKind::UnsupportedCurrency,
+                ));
+            }
+        };
+        if v.scale() > decimals {
+            return Err(ValidationError::new(
+                field,
+                ValidationKind::TooManyDecimals { allowed: decimals },
+            ));
+        }
+        if v < min {
+            let minimum = match currency {
+                Currency::Usd => "1.00 USD".to_owned(),
+                _ => "1000 LBP".to_owned(),
+            };
+            return Err(ValidationError::new(
+                field,
+                ValidationKind::BelowMinimum { minimum },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parse text such as `12.34`, `1000`, `1.5E3`.
+    pub fn parse(text: &str) -> Result<Amount, AmountParseError> {
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(AmountParseError(text.to_owned()));
+        }
+        Decimal::from_str_exact(t)
+            .or_else(|_| Decimal::from_scientific(t))
+            .map(Amount)
+            .map_err(|_| AmountParseError(text.to_owned()))
+    }
+
+    /// The amount of a double as the service meant it: the shortest decimal that round-trips to
+    /// the same double (`0.1`, not `0.1000000000000000055511151231257827`).
+    pub fn from_f64(v: f64) -> Option<Amount> {
+        if !v.is_finite() {
+            return None;
+        }
+        Decimal::from_str_exact(&format!("{v}")).ok().map(Amount)
+    }
+
+    /// The double the service will read for this amount, when it is exactly representable as the
+    /// shortest round-trip form; `None` when writing it as a JSON number would change it.
+    pub fn to_exact_f64(self) -> Option<f64> {
+        let text = self.to_plain_string();
+        let f: f64 = text.parse().ok()?;
+        (format!("{f}") == text).then_some(f)
+    }
+}
+
+impl From<Decimal> for Amount {
+    fn from(v: Decimal) -> Self {
+        Amount(v)
+    }
+}
+
+impl From<Amount> for Decimal {
+    fn from(v: Amount) -> Self {
+        v.0
+    }
+}
+
+impl fmt::Display for Amount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_plain_string())
+    }
+}
+
+impl FromStr for Amount {
+    type Err = AmountParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Amount::parse(s)
+    }
+}
+
+/// Text that is not a decimal number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a decimal amount")]
+pub struct AmountParseError(pub String);
+
+impl Serialize for Amount {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = self.0.normalize();
+        if v.scale() == 0
+            && let Ok(i) = i64::try_from(v.mantissa())
+        {
+            return s.serialize_i64(i);
+        }
+        match self.to_exact_f64() {
+            Some(f) => s.serialize_f64(f),
+            None => Err(serde::ser::Error::custom(format!(
+                "amount {v} cannot be written exactly as a JSON number"
+            ))),
+        }
+    }
+}
+
+struct AmountVisitor;
+
+impl<'de> Visitor<'de> for AmountVisitor {
+    type Value = Amount;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number or a numeric string")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Amount, E> {
+        Ok(Amount(Decimal::from(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Amount, E> {
+        Ok(Amount(Decimal::from(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Amount, E> {
+        Amount::from_f64(v).ok_or_else(|| E::custom(format!("{v} is out of range for an amount")))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Amount, E> {
+        Amount::parse(v).map_err(E::custom)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Amount, A::Error> {
+        // serde_json's arbitrary_precision form, if another crate in the build enabled it.
+        match map.next_entry::<String, String>()? {
+            Some((_, text)) => Amount::parse(&text).map_err(de::Error::custom),
+            None => Err(de::Error::custom("empty object is not an amount")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Amount, D::Error> {
+        d.deserialize_any(AmountVisitor)
+    }
+}
+
+/// `#[serde(with = "whish_core::money::as_string")]`: an [`Amount`] written as a JSON string
+/// (the collect service's `amount`), read from a string or a number.
+pub mod as_string {
+    use super::*;
+
+    /// Write the shortest exact text as a JSON string.
+    pub fn serialize<S: Serializer>(v: &Amount, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_plain_string())
+    }
+
+    /// Read a string or a number.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Amount, D::Error> {
+        d.deserialize_any(AmountVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(text: &str) {
+        let a: Amount = serde_json::from_str(text).expect("reads");
+        assert_eq!(a.to_plain_string(), text, "value kept exactly");
+        assert_eq!(
+            serde_json::to_string(&a).expect("writes"),
+            text,
+            "written back identical"
+        );
+        let s: Amount = serde_json::from_str(&format!("\"{text}\"")).expect("reads string");
+        assert_eq!(s, a);
+    }
+
+    #[test]
+    fn amounts_round_trip_exactly() {
+        for t in [
+            "0.1",
+            "12.34",
+            "101.1",
+            "3.3333333333333335",
+            "1000",
+            "0.01",
+            "250000",
+        ] {
+            round_trip(t);
+        }
+    }
+
+    #[test]
+    fn reads_exact_decimal_not_binary_expansion() {
+        let a: Amount = serde_json::from_str("12.34").expect("reads");
+        assert_eq!(a.value(), Decimal::new(1234, 2));
+        let a: Amount = serde_json::from_str("0.1").expect("reads");
+        assert_eq!(a.value(), Decimal::new(1, 1));
+    }
+
+    #[test]
+    fn writes_shortest_form() {
+        assert_eq!(
+            serde_json::to_string(&Amount::new(Decimal::new(1200, 2))).expect("w"),
+            "12"
+        );
+        assert_eq!(
+            serde_json::to_string(&Amount::new(Decimal::new(1230, 2))).expect("w"),
+            "12.3"
+        );
+        assert_eq!(Amount::new(Decimal::new(100000, 2)).to_string(), "1000");
+    }
+
+    #[test]
+    fn as_string_writes_a_json_string() {
+        #[derive(Serialize, Deserialize)]
+        struct Body {
+            #[serde(with = "as_string")]
+            amount: Amount,
+        }
+        let b = Body {
+            amount: Amount::parse("12.50").expect("ok"),
+        };
+        assert_eq!(
+            serde_json::to_string(&b).expect("w"),
+            r#"{"amount":"12.5"}"#
+        );
+        let back: Body = serde_json::from_str(r#"{"amount":"12.34"}"#).expect("r");
+        assert_eq!(back.amount.to_string(), "12.34");
+        let back: Body = serde_json::from_str(r#"{"amount":12.34}"#).expect("r");
+        assert_eq!(back.amount.to_string(), "12.34");
+    }
+
+    #[test]
+    fn not_representable_as_json_number_is_refused() {
+        let a = Amount::parse("0.12345678901234567890123").expect("ok");
+        assert!(serde_json::to_string(&a).is_err());
+    }
+
+    #[test]
+    fn rejects_non_numbers() {
+        assert!(serde_json::from_str::<Amount>(r#""abc""#).is_err());
+        assert!(serde_json::from_str::<Amount>(r#""""#).is_err());
+        assert!(serde_json::from_str::<Amount>("true").is_err());
+    }
+
+    fn rule(text: &str, c: Currency) -> Result<(), ValidationKind> {
+        Amount::parse(text)
+            .expect("ok")
+            .check_rules(&c, "amount")
+            .map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn amount_rules() {
+        assert_eq!(rule("1.00", Currency::Usd), Ok(()));
+        assert_eq!(rule("1", Currency::Usd), Ok(()));
+        assert_eq!(rule("12.34", Currency::Usd), Ok(()));
+        assert_eq!(
+            rule("12.340", Currency::Usd),
+            Ok(()),
+            "trailing zeros are not decimals"
+        );
+        assert_eq!(
+            rule("0.99", Currency::Usd),
+            Err(ValidationKind::BelowMinimum {
+                minimum: "1.00 USD".into()
+            })
+        );
+        assert_eq!(
+            rule("1.001", Currency::Usd),
+            Err(ValidationKind::TooManyDecimals { allowed: 2 })
+        );
+        assert_eq!(rule("0", Currency::Usd), Err(ValidationKind::NotPositive));
+        assert_eq!(rule("-5", Currency::Lbp), Err(ValidationKind::NotPositive));
+        assert_eq!(rule("1000", Currency::Lbp), Ok(()));
+        assert_eq!(rule("1000.00", Currency::Lbp), Ok(()));
+        assert_eq!(
+            rule("999", Currency::Lbp),
+            Err(ValidationKind::BelowMinimum {
+                minimum: "1000 LBP".into()
+            })
+        );
+        assert_eq!(
+            rule("1000.5", Currency::Lbp),
+            Err(ValidationKind::TooManyDecimals { allowed: 0 })
+        );
+        assert_eq!(
+            rule("10", Currency::Other("AED".into())),
+            Err(ValidationKind::UnsupportedCurrency)
+        );
+    }
+
+    #[test]
+    fn currencies() {
+        assert_eq!(Currency::Lbp.id(), Some(1));
+        assert_eq!(Currency::Usd.id(), Some(2));
+        assert_eq!(Currency::from_id(2), Some(Currency::Usd));
+        assert_eq!(Currency::from_id(9), None);
+        assert_eq!(Currency::from_code("AED"), Currency::Other("AED".into()));
+        assert_eq!(
+            serde_json::to_string(&Currency::Usd).expect("w"),
+            r#""USD""#
+        );
+        let c: Currency = serde_json::from_str(r#""EUR""#).expect("r");
+        assert_eq!(c, Currency::Other("EUR".into()));
+    }
+}

@@ -1,0 +1,258 @@
+//! Retry policy and the retry decision, as pure functions.
+//!
+//! Only requests marked safe are resent, and only for a connect failure, a timeout, a broken
+//! connection, an HTTP 5xx/429 reply without an envelope, and Pending where the service defines a
+//! resend with the same idempotency key as the way to reconcile. A resend carries the same bytes
+//! and the same key.
+
+use std::time::Duration;
+
+/// How many resends, and how long to wait between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Resends after the first attempt (0 = never resend).
+    pub max_retries: u32,
+    /// The backoff ceiling of the first resend; it doubles for each later one.
+    pub initial_backoff: Duration,
+    /// The largest backoff ceiling.
+    pub max_backoff: Duration,
+}
+
+impl RetryPolicy {
+    /// No resends at all.
+    pub const NONE: RetryPolicy = RetryPolicy {
+        max_retries: 0,
+        initial_backoff: Duration::ZERO,
+        max_backoff: Duration::ZERO,
+    };
+
+    /// The ceiling of the wait before resend number `retry` (0-based):
+    /// `min(max_backoff, initial_backoff * 2^retry)`.
+    pub fn ceiling(&self, retry: u32) -> Duration {
+        let factor = 2u32.saturating_pow(retry.min(31));
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
+    }
+
+    /// Full jitter: a wait drawn uniformly from `[0, ceiling(retry)]`; `unit` is in `[0, 1]`.
+    pub fn backoff(&self, retry: u32, unit: f64) -> Duration {
+        self.ceiling(retry).mul_f64(unit.clamp(0.0, 1.0))
+    }
+}
+
+impl Default for RetryPolicy {
+    /// Three resends, backoff ceilings 200 ms, 400 ms, 800 ms (at most 5 s).
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Connect and per-attempt timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Time allowed to open the connection (TCP and TLS).
+    pub connect: Duration,
+    /// Time allowed for one attempt, from sending to the last byte of the reply.
+    pub attempt: Duration,
+}
+
+impl Default for Timeouts {
+    /// 10 s to connect, 30 s per attempt.
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            attempt: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Whether a request may be resent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resend {
+    /// Never resent (a create without an idempotency key the service honours).
+    Never,
+    /// A read: resending changes nothing.
+    Read,
+    /// A create or change carrying an idempotency key the service deduplicates on. When
+    /// `on_pending` is true the service defines "resend with the same key" as the way to read
+    /// a Pending outcome, so Pending is resent too.
+    SameKey {
+        /// Resend after Pending too.
+        on_pending: bool,
+    },
+}
+
+/// What one attempt produced, as far as the retry decision cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// The connection could not be opened.
+    ConnectFailed,
+    /// The TLS handshake failed (a certificate problem does not fix itself).
+    TlsFailed,
+    /// The attempt timed out.
+    TimedOut,
+    /// The connection broke after sending.
+    ConnectionBroken,
+    /// An HTTP reply that was not the envelope.
+    NoEnvelope {
+        /// Its status.
+        status: u16,
+    },
+    /// An envelope with code 500.
+    Pending,
+    /// Any other envelope: success or a failure code; nothing to resend.
+    Answered,
+}
+
+/// What to do after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Wait this long, then resend the same bytes with the same key.
+    RetryAfter(Duration),
+    /// Stop and report this attempt's outcome.
+    Stop,
+}
+
+/// Whether this outcome is one a safe request is resent for.
+pub fn is_retryable(resend: Resend, outcome: AttemptOutcome) -> bool {
+    let transient = match outcome {
+        AttemptOutcome::ConnectFailed
+        | AttemptOutcome::TimedOut
+        | AttemptOutcome::ConnectionBroken => true,
+        AttemptOutcome::NoEnvelope { status } => status >= 500 || status == 429,
+        AttemptOutcome::TlsFailed | AttemptOutcome::Answered | AttemptOutcome::Pending => false,
+    };
+    match resend {
+        Resend::Never => false,
+        Resend::Read => transient,
+        Resend::SameKey { on_pending } => {
+            transient || (on_pending && outcome == AttemptOutcome::Pending)
+        }
+    }
+}
+
+/// The retry decision after `attempts_made` attempts (1 after the first), with `unit` a random
+/// number in `[0, 1]` for the jitter.
+pub fn decide(
+    policy: &RetryPolicy,
+    resend: Resend,
+    attempts_made: u32,
+    outcome: AttemptOutcome,
+    unit: f64,
+) -> Decision {
+    if attempts_made > policy.max_retries || !is_retryable(resend, outcome) {
+        return Decision::Stop;
+    }
+    Decision::RetryAfter(policy.backoff(attempts_made - 1, unit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AttemptOutcome::*;
+
+    const SAFE: [Resend; 3] = [
+        Resend::Read,
+        Resend::SameKey { on_pending: false },
+        Resend::SameKey { on_pending: true },
+    ];
+
+    #[test]
+    fn what_is_retried() {
+        for r in SAFE {
+            for o in [
+                ConnectFailed,
+                TimedOut,
+                ConnectionBroken,
+                NoEnvelope { status: 502 },
+                NoEnvelope { status: 503 },
+                NoEnvelope { status: 429 },
+            ] {
+                assert!(is_retryable(r, o), "{r:?} {o:?}");
+            }
+            for o in [
+                TlsFailed,
+                Answered,
+                NoEnvelope { status: 403 },
+                NoEnvelope { status: 404 },
+                NoEnvelope { status: 200 },
+            ] {
+                assert!(!is_retryable(r, o), "{r:?} {o:?}");
+            }
+        }
+        for o in [ConnectFailed, TimedOut, Pending, NoEnvelope { status: 503 }] {
+            assert!(
+                !is_retryable(Resend::Never, o),
+                "unsafe requests are never resent"
+            );
+        }
+        assert!(is_retryable(Resend::SameKey { on_pending: true }, Pending));
+        assert!(!is_retryable(
+            Resend::SameKey { on_pending: false },
+            Pending
+        ));
+        assert!(!is_retryable(Resend::Read, Pending));
+    }
+
+    #[test]
+    fn bounded_by_max_retries() {
+        let p = RetryPolicy {
+            max_retries: 2,
+            ..RetryPolicy::default()
+        };
+        let r = Resend::Read;
+        assert!(matches!(
+            decide(&p, r, 1, TimedOut, 0.5),
+            Decision::RetryAfter(_)
+        ));
+        assert!(matches!(
+            decide(&p, r, 2, TimedOut, 0.5),
+            Decision::RetryAfter(_)
+        ));
+        assert_eq!(decide(&p, r, 3, TimedOut, 0.5), Decision::Stop);
+        assert_eq!(
+            decide(&RetryPolicy::NONE, r, 1, TimedOut, 0.5),
+            Decision::Stop
+        );
+        assert_eq!(decide(&p, r, 1, Answered, 0.5), Decision::Stop);
+    }
+
+    #[test]
+    fn backoff_bounds() {
+        let p = RetryPolicy {
+            max_retries: 10,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(1000),
+        };
+        assert_eq!(p.ceiling(0), Duration::from_millis(100));
+        assert_eq!(p.ceiling(1), Duration::from_millis(200));
+        assert_eq!(p.ceiling(3), Duration::from_millis(800));
+        assert_eq!(p.ceiling(4), Duration::from_millis(1000), "capped");
+        assert_eq!(p.ceiling(60), Duration::from_millis(1000), "no overflow");
+        assert_eq!(
+            p.backoff(2, 0.0),
+            Duration::ZERO,
+            "full jitter reaches zero"
+        );
+        assert_eq!(p.backoff(2, 1.0), Duration::from_millis(400));
+        assert_eq!(
+            p.backoff(2, 7.0),
+            Duration::from_millis(400),
+            "unit clamped"
+        );
+        for i in 0..=20 {
+            let u = f64::from(i) / 20.0;
+            let d = p.backoff(5, u);
+            assert!(d <= p.max_backoff);
+        }
+        match decide(&p, Resend::Read, 2, ConnectFailed, 0.5) {
+            Decision::RetryAfter(d) => assert_eq!(d, Duration::from_millis(100)),
+            Decision::Stop => panic!("should retry"),
+        }
+    }
+}

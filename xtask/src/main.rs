@@ -1,0 +1,92 @@
+//! Project tasks.
+//!
+//! - `cargo xtask codegen`: read `codes/*.toml` (one data file per service, every documented
+//!   error code) and write each service crate's `src/code.rs` and `docs/errors.md`.
+//! - `cargo xtask codegen --check`: fail when any generated file is stale.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+mod codes;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    let result = match args.first().map(String::as_str) {
+        Some("codegen") => codegen(&root, args.iter().any(|a| a == "--check")),
+        _ => Err("usage: cargo xtask codegen [--check]".to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn codegen(root: &Path, check: bool) -> Result<(), String> {
+    let files = codes::load_all(&root.join("codes"))?;
+    let mut outputs: Vec<(PathBuf, String)> = Vec::new();
+    for f in &files {
+        let code = rustfmt(&codes::render_rust(f)?)?;
+        outputs.push((root.join(&f.crate_path), code));
+    }
+    outputs.push((root.join("docs/errors.md"), codes::render_markdown(&files)));
+    let mut stale = Vec::new();
+    for (path, text) in &outputs {
+        let current = std::fs::read_to_string(path).unwrap_or_default();
+        if current != *text {
+            if check {
+                stale.push(path.display().to_string());
+            } else {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                }
+                std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+        }
+    }
+    if !stale.is_empty() {
+        let mut msg = String::from("generated files are stale; run `cargo xtask codegen`:");
+        for s in stale {
+            let _ = write!(msg, "\n  {s}");
+        }
+        return Err(msg);
+    }
+    Ok(())
+}
+
+fn rustfmt(source: &str) -> Result<String, String> {
+    use std::io::Write;
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2024", "--emit", "stdout"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run rustfmt: {e}"))?;
+    child
+        .stdin
+        .take()
+        .ok_or("rustfmt stdin")?
+        .write_all(source.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "rustfmt failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
