@@ -45,3 +45,8 @@ pub use secrecy::{ExposeSecret, SecretString};
 pub use transport::{CallOptions, Policy, Reply, Request, Transport};
 pub use user_agent::UserAgent;
 pub use validation::{ValidationError, ValidationKind};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -10,7 +10,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -317,10 +317,12 @@ enum Attempt {
 impl Transport {
     /// Start building a transport for `service` (a short name such as `transfer`).
     pub fn builder(service: &'static str, base: BaseUrl) -> TransportBuilder {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         TransportBuilder {
             service,
             base,
-            headers: HeaderMap::new(),
+            headers,
             policy: Policy::default(),
             error: None,
         }
