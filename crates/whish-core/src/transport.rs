@@ -9,13 +9,13 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tracing::Instrument;
 
+pub use bytes::Bytes;
 pub use http::Method;
 
 use crate::address::BaseUrl;
@@ -91,6 +91,12 @@ impl Request {
             .map_err(|e| ValidationError::invalid("body", e.to_string()))?;
         self.body = Some(Bytes::from(bytes));
         Ok(self)
+    }
+
+    /// Use `body` (already serialized JSON) as the body, byte for byte.
+    pub fn json_bytes(mut self, body: Bytes) -> Request {
+        self.body = Some(body);
+        self
     }
 
     /// Add a query parameter.

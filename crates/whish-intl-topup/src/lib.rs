@@ -1,16 +1,68 @@
 //! # whish-intl-topup
 //!
-//! Client of the international top-up (spec 002) service, on top of `whish-core`.
+//! Client of the international top-up service: fetch the options a provider offers for a customer
+//! target, pay for one of them, and read the account balance.
 //!
-//! **Status:** the error codes of the service are here ([`TopupCode`], generated from
-//! `codes/` by `cargo xtask codegen`); the client itself lands with issue 5.
+//! The flow the service defines, and how this crate keeps it:
+//!
+//! 1. [`TopupClient::fetch_options`] returns [`FetchedOptions`]. Show each option's
+//!    [`display_name`](TopupOption::display_name) to the customer; never parse it.
+//! 2. [`TopupClient::prepare_pay`] takes one fetched [`TopupOption`] itself, so the amount cannot be
+//!    typed by hand or rounded: it goes back exactly as it arrived (`3.3333333333333335` stays
+//!    that). The returned [`PreparedPay`] already holds the `externalId`: **store it before
+//!    sending**.
+//! 3. [`TopupClient::pay`] sends it. After a timeout or a Pending answer the client resends the same
+//!    bytes with the same externalId (the service's only way to reconcile; it replays the original
+//!    result with `retrieved: true` and never charges twice). If the policy runs out, call `pay`
+//!    again later with the same [`PreparedPay`].
+//! 4. Store each sold item's [`transaction_id`](SoldItem::transaction_id).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), whish_intl_topup::Error> {
+//! use whish_intl_topup::{PayOutcome, TopupClient};
+//! use whish_core::{SecretString, UserAgent};
+//!
+//! let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
+//! let client = TopupClient::builder(
+//!     "https://topup.example.com/api",
+//!     SecretString::from("session-id"),
+//!     SecretString::from("token"),
+//!     ua,
+//! )
+//! .build()?;
+//! let offer = client.fetch_options("example-provider", "971501234567").await?;
+//! let option = &offer.options()[0];
+//! let prepared = client.prepare_pay(option)?;
+//! let external_id = prepared.external_id().clone(); // store it now
+//! # let _ = external_id;
+//! match client.pay(&prepared).await? {
+//!     PayOutcome::Paid(payment) => {
+//!         for item in payment.sold_items() {
+//!             println!("sold {} as {}", item.denomination().unwrap_or(""), item.transaction_id());
+//!         }
+//!     }
+//!     PayOutcome::Challenge(challenge) => println!("next step needed: {}", challenge.code),
+//!     _ => {}
+//! }
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod client;
 pub mod code;
+mod model;
+mod pay;
 
+pub use client::{TopupClient, TopupClientBuilder};
 pub use code::TopupCode;
-pub use whish_core::Error as CoreError;
+pub use model::{Balance, FetchedOptions, Pin, SoldItem, TopupOption};
+pub use pay::{Challenge, PayOptions, PayOutcome, Payment, PreparedPay};
 
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<TopupCode>;
+
+/// The examples of `docs/intl-topup.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/intl-topup.md")]
+pub struct GuideDoctests;

@@ -1,0 +1,160 @@
+//! Paying for a fetched option.
+
+use serde::Serialize;
+use whish_core::transport::Bytes;
+use whish_core::{Amount, Dialog, ExternalId};
+
+use crate::code::TopupCode;
+use crate::model::{SoldItem, TopupOption};
+
+/// A pay request ready to send: the body is serialized once, here, and every send and resend of
+/// it carries these same bytes and this same externalId.
+///
+/// Store [`external_id`](Self::external_id) before calling
+/// [`TopupClient::pay`](crate::TopupClient::pay): it is the only way to recover the outcome of a
+/// payment whose reply was lost (pay again with the same `PreparedPay`; the service replays the
+/// original result instead of charging twice).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedPay {
+    pub(crate) provider: String,
+    pub(crate) provider_segment: String,
+    pub(crate) external_id: ExternalId,
+    pub(crate) option_id: String,
+    pub(crate) amount: Amount,
+    pub(crate) target: String,
+    pub(crate) body: Bytes,
+}
+
+impl PreparedPay {
+    /// The idempotency key of this payment. Store it before sending.
+    pub fn external_id(&self) -> &ExternalId {
+        &self.external_id
+    }
+    /// The provider code.
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+    /// The option id.
+    pub fn option_id(&self) -> &str {
+        &self.option_id
+    }
+    /// The amount, exactly as fetched.
+    pub fn amount(&self) -> Amount {
+        self.amount
+    }
+    /// The target.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+    /// The exact JSON body that will be sent.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PayBody<'a> {
+    pub(crate) target: &'a str,
+    pub(crate) option_id: &'a str,
+    pub(crate) amount: Amount,
+    pub(crate) external_id: &'a ExternalId,
+}
+
+/// Options of [`TopupClient::prepare_pay_with`](crate::TopupClient::prepare_pay_with).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PayOptions {
+    /// Your own externalId (unique per payment); one is generated when `None`.
+    pub external_id: Option<ExternalId>,
+    /// A target other than the fetched one, only when the operator instructs it.
+    pub target: Option<String>,
+}
+
+impl PayOptions {
+    /// Use this externalId.
+    pub fn external_id(mut self, id: ExternalId) -> Self {
+        self.external_id = Some(id);
+        self
+    }
+    /// Pay for another target than the fetched one (only when the operator instructs it).
+    pub fn target(mut self, target: impl Into<String>) -> Self {
+        self.target = Some(target.into());
+        self
+    }
+}
+
+pub(crate) fn prepare(
+    option: &TopupOption,
+    provider_segment: String,
+    options: PayOptions,
+) -> Result<PreparedPay, whish_core::ValidationError> {
+    let external_id = options.external_id.unwrap_or_else(ExternalId::generate);
+    let target = match options.target {
+        Some(t) => crate::client::check_target(&t)?,
+        None => option.target.clone(),
+    };
+    let body = serde_json::to_vec(&PayBody {
+        target: &target,
+        option_id: &option.id,
+        amount: option.amount,
+        external_id: &external_id,
+    })
+    .map_err(|e| whish_core::ValidationError::invalid("amount", e.to_string()))?;
+    Ok(PreparedPay {
+        provider: option.provider.clone(),
+        provider_segment,
+        external_id,
+        option_id: option.id.clone(),
+        amount: option.amount,
+        target,
+        body: Bytes::from(body),
+    })
+}
+
+/// A completed payment.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Payment {
+    /// The sold items; store each one's transaction id.
+    pub sold_items: Vec<SoldItem>,
+    /// The informational dialog of the reply (with `yesButton`/`noButton` in `other`).
+    pub dialog: Option<Dialog>,
+    /// True when the service replayed an already-processed payment (a resend after a timeout or
+    /// Pending, or a second `pay` with the same `PreparedPay`): nothing was charged again.
+    pub retrieved: bool,
+    /// The externalId of the payment.
+    pub external_id: ExternalId,
+    /// How many attempts the call took.
+    pub attempts: u32,
+}
+
+impl Payment {
+    /// The sold items.
+    pub fn sold_items(&self) -> &[SoldItem] {
+        &self.sold_items
+    }
+}
+
+/// A documented challenge: an expected next step (such as a provider one-time code), not a
+/// failure. None is documented yet; the data file `codes/intl-topup.toml` marks them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Challenge {
+    /// The challenge code.
+    pub code: TopupCode,
+    /// The dialog to show.
+    pub dialog: Option<Dialog>,
+    /// The externalId of the payment the challenge belongs to.
+    pub external_id: ExternalId,
+}
+
+/// What a pay call produced, when it was not an error.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PayOutcome {
+    /// Paid: the sold items.
+    Paid(Payment),
+    /// A challenge the caller must complete.
+    Challenge(Challenge),
+}
