@@ -1,16 +1,68 @@
 //! # whish-hosted-collect
 //!
-//! Client of the hosted payment collection (spec 001) service, on top of `whish-core`.
+//! Client of the hosted payment collection service: the merchant creates a payment, sends the
+//! payer to the hosted page at `collectUrl`, receives GET callbacks, **confirms with the status
+//! endpoint** before fulfilling, and may refund a successful payment.
 //!
-//! **Status:** the error codes of the service are here ([`CollectCode`], generated from
-//! `codes/` by `cargo xtask codegen`); the client itself lands with issue 4.
+//! What the service makes easy to get wrong, and how this crate keeps it right:
+//!
+//! - A created payment (a `collectUrl`) does not mean the payer paid. Only
+//!   [`CollectStatus::Success`] from [`CollectClient::status`] does.
+//! - Callbacks are unauthenticated GETs that carry nothing but the query you put in the address:
+//!   use [`callback`] to put your own reference there and read it back, and treat the callback as
+//!   a signal to call status, never as proof.
+//! - Code 500 is Pending, never a failure: create and refund resend with the same `externalId`
+//!   (the service replays the recorded result with `retrieved: true`); if the outcome is still
+//!   unknown, reconcile with status.
+//! - The four callback and redirect addresses must be public: the service answers HTTP 403 for
+//!   loopback or private ones, and this crate refuses them before sending.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), whish_hosted_collect::Error> {
+//! use whish_core::{Amount, Currency, SecretString, UserAgent};
+//! use whish_hosted_collect::{CollectClient, CollectUrls, NewPayment, callback};
+//!
+//! let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
+//! let client = CollectClient::builder(
+//!     "https://collect.example.com/api",
+//!     "my-channel",
+//!     SecretString::from("secret"),
+//!     "shop.example.com",
+//!     ua,
+//! )
+//! .build()?;
+//! let urls = CollectUrls::new(
+//!     callback::with_reference("https://shop.example.com/whish/ok", "order", "A-17")?,
+//!     callback::with_reference("https://shop.example.com/whish/ko", "order", "A-17")?,
+//!     "https://shop.example.com/thanks",
+//!     "https://shop.example.com/retry",
+//! );
+//! let amount: Amount = "25.50".parse().expect("amount");
+//! let prepared = client.prepare_payment(NewPayment::new(amount, Currency::Usd, urls))?;
+//! let external_id = prepared.external_id().clone(); // store it with the order, now
+//! let created = client.create_payment(&prepared).await?;
+//! println!("send the payer to {}", created.collect_url);
+//! # let _ = external_id;
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod callback;
+mod client;
 pub mod code;
+mod create;
+mod model;
 
+pub use client::{CollectClient, CollectClientBuilder};
 pub use code::CollectCode;
-pub use whish_core::Error as CoreError;
+pub use create::{CollectUrls, CreatedPayment, NewPayment, PreparedPayment};
+pub use model::{CollectBalance, CollectStatus, PaymentStatus, Refund};
 
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<CollectCode>;
+
+/// The examples of `docs/hosted-collect.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/hosted-collect.md")]
+pub struct GuideDoctests;

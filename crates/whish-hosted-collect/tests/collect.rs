@@ -1,0 +1,403 @@
+//! The collect client on the wire: every request pinned, every fixture decoded, refusals that send
+//! nothing, the 403 reply, replays, and the callback-URL round trip.
+
+use std::time::Duration;
+
+use whish_core::retry::{RetryPolicy, Timeouts};
+use whish_core::transport::Policy;
+use whish_core::{
+    Amount, Currency, Error as CoreError, ExternalId, SecretString, UserAgent, ValidationKind,
+};
+use whish_hosted_collect::{
+    CollectClient, CollectCode, CollectStatus, CollectUrls, NewPayment, callback,
+};
+use whish_testkit::{ScriptedServer, Step, fixture};
+
+const SECRET: &str = "collect-SECRET-5521";
+
+fn client(base: &str, retries: u32) -> CollectClient {
+    let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)"
+        .parse()
+        .expect("ua");
+    CollectClient::builder(
+        base,
+        "chan-42",
+        SecretString::from(SECRET),
+        "shop.example.com",
+        ua,
+    )
+    .policy(Policy {
+        retry: RetryPolicy {
+            max_retries: retries,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(20),
+        },
+        timeouts: Timeouts {
+            connect: Duration::from_secs(2),
+            attempt: Duration::from_millis(400),
+        },
+    })
+    .build()
+    .expect("client")
+}
+
+fn urls() -> CollectUrls {
+    CollectUrls::new(
+        callback::with_reference("https://shop.example.com/whish/ok", "order", "A&B 17")
+            .expect("url"),
+        callback::with_reference("https://shop.example.com/whish/ko", "order", "A&B 17")
+            .expect("url"),
+        "https://shop.example.com/thanks",
+        "https://shop.example.com/retry",
+    )
+}
+
+fn payment(amount: &str, currency: Currency) -> NewPayment {
+    NewPayment::new(amount.parse::<Amount>().expect("amount"), currency, urls())
+}
+
+#[tokio::test]
+async fn balance_request_and_decode() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("hosted-collect/balance.success.json")),
+        Step::json(fixture("hosted-collect/balance.lbp.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let b = c.balance(Currency::Usd).await.expect("balance");
+    assert_eq!(b.balance.to_string(), "1520.75");
+    let b = c.balance(Currency::Lbp).await.expect("balance");
+    assert_eq!(b.balance.to_string(), "135000000");
+    insta::assert_json_snapshot!("balance_request", server.requests()[0]);
+    assert_eq!(
+        server.requests()[1].path,
+        "/payment/account/balance?currency=LBP"
+    );
+    assert!(server.raw_secret_values().iter().all(|s| s == SECRET));
+}
+
+#[tokio::test]
+async fn create_request_and_decode() {
+    let server = ScriptedServer::start(vec![Step::json(fixture(
+        "hosted-collect/create.success.json",
+    ))])
+    .await;
+    let c = client(&server.base, 0);
+    let prepared = c
+        .prepare_payment(
+            payment("25.50", Currency::Usd)
+                .invoice("Order A-17")
+                .external_id(ExternalId::new("order-A-17").expect("id")),
+        )
+        .expect("valid");
+    let created = c.create_payment(&prepared).await.expect("created");
+    assert_eq!(
+        created.collect_url,
+        "https://pay.example.com/collect/7f3c2a9e-5b1d-4c1e-9a77-2f0d8c1b6e42"
+    );
+    assert!(!created.retrieved);
+    assert_eq!(created.external_id.as_str(), "order-A-17");
+    let req = &server.requests()[0];
+    insta::assert_json_snapshot!("create_request", req);
+    assert!(
+        req.raw_body.contains(r#""amount":"25.5""#),
+        "amount is a JSON string: {}",
+        req.raw_body
+    );
+}
+
+#[tokio::test]
+async fn status_request_and_every_status_fixture() {
+    let names = [
+        "pending", "success", "failed", "refunded", "unknown", "other",
+    ];
+    let steps = names
+        .iter()
+        .map(|n| Step::json(fixture(&format!("hosted-collect/status.{n}.success.json"))))
+        .collect();
+    let server = ScriptedServer::start(steps).await;
+    let c = client(&server.base, 0);
+    let id = ExternalId::new("order-A-17").expect("id");
+    let mut decoded = Vec::new();
+    for _ in names {
+        decoded.push(c.status(Currency::Usd, &id).await.expect("status"));
+    }
+    insta::assert_json_snapshot!("status_request", server.requests()[0]);
+    insta::assert_debug_snapshot!("status_decoded", decoded);
+    assert_eq!(decoded[0].collect_status, CollectStatus::Pending);
+    assert_eq!(decoded[0].payer_phone_number, None, "absent while pending");
+    assert!(decoded[1].is_paid() && decoded[1].is_settled());
+    assert!(!decoded[2].is_paid() && decoded[2].is_settled());
+    assert!(!decoded[3].is_paid() && !decoded[3].is_settled());
+    assert_eq!(
+        decoded[5].collect_status,
+        CollectStatus::Other("on_review".into())
+    );
+}
+
+#[tokio::test]
+async fn refund_request_and_retrieved_flag() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("hosted-collect/refund.success.json")),
+        Step::json(fixture("hosted-collect/refund.replay.success.json")),
+        Step::json(fixture("hosted-collect/refund.failure.not-exists.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let id = ExternalId::new("order-A-17").expect("id");
+    let r = c
+        .refund(Currency::Usd, &id, Some("customer cancelled"))
+        .await
+        .expect("refund");
+    assert!(!r.retrieved);
+    let r = c.refund(Currency::Usd, &id, None).await.expect("replay");
+    assert!(r.retrieved, "duplicate refund is exposed");
+    let err = c
+        .refund(Currency::Usd, &id, None)
+        .await
+        .expect_err("unknown id");
+    assert_eq!(err.code(), Some(&CollectCode::ExternalIdNotExists));
+    let reqs = server.requests();
+    insta::assert_json_snapshot!("refund_request", reqs[0]);
+    assert!(
+        reqs[1].body.get("refundReason").is_none(),
+        "omitted when not given"
+    );
+}
+
+#[tokio::test]
+async fn failure_fixtures_decode() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("hosted-collect/create.failure.400-string.json")),
+        Step::json(fixture(
+            "hosted-collect/create.failure.purchase-confirm.json",
+        )),
+        Step::json(fixture("hosted-collect/create.failure.replayed.json")),
+        Step::json(fixture("hosted-collect/failure.session-expired.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let prepared = c
+        .prepare_payment(
+            payment("10", Currency::Usd).external_id(ExternalId::new("order-9").expect("id")),
+        )
+        .expect("valid");
+    let mut errors = Vec::new();
+    for _ in 0..4 {
+        errors.push(c.create_payment(&prepared).await.expect_err("failure"));
+    }
+    insta::assert_debug_snapshot!("failures_decoded", errors);
+    let CoreError::Failed(f) = &errors[0] else {
+        panic!("{:?}", errors[0])
+    };
+    assert_eq!(f.code, CollectCode::BadRequest);
+    assert_eq!(f.raw, "400");
+    let dialog = f.dialog.as_ref().expect("dialog");
+    assert_eq!(
+        dialog.other.get("yesButton"),
+        Some(&serde_json::json!("OK"))
+    );
+    assert!(dialog.other.contains_key("noButton"));
+    let CoreError::Failed(f) = &errors[1] else {
+        panic!()
+    };
+    assert_eq!(f.code, CollectCode::PurchaseConfirm);
+    assert_eq!(f.extra.as_ref().expect("extra")["price"], 12.75);
+    assert_eq!(
+        errors[2].retrieved(),
+        Some(true),
+        "a replayed error is still that error, marked"
+    );
+    assert_eq!(
+        errors[2].code(),
+        Some(&CollectCode::SalesAccountBalanceInsufficient)
+    );
+    assert!(errors[2].to_string().contains("replayed"));
+    assert_eq!(errors[3].code(), Some(&CollectCode::AuthSessionExpired));
+}
+
+#[tokio::test]
+async fn pending_then_replay_with_the_same_external_id() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("hosted-collect/create.pending.json")),
+        Step::json(fixture("hosted-collect/create.replay.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 2);
+    let prepared = c
+        .prepare_payment(payment("1000", Currency::Lbp))
+        .expect("valid");
+    let created = c.create_payment(&prepared).await.expect("created");
+    assert!(created.retrieved);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].raw_body, reqs[1].raw_body);
+    assert_eq!(reqs[0].body["externalId"], prepared.external_id().as_str());
+    assert_eq!(reqs[0].body["amount"], "1000");
+}
+
+#[tokio::test]
+async fn pending_beyond_policy_is_pending_with_the_external_id() {
+    let server = ScriptedServer::start(vec![Step::json(fixture(
+        "hosted-collect/create.pending.json",
+    ))])
+    .await;
+    let c = client(&server.base, 1);
+    let prepared = c
+        .prepare_payment(payment("5", Currency::Usd))
+        .expect("valid");
+    let err = c.create_payment(&prepared).await.expect_err("pending");
+    assert!(err.is_pending());
+    assert_eq!(err.idempotency_key(), Some(prepared.external_id().as_str()));
+    assert!(err.code().is_none(), "Pending is not a failure code");
+}
+
+#[tokio::test]
+async fn forbidden_403_is_decoded_as_its_own_error() {
+    let server = ScriptedServer::start(vec![Step::status(
+        403,
+        "text/html",
+        fixture("hosted-collect/create.forbidden.403.html"),
+    )])
+    .await;
+    let c = client(&server.base, 3);
+    let prepared = c
+        .prepare_payment(payment("5", Currency::Usd))
+        .expect("valid");
+    let err = c.create_payment(&prepared).await.expect_err("403");
+    match &err {
+        CoreError::Http(h) => {
+            assert_eq!(h.status, 403);
+            assert!(h.body_prefix.contains("Local addresses are not allowed"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.hits(), 1, "a 403 is not retried");
+}
+
+#[tokio::test]
+async fn refusals_send_nothing() {
+    let server = httpmock::MockServer::start_async().await;
+    let any = server
+        .mock_async(|_, then| {
+            then.status(200)
+                .body(fixture("hosted-collect/create.success.json"));
+        })
+        .await;
+    let c = client(&server.base_url(), 0);
+    let cases: Vec<(NewPayment, &str)> = vec![
+        (payment("0.99", Currency::Usd), "amount"),
+        (payment("1.005", Currency::Usd), "amount"),
+        (payment("999", Currency::Lbp), "amount"),
+        (payment("1000.5", Currency::Lbp), "amount"),
+        (payment("-3", Currency::Usd), "amount"),
+        (payment("10", Currency::Other("EUR".into())), "currency"),
+        (
+            NewPayment::new(
+                "10".parse().expect("a"),
+                Currency::Usd,
+                CollectUrls::new(
+                    "http://localhost/cb",
+                    "https://shop.example.com/ko",
+                    "https://shop.example.com/a",
+                    "https://shop.example.com/b",
+                ),
+            ),
+            "successCallbackUrl",
+        ),
+        (
+            NewPayment::new(
+                "10".parse().expect("a"),
+                Currency::Usd,
+                CollectUrls::new(
+                    "https://shop.example.com/ok",
+                    "http://10.0.0.7/ko",
+                    "https://shop.example.com/a",
+                    "https://shop.example.com/b",
+                ),
+            ),
+            "failureCallbackUrl",
+        ),
+        (
+            NewPayment::new(
+                "10".parse().expect("a"),
+                Currency::Usd,
+                CollectUrls::new(
+                    "https://shop.example.com/ok",
+                    "https://shop.example.com/ko",
+                    "http://127.0.0.1:3000/a",
+                    "https://shop.example.com/b",
+                ),
+            ),
+            "successRedirectUrl",
+        ),
+        (
+            NewPayment::new(
+                "10".parse().expect("a"),
+                Currency::Usd,
+                CollectUrls::new(
+                    "https://shop.example.com/ok",
+                    "https://shop.example.com/ko",
+                    "https://shop.example.com/a",
+                    "",
+                ),
+            ),
+            "failureRedirectUrl",
+        ),
+    ];
+    for (p, field) in cases {
+        let err = c.prepare_payment(p).expect_err(field);
+        match &err {
+            CoreError::Validation(v) => assert_eq!(v.field, field, "{err}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let id = ExternalId::new("x").expect("id");
+    let e = c
+        .status(Currency::Other("EUR".into()), &id)
+        .await
+        .expect_err("currency");
+    assert!(
+        matches!(e, CoreError::Validation(ref v) if v.kind == ValidationKind::UnsupportedCurrency)
+    );
+    assert!(c.balance(Currency::Other("AED".into())).await.is_err());
+    assert!(
+        c.refund(Currency::Other("AED".into()), &id, None)
+            .await
+            .is_err()
+    );
+    any.assert_calls_async(0).await;
+}
+
+#[test]
+fn callback_reference_round_trip_through_the_request_target() {
+    let value = "A&B 17/é?#%+";
+    let url = callback::with_reference(
+        "https://shop.example.com/whish/ok?src=whish",
+        "order",
+        value,
+    )
+    .expect("url");
+    // What an HTTP server receives as the request target of the GET callback:
+    let target = &url["https://shop.example.com".len()..];
+    assert_eq!(callback::reference(target, "order").as_deref(), Some(value));
+    assert_eq!(callback::reference(target, "src").as_deref(), Some("whish"));
+}
+
+#[test]
+fn client_debug_shows_no_secret() {
+    let c = client("https://collect.example.com/api", 0);
+    let text = format!("{c:?}");
+    assert!(!text.contains(SECRET), "{text}");
+    let ua: UserAgent = "A/1 (w.example; a@b.co)".parse().expect("ua");
+    let e = CollectClient::builder(
+        "https://c.example.com",
+        " ",
+        SecretString::from("s"),
+        "w",
+        ua,
+    )
+    .build()
+    .expect_err("no channel");
+    assert_eq!(e.field, "WHISH_COLLECT_CHANNEL");
+}
