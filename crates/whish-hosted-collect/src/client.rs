@@ -192,11 +192,10 @@ impl CollectClient {
             .idempotency_key(external_id.as_str())
             .resend(Resend::Read)
             .options(options);
-        Ok(self
-            .transport
+        self.transport
             .call::<PaymentStatus, CollectCode>(req)
             .await?
-            .require_data()?)
+            .require_data()
     }
 
     /// Refund a successful payment, by its original externalId. The service accepts refunds only
