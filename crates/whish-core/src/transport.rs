@@ -111,6 +111,17 @@ impl Request {
         self
     }
 
+    /// Carry the transfer service's `Request-id` header, and use it as the idempotency key.
+    pub fn request_id(mut self, id: crate::ids::RequestId) -> Request {
+        let text = id.to_string();
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            self.headers
+                .insert(HeaderName::from_static("request-id"), v);
+        }
+        self.idempotency_key = Some(text);
+        self
+    }
+
     /// Set the idempotency key shown in errors and spans.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Request {
         self.idempotency_key = Some(key.into());

@@ -1,16 +1,53 @@
 //! # whish-money-transfer
 //!
-//! Client of the money-transfer into Lebanon (spec 000) service, on top of `whish-core`.
+//! Client of the money-transfer service: send money into Lebanon by cash collection (the
+//! receiver collects cash with an LTN number) or mobile wallet (credited at once), quote fees,
+//! read status, cancel, list sending countries and payment modes, and reconcile with the activity
+//! log and the statement. The collection callback is in [`callback`].
 //!
-//! **Status:** the error codes of the service are here ([`TransferCode`], generated from
-//! `codes/` by `cargo xtask codegen`); the client itself lands with issue 3.
+//! The integration flow, and what the SDK does at each step:
+//!
+//! 1. **Quote** with [`TransferClient::fees`]; send later with the same amount and currency.
+//! 2. **Prepare** the send ([`CashCollectionSend`] or [`MobileWalletSend`]): it is checked
+//!    (English names, a real `dd-MM-yyyy` date of birth not in the future, the amount rules per
+//!    currency, a public callback address) and its Request-id fixed. **Store the Request-id**.
+//! 3. **Send** with [`TransferClient::send`]. Timeouts, dropped replies and Pending are resent with
+//!    the same bytes and the same Request-id; `transfer.already.done` after a resend is a
+//!    confirmation, read through status. Pending is never a failure.
+//! 4. **Callback** (cash collection, when collected): a notification, not proof.
+//! 5. **Confirm** with [`TransferClient::status`]; it is authoritative.
+//! 6. **Cancel** a cash-collection transfer before collection if needed.
+//! 7. **Reconcile** with [`reconcile`].
+//!
+//! See `docs/money-transfer.md` for the whole guide with examples.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod callback;
+mod client;
 pub mod code;
+mod model;
+pub mod reconcile;
+mod reference;
+mod send;
 
+pub use client::{FeeRequest, ReportRange, StatusQuery, TransferClient, TransferClientBuilder};
 pub use code::TransferCode;
-pub use whish_core::Error as CoreError;
+pub use model::{
+    ActivityEntry, ActivityStatus, Cancellation, CurrencyStatement, CurrentBalance, FeeQuote,
+    PaymentMode, ReceiverIdentity, SendingCountry, StatementLine, StatementType, StatusResult,
+    TransferStatus,
+};
+pub use reference::{Reason, SourceOfFunds};
+pub use send::{
+    CashCollectionSend, CashSent, Customer, LEBANON, MobileWalletSend, PreparedTransfer,
+    SendOutcome, SendRequest, WalletCredited, is_english_name,
+};
 
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<TransferCode>;
+
+/// The examples of `docs/money-transfer.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/money-transfer.md")]
+pub struct GuideDoctests;

@@ -1,0 +1,155 @@
+//! Reconciliation with the activity log and the statement.
+//!
+//! - [`latest_states`] folds the activity event log into the latest state of each transfer (a
+//!   cancelled transfer shows twice, SENT then CANCELLED; CANCELLED is CANCELED_FULL elsewhere).
+//! - [`check_balance_rule`] checks balance = previous + debit - credit on every line, exactly, and
+//!   reports the first line that breaks it.
+//! - [`match_by_request_id`] pairs activity events and statement lines through `requestId`.
+
+use std::collections::BTreeMap;
+
+use whish_core::{Amount, DateTime, RequestId};
+
+use crate::model::{ActivityEntry, CurrencyStatement, StatementLine, TransferStatus};
+
+/// The latest known state of one transfer, from the activity log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatestState {
+    /// Transfer id.
+    pub transfer_id: String,
+    /// The Request-id of the create.
+    pub request_id: Option<RequestId>,
+    /// The latest status, in the status endpoint's vocabulary (CANCELLED is CANCELED_FULL).
+    pub status: TransferStatus,
+    /// When it reached that status.
+    pub date: DateTime,
+    /// How many events the log holds for it.
+    pub events: usize,
+}
+
+/// Fold the event log into the latest state per transfer id. Events are ordered by date; events
+/// with the same date keep the log's order.
+pub fn latest_states(activity: &[ActivityEntry]) -> BTreeMap<String, LatestState> {
+    let mut ordered: Vec<&ActivityEntry> = activity.iter().collect();
+    ordered.sort_by_key(|e| e.date);
+    let mut out: BTreeMap<String, LatestState> = BTreeMap::new();
+    for e in ordered {
+        let events = out.get(&e.id).map_or(0, |s| s.events) + 1;
+        out.insert(
+            e.id.clone(),
+            LatestState {
+                transfer_id: e.id.clone(),
+                request_id: e
+                    .request_id
+                    .or_else(|| out.get(&e.id).and_then(|s| s.request_id)),
+                status: e.status.as_transfer_status(),
+                date: e.date,
+                events,
+            },
+        );
+    }
+    out
+}
+
+/// A statement line that breaks balance = previous + debit - credit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BalanceBreak {
+    /// The index of the line in `transactions` (or `transactions.len()` for the current
+    /// balance).
+    pub index: usize,
+    /// The balance the rule gives.
+    pub expected: Amount,
+    /// The balance the line states.
+    pub actual: Amount,
+    /// The line, when the break is on a line (not on the current balance).
+    pub line: Option<StatementLine>,
+}
+
+impl std::fmt::Display for BalanceBreak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.line {
+            Some(l) => write!(
+                f,
+                "line {} ({} {} on {}): balance {} but previous + debit - credit = {}",
+                self.index, l.kind, l.id, l.date, self.actual, self.expected
+            ),
+            None => write!(
+                f,
+                "current balance {} differs from the last line's balance {}",
+                self.actual, self.expected
+            ),
+        }
+    }
+}
+
+/// Check the balance rule on every line after the first (whose previous balance is not in the
+/// statement), exactly, and that the current balance equals the last line's balance. Returns the
+/// first break.
+pub fn check_balance_rule(statement: &CurrencyStatement) -> Result<(), BalanceBreak> {
+    let lines = &statement.transactions;
+    for (i, pair) in lines.windows(2).enumerate() {
+        let (prev, line) = (&pair[0], &pair[1]);
+        let expected = prev.balance.value() + line.debit.value() - line.credit.value();
+        if expected != line.balance.value() {
+            return Err(BalanceBreak {
+                index: i + 1,
+                expected: Amount::new(expected),
+                actual: line.balance,
+                line: Some(line.clone()),
+            });
+        }
+    }
+    if let (Some(last), Some(current)) = (lines.last(), &statement.current_balance)
+        && last.balance.value() != current.balance.value()
+    {
+        return Err(BalanceBreak {
+            index: lines.len(),
+            expected: last.balance,
+            actual: current.balance,
+            line: None,
+        });
+    }
+    Ok(())
+}
+
+/// Activity events and statement lines of one Request-id.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Matched {
+    /// The activity events.
+    pub activity: Vec<ActivityEntry>,
+    /// The statement lines.
+    pub statement: Vec<StatementLine>,
+}
+
+impl Matched {
+    /// True when the transfer shows in the activity log but not in the statement, or the other
+    /// way round: worth a look.
+    pub fn is_one_sided(&self) -> bool {
+        self.activity.is_empty() != self.statement.is_empty()
+    }
+}
+
+/// Pair activity events and statement lines through `requestId`. Lines without one (TOPUP) are
+/// left out.
+pub fn match_by_request_id(
+    activity: &[ActivityEntry],
+    statements: &[CurrencyStatement],
+) -> BTreeMap<RequestId, Matched> {
+    let mut out: BTreeMap<RequestId, Matched> = BTreeMap::new();
+    for e in activity {
+        if let Some(r) = e.request_id {
+            out.entry(r).or_default().activity.push(e.clone());
+        }
+    }
+    for s in statements {
+        for l in &s.transactions {
+            if let Some(r) = l.request_id {
+                out.entry(r).or_default().statement.push(l.clone());
+            }
+        }
+    }
+    out
+}
