@@ -1,0 +1,75 @@
+//! Reconciliation over the activity and statement fixtures.
+
+use serde::Deserialize;
+use whish_core::Envelope;
+use whish_money_transfer::reconcile::{check_balance_rule, latest_states, match_by_request_id};
+use whish_money_transfer::{ActivityEntry, CurrencyStatement, TransferStatus};
+use whish_testkit::fixture;
+
+#[derive(Deserialize)]
+struct List<T> {
+    list: Vec<T>,
+}
+
+fn activity() -> Vec<ActivityEntry> {
+    let e: Envelope<List<ActivityEntry>> =
+        Envelope::from_slice(fixture("money-transfer/activity.success.json").as_bytes())
+            .expect("decodes");
+    e.data.expect("data").list
+}
+
+fn statement() -> Vec<CurrencyStatement> {
+    let e: Envelope<List<CurrencyStatement>> =
+        Envelope::from_slice(fixture("money-transfer/statement.success.json").as_bytes())
+            .expect("decodes");
+    e.data.expect("data").list
+}
+
+#[test]
+fn the_event_log_folds_into_the_latest_state() {
+    let states = latest_states(&activity());
+    assert_eq!(states.len(), 3);
+    let cancelled = &states["TR-20260821-000123"];
+    assert_eq!(
+        cancelled.status,
+        TransferStatus::CanceledFull,
+        "CANCELLED is CANCELED_FULL"
+    );
+    assert_eq!(cancelled.events, 2, "a cancel shows twice");
+    assert_eq!(
+        states["TR-20260821-000127"].status,
+        TransferStatus::Received
+    );
+    assert_eq!(states["TR-20260821-000126"].status, TransferStatus::Sent);
+}
+
+#[test]
+fn the_statement_keeps_the_balance_rule_exactly() {
+    for s in statement() {
+        check_balance_rule(&s).expect("the fixture keeps the rule");
+    }
+}
+
+#[test]
+fn the_first_broken_line_is_reported() {
+    let mut s = statement().remove(0);
+    s.transactions[3].balance = "4986.57".parse().expect("amount");
+    let b = check_balance_rule(&s).expect_err("broken");
+    assert_eq!(b.index, 3);
+    assert_eq!(b.expected.to_string(), "4986.56");
+    assert_eq!(b.actual.to_string(), "4986.57");
+    assert!(b.to_string().contains("line 3"));
+    let mut s = statement().remove(0);
+    s.current_balance.as_mut().expect("current").balance = "1".parse().expect("amount");
+    assert_eq!(check_balance_rule(&s).expect_err("current").index, 5);
+}
+
+#[test]
+fn activity_and_statement_match_by_request_id() {
+    let m = match_by_request_id(&activity(), &statement());
+    let id = whish_core::RequestId::new(1_755_770_400_000_001).expect("id");
+    assert_eq!(m[&id].activity.len(), 2);
+    assert_eq!(m[&id].statement.len(), 2);
+    assert!(m.values().all(|x| !x.is_one_sided()));
+    assert_eq!(m.len(), 3, "TOPUP lines have no requestId and are left out");
+}

@@ -1,0 +1,159 @@
+//! Safe resend: the same bytes and Request-id after a timeout or Pending, and
+//! `transfer.already.done` read through status.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use whish_core::Currency;
+use whish_money_transfer::{SendOutcome, TransferCode, TransferStatus};
+use whish_testkit::{ScriptedServer, Step, fixture};
+
+#[tokio::test]
+async fn timeout_then_already_done_is_confirmed_through_status() {
+    let server = ScriptedServer::start(vec![
+        Step::Delay(
+            Duration::from_millis(1500),
+            Box::new(Step::json(fixture(
+                "money-transfer/send.cash-collection.success.json",
+            ))),
+        ),
+        Step::json(fixture("money-transfer/send.failure.already-done.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 2);
+    let prepared = c.prepare_send(cash("100", Currency::Usd)).expect("valid");
+    let id = prepared.request_id();
+    match c.send(&prepared).await.expect("confirmed") {
+        SendOutcome::Confirmed { request_id, status } => {
+            assert_eq!(request_id, id);
+            assert_eq!(status.status, TransferStatus::Sent);
+            assert_eq!(status.ltn_number.as_deref(), Some("48213590"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3, "send, resend, status");
+    assert_eq!(reqs[0].raw_body, reqs[1].raw_body, "identical bytes");
+    assert_eq!(reqs[0].header("request-id"), Some(id.to_string().as_str()));
+    assert_eq!(
+        reqs[1].header("request-id"),
+        Some(id.to_string().as_str()),
+        "same Request-id"
+    );
+    assert_eq!(reqs[2].path, "/sandbox/api/api/woo/send/money/status");
+    assert_eq!(
+        reqs[2].body["requestId"],
+        id.get(),
+        "status by that requestId"
+    );
+}
+
+#[tokio::test]
+async fn pending_then_already_done_is_confirmed() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("money-transfer/send.pending.number.json")),
+        Step::json(fixture("money-transfer/send.failure.already-done.json")),
+        Step::json(fixture("money-transfer/status.received.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 2);
+    let prepared = c.prepare_send(wallet("20")).expect("valid");
+    let outcome = c.send(&prepared).await.expect("confirmed");
+    assert!(
+        matches!(outcome, SendOutcome::Confirmed { ref status, .. } if status.status == TransferStatus::Received)
+    );
+    assert_eq!(server.hits(), 3);
+}
+
+#[tokio::test]
+async fn dropped_reply_is_recovered_without_a_duplicate() {
+    let server = ScriptedServer::start(vec![
+        Step::Drop,
+        Step::json(fixture("money-transfer/send.failure.already-done.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 2);
+    let prepared = c.prepare_send(cash("1000", Currency::Lbp)).expect("valid");
+    let outcome = c.send(&prepared).await.expect("confirmed");
+    assert!(matches!(outcome, SendOutcome::Confirmed { .. }));
+    let sends = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/woo/send/money"))
+        .count();
+    assert_eq!(sends, 2, "one original, one resend, no new Request-id");
+}
+
+#[tokio::test]
+async fn pending_outlasting_the_policy_then_a_later_send_confirms() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("money-transfer/send.pending.string.json")),
+        Step::json(fixture("money-transfer/send.pending.string.json")),
+        Step::json(fixture("money-transfer/send.failure.already-done.json")),
+        Step::json(fixture("money-transfer/status.received.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 1);
+    let prepared = c.prepare_send(wallet("20")).expect("valid");
+    let first = c.send(&prepared).await.expect("pending");
+    assert!(
+        matches!(first, SendOutcome::Pending { request_id, .. } if request_id == prepared.request_id())
+    );
+    let later = c.send(&prepared).await.expect("confirmed");
+    assert!(matches!(later, SendOutcome::Confirmed { .. }), "{later:?}");
+}
+
+#[tokio::test]
+async fn already_done_on_a_first_attempt_is_a_failure() {
+    let server = ScriptedServer::start(vec![Step::json(fixture(
+        "money-transfer/send.failure.already-done.json",
+    ))])
+    .await;
+    let c = client(&server.base, 2);
+    let prepared = c
+        .prepare_send_with_id(cash("10", Currency::Usd), rid(42))
+        .expect("valid");
+    let outcome = c.send(&prepared).await.expect("outcome");
+    assert!(matches!(
+        outcome,
+        SendOutcome::Failed {
+            code: TransferCode::TransferAlreadyDone,
+            ..
+        }
+    ));
+    assert_eq!(server.hits(), 1, "no status call, no resend");
+}
+
+#[tokio::test]
+async fn explicit_resend_after_a_restart_reads_already_done_as_confirmation() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("money-transfer/send.failure.already-done.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let prepared = c
+        .prepare_send_with_id(cash("10", Currency::Usd), rid(42))
+        .expect("valid");
+    let outcome = c.resend(&prepared).await.expect("confirmed");
+    assert!(matches!(outcome, SendOutcome::Confirmed { .. }));
+}
+
+#[tokio::test]
+async fn a_failure_code_is_never_resent() {
+    let server = ScriptedServer::start(vec![Step::json(fixture(
+        "money-transfer/send.failure.receiver-name-enlgish.json",
+    ))])
+    .await;
+    let c = client(&server.base, 3);
+    let prepared = c.prepare_send(cash("10", Currency::Usd)).expect("valid");
+    assert!(matches!(
+        c.send(&prepared).await.expect("o"),
+        SendOutcome::Failed { .. }
+    ));
+    assert_eq!(server.hits(), 1);
+}

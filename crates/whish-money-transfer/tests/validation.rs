@@ -1,0 +1,214 @@
+//! Every refusal happens before anything is sent (hit count 0), with its own clear error.
+
+mod common;
+
+use common::*;
+use whish_core::{Currency, Error as CoreError, ValidationKind};
+use whish_money_transfer::{
+    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason, ReportRange, SourceOfFunds,
+    StatusQuery,
+};
+
+fn kind_of<T: std::fmt::Debug>(
+    r: Result<T, whish_money_transfer::Error>,
+) -> (String, ValidationKind) {
+    match r.expect_err("refused") {
+        CoreError::Validation(v) => (v.field, v.kind),
+        other => panic!("not a validation error: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn refusals_send_nothing() {
+    let server = httpmock::MockServer::start_async().await;
+    let any = server
+        .mock_async(|_, then| {
+            then.status(200).body(whish_testkit::fixture(
+                "money-transfer/send.cash-collection.success.json",
+            ));
+        })
+        .await;
+    let c = client(&server.base_url(), 0);
+    let with_receiver = |r: Customer, birth: &str| {
+        CashCollectionSend::new(
+            1,
+            Currency::Usd,
+            amount("10"),
+            sender(),
+            r,
+            birth,
+            Reason::Other,
+            SourceOfFunds::Other,
+        )
+    };
+    let cases: Vec<(CashCollectionSend, &str, ValidationKind)> = vec![
+        (
+            with_receiver(Customer::new("محمد", "Haddad", "+9613"), "07-03-1990"),
+            "receiver.firstName",
+            ValidationKind::NotEnglish,
+        ),
+        (
+            with_receiver(Customer::new("Rami", "Hadd4d", "+9613"), "07-03-1990"),
+            "receiver.lastName",
+            ValidationKind::NotEnglish,
+        ),
+        (
+            with_receiver(
+                Customer::new("Rami", "Haddad", "+9613").middle_name("José"),
+                "07-03-1990",
+            ),
+            "receiver.middleName",
+            ValidationKind::NotEnglish,
+        ),
+        (
+            with_receiver(Customer::new("", "Haddad", "+9613"), "07-03-1990"),
+            "receiver.firstName",
+            ValidationKind::Missing,
+        ),
+        (
+            with_receiver(Customer::new("Rami", "Haddad", " "), "07-03-1990"),
+            "receiver.phone",
+            ValidationKind::Missing,
+        ),
+        (
+            with_receiver(receiver(), "31-02-1990"),
+            "receiver.identity.dateBirth",
+            ValidationKind::BadDate {
+                format: "dd-MM-yyyy",
+            },
+        ),
+        (
+            with_receiver(receiver(), "1990-03-07"),
+            "receiver.identity.dateBirth",
+            ValidationKind::BadDate {
+                format: "dd-MM-yyyy",
+            },
+        ),
+        (
+            with_receiver(receiver(), "01-01-2999"),
+            "receiver.identity.dateBirth",
+            ValidationKind::DateInFuture,
+        ),
+        (
+            cash("0.5", Currency::Usd),
+            "amount",
+            ValidationKind::BelowMinimum {
+                minimum: "1.00 USD".into(),
+            },
+        ),
+        (
+            cash("10.123", Currency::Usd),
+            "amount",
+            ValidationKind::TooManyDecimals { allowed: 2 },
+        ),
+        (
+            cash("1000.5", Currency::Lbp),
+            "amount",
+            ValidationKind::TooManyDecimals { allowed: 0 },
+        ),
+        (
+            cash("999", Currency::Lbp),
+            "amount",
+            ValidationKind::BelowMinimum {
+                minimum: "1000 LBP".into(),
+            },
+        ),
+        (
+            cash("10", Currency::Other("EUR".into())),
+            "currencyId",
+            ValidationKind::UnsupportedCurrency,
+        ),
+        (
+            cash("10", Currency::Usd).callback_url("http://localhost:8080/cb"),
+            "callbackUrl",
+            ValidationKind::NotPublicUrl {
+                reason: "localhost names are loopback".into(),
+            },
+        ),
+    ];
+    for (send, field, kind) in cases {
+        assert_eq!(
+            kind_of(c.prepare_send(send)),
+            (field.to_owned(), kind),
+            "{field}"
+        );
+    }
+    let bad_sender = MobileWalletSend::new(
+        1,
+        Currency::Usd,
+        amount("10"),
+        Customer::new("John", "Smith", "+1").date_birth("30-02-1980"),
+        receiver(),
+        Reason::Other,
+        SourceOfFunds::Other,
+    );
+    assert_eq!(
+        kind_of(c.prepare_send(bad_sender)).0,
+        "sender.identity.dateBirth"
+    );
+    let zero_country = CashCollectionSend::new(
+        0,
+        Currency::Usd,
+        amount("10"),
+        sender(),
+        receiver(),
+        "07-03-1990",
+        Reason::Other,
+        SourceOfFunds::Other,
+    );
+    assert_eq!(kind_of(c.prepare_send(zero_country)).0, "fromCountry");
+
+    assert_eq!(
+        kind_of(
+            c.fees(&FeeRequest::new(1, Currency::Usd, amount("0.5")))
+                .await
+        )
+        .0,
+        "amount"
+    );
+    assert_eq!(
+        kind_of(
+            c.fees(&FeeRequest::new(1, Currency::Usd, amount("5")).phone_number(" "))
+                .await
+        )
+        .0,
+        "phoneNumber"
+    );
+    assert_eq!(
+        kind_of(c.status(&StatusQuery::TransferId(" ".into())).await).0,
+        "transferId"
+    );
+    assert_eq!(
+        kind_of(c.status(&StatusQuery::LtnNumber(String::new())).await).0,
+        "transferId"
+    );
+    assert_eq!(kind_of(c.cancel("", None).await).0, "ltnNumber");
+    assert!(ReportRange::new("2026-08-31 00:00:00", "2026-08-01 00:00:00").is_err());
+    assert!(ReportRange::new("2026-08-01", "2026-08-31 00:00:00").is_err());
+    let eur = ReportRange::new("2026-08-01 00:00:00", "2026-08-31 00:00:00")
+        .expect("range")
+        .currency(Currency::Other("EUR".into()));
+    assert_eq!(kind_of(c.activity(&eur).await).0, "currencyId");
+    assert!("Gifts".parse::<Reason>().is_err());
+    any.assert_calls_async(0).await;
+}
+
+#[test]
+fn settings_are_checked() {
+    use whish_core::SecretString;
+    use whish_money_transfer::TransferClient;
+    let e = TransferClient::builder(
+        "http://transfer.example.com/api",
+        "u",
+        SecretString::from("k"),
+    )
+    .build()
+    .expect_err("plain http to a public host");
+    assert_eq!(e.field, "WHISH_TRANSFER_BASE_URL");
+    let e = TransferClient::builder("https://t.example.com/api", " ", SecretString::from("k"))
+        .build()
+        .expect_err("no username");
+    assert_eq!(e.field, "WHISH_TRANSFER_USERNAME");
+    let c = client("https://t.example.com", 0);
+    assert!(!format!("{c:?}").contains(KEY));
+}
