@@ -64,7 +64,7 @@ pub struct BalanceBreak {
     /// The balance the line states.
     pub actual: Amount,
     /// The line, when the break is on a line (not on the current balance).
-    pub line: Option<StatementLine>,
+    pub line: Option<Box<StatementLine>>,
 }
 
 impl std::fmt::Display for BalanceBreak {
@@ -97,7 +97,7 @@ pub fn check_balance_rule(statement: &CurrencyStatement) -> Result<(), BalanceBr
                 index: i + 1,
                 expected: Amount::new(expected),
                 actual: line.balance,
-                line: Some(line.clone()),
+                line: Some(Box::new(line.clone())),
             });
         }
     }

@@ -134,10 +134,11 @@ impl Customer {
             }
             None => None,
         };
-        let identity = (self.nationality.is_some() || date_birth.is_some()).then(|| IdentityWire {
-            nationality: self.nationality.as_deref(),
-            date_birth,
-        });
+        let identity =
+            (self.nationality.is_some() || date_birth.is_some()).then_some(IdentityWire {
+                nationality: self.nationality.as_deref(),
+                date_birth,
+            });
         Ok(CustomerWire {
             first_name: self.first_name.trim(),
             middle_name: self
