@@ -174,3 +174,8 @@ impl LocationsClient {
             .unwrap_or_default())
     }
 }
+
+/// The examples of `docs/locations.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/locations.md")]
+pub struct GuideDoctests;
