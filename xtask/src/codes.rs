@@ -219,6 +219,10 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     let _ = writeln!(s, "        }}\n    }}\n");
     let _ = writeln!(
         s,
+        "    /// True when the code is not one of the documented ones.\n    pub fn is_unknown(&self) -> bool {{\n        matches!(self, {e}::Unknown(_))\n    }}\n"
+    );
+    let _ = writeln!(
+        s,
         "    /// True when the code is a documented challenge (an expected step), not a failure.\n    pub fn is_challenge(&self) -> bool {{\n        match self {{"
     );
     s.push_str(&arms(&|r| r.challenge.to_string(), "false")?);
@@ -254,7 +258,7 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        matches!(self, {e}::Unknown(_))\n    }}\n}}",
+        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
         lit(&file.service)
     );
     Ok(s)

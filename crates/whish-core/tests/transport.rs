@@ -7,24 +7,10 @@ use std::time::Duration;
 use common::{Error, SECRET_KEY, TestCode};
 use http::HeaderValue;
 use serde_json::{Value, json};
-use whish_core::retry::{Resend, RetryPolicy, Timeouts};
-use whish_core::transport::{CallOptions, Method, Policy, Request, Transport};
+use whish_core::retry::Resend;
+use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{BaseUrl, SecretString, TransportErrorKind, UserAgent};
 use whish_testkit::{ScriptedServer, Step, fixture};
-
-fn fast_policy(retries: u32) -> Policy {
-    Policy {
-        retry: RetryPolicy {
-            max_retries: retries,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(20),
-        },
-        timeouts: Timeouts {
-            connect: Duration::from_secs(2),
-            attempt: Duration::from_millis(400),
-        },
-    }
-}
 
 fn transport(base: &str, retries: u32) -> Transport {
     let ua: UserAgent = "WhishTests/1.0 (https://tests.example.com; dev@example.com)"
@@ -34,7 +20,7 @@ fn transport(base: &str, retries: u32) -> Transport {
         .header("username", "merchant-7")
         .secret_header("key", &SecretString::from(SECRET_KEY))
         .user_agent(&ua)
-        .policy(fast_policy(retries))
+        .policy(whish_testkit::fast_policy(retries))
         .build()
         .expect("transport")
 }

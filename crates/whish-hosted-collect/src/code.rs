@@ -422,6 +422,11 @@ impl CollectCode {
         }
     }
 
+    /// True when the code is not one of the documented ones.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, CollectCode::Unknown(_))
+    }
+
     /// True when the code is a documented challenge (an expected step), not a failure.
     pub fn is_challenge(&self) -> bool {
         match self {
@@ -549,6 +554,6 @@ impl whish_core::ErrorCode for CollectCode {
     }
 
     fn is_unknown(&self) -> bool {
-        matches!(self, CollectCode::Unknown(_))
+        CollectCode::is_unknown(self)
     }
 }

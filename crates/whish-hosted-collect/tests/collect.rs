@@ -1,10 +1,6 @@
 //! The collect client on the wire: every request pinned, every fixture decoded, refusals that send
 //! nothing, the 403 reply, replays, and the callback-URL round trip.
 
-use std::time::Duration;
-
-use whish_core::retry::{RetryPolicy, Timeouts};
-use whish_core::transport::Policy;
 use whish_core::{
     Amount, Currency, Error as CoreError, ExternalId, SecretString, UserAgent, ValidationKind,
 };
@@ -26,17 +22,7 @@ fn client(base: &str, retries: u32) -> CollectClient {
         "shop.example.com",
         ua,
     )
-    .policy(Policy {
-        retry: RetryPolicy {
-            max_retries: retries,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(20),
-        },
-        timeouts: Timeouts {
-            connect: Duration::from_secs(2),
-            attempt: Duration::from_millis(400),
-        },
-    })
+    .policy(whish_testkit::fast_policy(retries))
     .build()
     .expect("client")
 }

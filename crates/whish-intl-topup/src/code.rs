@@ -114,6 +114,11 @@ impl TopupCode {
         }
     }
 
+    /// True when the code is not one of the documented ones.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, TopupCode::Unknown(_))
+    }
+
     /// True when the code is a documented challenge (an expected step), not a failure.
     pub fn is_challenge(&self) -> bool {
         match self {
@@ -181,6 +186,6 @@ impl whish_core::ErrorCode for TopupCode {
     }
 
     fn is_unknown(&self) -> bool {
-        matches!(self, TopupCode::Unknown(_))
+        TopupCode::is_unknown(self)
     }
 }

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use whish_core::retry::{RetryPolicy, Timeouts};
-use whish_core::transport::Policy;
 use whish_core::{Error as CoreError, ExternalId, SecretString, UserAgent};
 use whish_intl_topup::{PayOptions, PayOutcome, TopupClient, TopupCode};
 use whish_testkit::{ScriptedServer, Step, fixture};
@@ -23,17 +21,7 @@ fn client(base: &str, retries: u32) -> TopupClient {
         ua,
     )
     .language("en")
-    .policy(Policy {
-        retry: RetryPolicy {
-            max_retries: retries,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(20),
-        },
-        timeouts: Timeouts {
-            connect: Duration::from_secs(2),
-            attempt: Duration::from_millis(400),
-        },
-    })
+    .policy(whish_testkit::fast_policy(retries))
     .build()
     .expect("client")
 }

@@ -68,6 +68,11 @@ impl LocationsCode {
         }
     }
 
+    /// True when the code is not one of the documented ones.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, LocationsCode::Unknown(_))
+    }
+
     /// True when the code is a documented challenge (an expected step), not a failure.
     pub fn is_challenge(&self) -> bool {
         match self {
@@ -127,6 +132,6 @@ impl whish_core::ErrorCode for LocationsCode {
     }
 
     fn is_unknown(&self) -> bool {
-        matches!(self, LocationsCode::Unknown(_))
+        LocationsCode::is_unknown(self)
     }
 }

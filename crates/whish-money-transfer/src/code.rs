@@ -596,6 +596,11 @@ impl TransferCode {
         }
     }
 
+    /// True when the code is not one of the documented ones.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, TransferCode::Unknown(_))
+    }
+
     /// True when the code is a documented challenge (an expected step), not a failure.
     pub fn is_challenge(&self) -> bool {
         match self {
@@ -759,6 +764,6 @@ impl whish_core::ErrorCode for TransferCode {
     }
 
     fn is_unknown(&self) -> bool {
-        matches!(self, TransferCode::Unknown(_))
+        TransferCode::is_unknown(self)
     }
 }

@@ -295,3 +295,52 @@ pub fn fixtures_in(dir: &str) -> Vec<(String, String)> {
     out.sort();
     out
 }
+
+/// A retry policy for tests: `retries` resends with millisecond backoffs, a 2 s connect timeout
+/// and a 400 ms attempt timeout (so a scripted 1.5 s delay is a timeout).
+pub fn fast_policy(retries: u32) -> whish_core::Policy {
+    whish_core::Policy {
+        retry: whish_core::RetryPolicy {
+            max_retries: retries,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(20),
+        },
+        timeouts: whish_core::Timeouts {
+            connect: Duration::from_secs(2),
+            attempt: Duration::from_millis(400),
+        },
+    }
+}
+
+/// Check a generated code enum: every documented code round-trips through its string, `Display`
+/// and serde, is known, and has meaning, handling and endpoints; an unknown string decodes into
+/// the `Unknown` arm, keeps its text and is final.
+pub fn check_code_enum<C>(
+    documented: &[C],
+    meaning: impl Fn(&C) -> &'static str,
+    endpoints: impl Fn(&C) -> &'static [&'static str],
+) where
+    C: whish_core::ErrorCode + serde::Serialize + serde::de::DeserializeOwned,
+{
+    for code in documented {
+        let text = code.as_str();
+        assert_eq!(&C::parse(text), code, "{text}");
+        assert_eq!(code.to_string(), text);
+        assert!(!code.is_unknown(), "{text}");
+        assert!(
+            !meaning(code).is_empty() && !code.handling().is_empty(),
+            "{text}"
+        );
+        assert!(!endpoints(code).is_empty(), "{text}");
+        let json = serde_json::to_string(code).expect("json");
+        assert_eq!(&serde_json::from_str::<C>(&json).expect("back"), code);
+    }
+    let unknown = C::parse("some.new.code");
+    assert!(unknown.is_unknown());
+    assert_eq!(unknown.as_str(), "some.new.code");
+    assert!(
+        unknown.is_final(),
+        "an undocumented code is treated as final"
+    );
+    assert!(!unknown.is_challenge());
+}

@@ -1,10 +1,6 @@
 //! Shared helpers of the transfer tests.
 #![allow(dead_code)]
 
-use std::time::Duration;
-
-use whish_core::retry::{RetryPolicy, Timeouts};
-use whish_core::transport::Policy;
 use whish_core::{Amount, Currency, RequestId, SecretString};
 use whish_money_transfer::{
     CashCollectionSend, Customer, MobileWalletSend, Reason, SourceOfFunds, TransferClient,
@@ -19,17 +15,7 @@ pub fn client(base: &str, retries: u32) -> TransferClient {
         "merchant-7",
         SecretString::from(KEY),
     )
-    .policy(Policy {
-        retry: RetryPolicy {
-            max_retries: retries,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(20),
-        },
-        timeouts: Timeouts {
-            connect: Duration::from_secs(2),
-            attempt: Duration::from_millis(400),
-        },
-    })
+    .policy(whish_testkit::fast_policy(retries))
     .build()
     .expect("client")
 }
