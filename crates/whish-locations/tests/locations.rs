@@ -76,6 +76,13 @@ async fn shops_on_the_wire_with_filters_and_decoded() {
         reqs[1].path,
         "/sandbox/api/api/shops?governorateId=2&districtId=7"
     );
+    let mut filtered = reqs[1].clone();
+    for h in &mut filtered.headers {
+        if h.0 == "request-id" {
+            h.1 = "[generated]".into();
+        }
+    }
+    insta::assert_json_snapshot!("shops_request_filtered", filtered);
     insta::assert_debug_snapshot!("shops_decoded", shops);
 }
 
