@@ -113,12 +113,11 @@ impl Request {
 
     /// Carry the transfer service's `Request-id` header, and use it as the idempotency key.
     pub fn request_id(mut self, id: crate::ids::RequestId) -> Request {
-        let text = id.to_string();
-        if let Ok(v) = HeaderValue::from_str(&text) {
-            self.headers
-                .insert(HeaderName::from_static("request-id"), v);
-        }
-        self.idempotency_key = Some(text);
+        self.headers.insert(
+            HeaderName::from_static("request-id"),
+            HeaderValue::from(id.get()),
+        );
+        self.idempotency_key = Some(id.to_string());
         self
     }
 

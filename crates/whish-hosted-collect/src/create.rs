@@ -143,7 +143,7 @@ pub(crate) fn prepare(p: NewPayment) -> Result<PreparedPayment, ValidationError>
         ));
     }
     let external_id = p.external_id.unwrap_or_else(ExternalId::generate);
-    let amount = Amount::new(p.amount.value().normalize());
+    let amount = p.amount;
     let body = serde_json::to_vec(&CreateBody {
         amount,
         currency: &p.currency,

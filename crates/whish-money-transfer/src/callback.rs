@@ -123,8 +123,10 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<ReceivedCallback, Callb
         .map_err(|_| CallbackError::BadTimestamp)?;
     let signature =
         decode_base64(header(headers, "signature")?).ok_or(CallbackError::BadSignatureEncoding)?;
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let b: Body = serde_path_to_error_free(&mut de)?;
+    let b: Body = serde_json::from_slice(body).map_err(|e| CallbackError::BadBody {
+        path: format!("line {} column {}", e.line(), e.column()),
+        message: e.to_string(),
+    })?;
     Ok(ReceivedCallback {
         date: b.date,
         external_id: b.external_id,
@@ -132,15 +134,6 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<ReceivedCallback, Callb
         status: b.status,
         timestamp: EpochMillis(timestamp),
         signature,
-    })
-}
-
-fn serde_path_to_error_free(
-    de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
-) -> Result<Body, CallbackError> {
-    Body::deserialize(de).map_err(|e| CallbackError::BadBody {
-        path: format!("line {} column {}", e.line(), e.column()),
-        message: e.to_string(),
     })
 }
 

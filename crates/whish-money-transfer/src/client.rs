@@ -199,7 +199,7 @@ impl TransferClient {
             "toCountry": LEBANON,
             "currencyId": currency_id,
             "paymentMode": q.payment_mode,
-            "amount": Amount::new(q.amount.value().normalize()),
+            "amount": q.amount,
             "deductFees": q.deduct_fees,
         });
         if let Some(p) = &q.phone_number {

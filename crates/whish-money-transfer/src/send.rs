@@ -339,7 +339,7 @@ impl SendRequest {
             from_country: common.from_country,
             to_country: LEBANON,
             currency_id,
-            amount: Amount::new(common.amount.value().normalize()),
+            amount: common.amount,
             sender,
             receiver,
             deduct_fees: common.deduct_fees,

@@ -270,19 +270,19 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+fn fixtures_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
 /// Read a fixture file from the workspace's `fixtures/` folder.
 pub fn fixture(relative: &str) -> String {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(relative);
+    let root = fixtures_root().join(relative);
     std::fs::read_to_string(&root).unwrap_or_else(|e| panic!("fixture {}: {e}", root.display()))
 }
 
 /// Every fixture file under `fixtures/<dir>`, as (file name, text), sorted by name.
 pub fn fixtures_in(dir: &str) -> Vec<(String, String)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(dir);
+    let root = fixtures_root().join(dir);
     let mut out: Vec<(String, String)> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("fixtures {}: {e}", root.display()))
         .filter_map(Result::ok)
