@@ -114,6 +114,62 @@ fn is_loopback_host(host: &Host<&str>) -> bool {
     }
 }
 
+/// Which callback and redirect addresses a client accepts before sending.
+///
+/// The real services cannot reach loopback or private addresses (the collect service answers
+/// HTTP 403 for them), so clients refuse them by default. Against the local sandbox, whose
+/// callbacks go to a listener on this machine, a client may opt in to local addresses; the
+/// opt-in is refused unless the client's base URL is itself loopback, so it cannot leak into a
+/// production configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CallbackAddresses {
+    /// Only public `http`/`https` addresses ([`check_public_url`]). The default.
+    #[default]
+    PublicOnly,
+    /// Any `http`/`https` address with a host, loopback and private included. Only with a
+    /// loopback base URL (the local sandbox).
+    AllowLocal,
+}
+
+impl CallbackAddresses {
+    /// Confirm this choice for a client of `base`: `AllowLocal` needs a loopback base.
+    pub fn for_base(self, base: &BaseUrl, field: &str) -> Result<Self, ValidationError> {
+        match self {
+            CallbackAddresses::AllowLocal if !base.is_loopback() => Err(ValidationError::invalid(
+                field,
+                "local callback addresses are allowed only with a loopback base URL (the sandbox)",
+            )),
+            other => Ok(other),
+        }
+    }
+
+    /// Check one callback or redirect address under this rule.
+    ///
+    /// ```
+    /// use whish_core::address::CallbackAddresses;
+    /// assert!(CallbackAddresses::PublicOnly.check("http://127.0.0.1:9/cb", "callbackUrl").is_err());
+    /// assert!(CallbackAddresses::AllowLocal.check("http://127.0.0.1:9/cb", "callbackUrl").is_ok());
+    /// assert!(CallbackAddresses::AllowLocal.check("ftp://127.0.0.1/cb", "callbackUrl").is_err());
+    /// ```
+    pub fn check(self, text: &str, field: &str) -> Result<Url, ValidationError> {
+        match self {
+            CallbackAddresses::PublicOnly => check_public_url(text, field),
+            CallbackAddresses::AllowLocal => {
+                let url = Url::parse(text.trim())
+                    .map_err(|e| ValidationError::invalid(field, format!("not a URL ({e})")))?;
+                if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+                    return Err(ValidationError::invalid(
+                        field,
+                        "must be an http or https address with a host",
+                    ));
+                }
+                Ok(url)
+            }
+        }
+    }
+}
+
 /// Check that a callback or redirect URL is a public `http`/`https` address the service can
 /// reach. Refuses other schemes, loopback, private, link-local, unspecified and other
 /// non-public IP ranges, and the names `localhost`, `*.localhost`, `*.local`, `*.internal` and

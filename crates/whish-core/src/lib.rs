@@ -30,7 +30,7 @@ pub mod transport;
 pub mod user_agent;
 pub mod validation;
 
-pub use address::{BaseUrl, check_public_url};
+pub use address::{BaseUrl, CallbackAddresses, check_public_url};
 pub use code::ErrorCode;
 pub use dates::{DateTime, DayMonthYear, EpochMillis};
 pub use envelope::{Code, Dialog, Envelope, Outcome};
@@ -45,8 +45,3 @@ pub use secrecy::{ExposeSecret, SecretString};
 pub use transport::{CallOptions, Policy, Reply, Request, Transport};
 pub use user_agent::UserAgent;
 pub use validation::{ValidationError, ValidationKind};
-
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;

@@ -3,7 +3,9 @@
 use serde::Deserialize;
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Policy, Request, Transport};
-use whish_core::{BaseUrl, Currency, ExternalId, SecretString, UserAgent, ValidationError};
+use whish_core::{
+    BaseUrl, CallbackAddresses, Currency, ExternalId, SecretString, UserAgent, ValidationError,
+};
 
 use crate::Error;
 use crate::code::CollectCode;
@@ -19,6 +21,7 @@ pub struct CollectClientBuilder {
     website_url: String,
     user_agent: UserAgent,
     policy: Policy,
+    callbacks: CallbackAddresses,
 }
 
 impl CollectClientBuilder {
@@ -28,9 +31,18 @@ impl CollectClientBuilder {
         self
     }
 
+    /// Accept loopback or private callback and redirect addresses (a listener on this machine).
+    /// Only for the local sandbox: [`build`](Self::build) refuses it unless the base URL is
+    /// loopback, and the real service answers HTTP 403 for such addresses.
+    pub fn allow_local_callbacks(mut self) -> Self {
+        self.callbacks = CallbackAddresses::AllowLocal;
+        self
+    }
+
     /// Check the settings and build the client. Nothing is sent.
     pub fn build(self) -> Result<CollectClient, ValidationError> {
         let base = BaseUrl::parse(&self.base_url, "WHISH_COLLECT_BASE_URL")?;
+        let callbacks = self.callbacks.for_base(&base, "successCallbackUrl")?;
         if self.channel.trim().is_empty() {
             return Err(ValidationError::new(
                 "WHISH_COLLECT_CHANNEL",
@@ -50,7 +62,10 @@ impl CollectClientBuilder {
             .user_agent(&self.user_agent)
             .policy(self.policy)
             .build()?;
-        Ok(CollectClient { transport })
+        Ok(CollectClient {
+            transport,
+            callbacks,
+        })
     }
 }
 
@@ -58,6 +73,7 @@ impl CollectClientBuilder {
 #[derive(Debug, Clone)]
 pub struct CollectClient {
     transport: Transport,
+    callbacks: CallbackAddresses,
 }
 
 #[derive(serde::Serialize)]
@@ -86,6 +102,7 @@ impl CollectClient {
             website_url: website_url.into(),
             user_agent,
             policy: Policy::default(),
+            callbacks: CallbackAddresses::PublicOnly,
         }
     }
 
@@ -121,7 +138,7 @@ impl CollectClient {
     /// (USD at least 1.00 with at most 2 decimals; LBP a whole number, at least 1000), and any of
     /// the four addresses that is not a public http(s) address.
     pub fn prepare_payment(&self, payment: NewPayment) -> Result<PreparedPayment, Error> {
-        Ok(prepare(payment)?)
+        Ok(prepare(payment, self.callbacks)?)
     }
 
     /// Create the payment. The result is the hosted page address; it does **not** mean the payer

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 use whish_core::transport::Bytes;
-use whish_core::{Amount, Currency, ExternalId, ValidationError, ValidationKind, check_public_url};
+use whish_core::{
+    Amount, CallbackAddresses, Currency, ExternalId, ValidationError, ValidationKind,
+};
 
 /// The four addresses every payment needs. The callbacks receive bodiless GETs; the redirects are
 /// where the payer's browser goes. All four must be public http(s) addresses: the service answers
@@ -118,7 +120,10 @@ struct CreateBody<'a> {
     failure_redirect_url: &'a str,
 }
 
-pub(crate) fn prepare(p: NewPayment) -> Result<PreparedPayment, ValidationError> {
+pub(crate) fn prepare(
+    p: NewPayment,
+    callbacks: CallbackAddresses,
+) -> Result<PreparedPayment, ValidationError> {
     p.currency.require_usd_or_lbp("currency")?;
     p.amount.check_rules(&p.currency, "amount")?;
     let u = &p.urls;
@@ -132,7 +137,7 @@ pub(crate) fn prepare(p: NewPayment) -> Result<PreparedPayment, ValidationError>
         if url.trim().is_empty() {
             return Err(ValidationError::new(field, ValidationKind::Missing));
         }
-        check_public_url(url, field)?;
+        callbacks.check(url, field)?;
     }
     if let Some(inv) = &p.invoice
         && inv.chars().any(|c| c.is_control() && c != '\n')

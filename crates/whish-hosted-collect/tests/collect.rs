@@ -387,3 +387,42 @@ fn client_debug_shows_no_secret() {
     .expect_err("no channel");
     assert_eq!(e.field, "WHISH_COLLECT_CHANNEL");
 }
+
+#[test]
+fn local_callbacks_are_an_opt_in_for_a_loopback_base_only() {
+    let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)"
+        .parse()
+        .expect("ua");
+    let build = |base: &str| {
+        CollectClient::builder(
+            base,
+            "chan-42",
+            SecretString::from(SECRET),
+            "shop.example.com",
+            ua.clone(),
+        )
+        .allow_local_callbacks()
+        .build()
+    };
+    let err = build("https://collect.example.com").expect_err("not loopback");
+    assert_eq!(err.field, "successCallbackUrl");
+    let c = build("http://127.0.0.1:9").expect("loopback base");
+    let local = CollectUrls::new(
+        "http://127.0.0.1:8080/ok?order=1",
+        "http://127.0.0.1:8080/ko?order=1",
+        "http://localhost:8080/thanks",
+        "http://10.0.0.7/retry",
+    );
+    let prepared = c
+        .prepare_payment(NewPayment::new(
+            "10".parse().expect("a"),
+            Currency::Usd,
+            local,
+        ))
+        .expect("local addresses are accepted against the sandbox");
+    let body: serde_json::Value = serde_json::from_slice(prepared.body()).expect("json");
+    assert_eq!(
+        body["successCallbackUrl"],
+        "http://127.0.0.1:8080/ok?order=1"
+    );
+}

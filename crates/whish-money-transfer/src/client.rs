@@ -3,8 +3,8 @@
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Policy, Request, Transport};
 use whish_core::{
-    Amount, BaseUrl, Currency, DateTime, Error as CoreError, RequestId, SecretString, UserAgent,
-    ValidationError, ValidationKind,
+    Amount, BaseUrl, CallbackAddresses, Currency, DateTime, Error as CoreError, RequestId,
+    SecretString, UserAgent, ValidationError, ValidationKind,
 };
 
 use crate::Error;
@@ -26,6 +26,7 @@ pub struct TransferClientBuilder {
     key: SecretString,
     user_agent: Option<UserAgent>,
     policy: Policy,
+    callbacks: CallbackAddresses,
 }
 
 impl TransferClientBuilder {
@@ -42,9 +43,18 @@ impl TransferClientBuilder {
         self
     }
 
+    /// Accept a loopback or private `callbackUrl` (a listener on this machine). Only for the local
+    /// sandbox: [`build`](Self::build) refuses it unless the base URL is loopback, and the real
+    /// service cannot reach such an address.
+    pub fn allow_local_callbacks(mut self) -> Self {
+        self.callbacks = CallbackAddresses::AllowLocal;
+        self
+    }
+
     /// Check the settings and build the client. Nothing is sent.
     pub fn build(self) -> Result<TransferClient, ValidationError> {
         let base = BaseUrl::parse(&self.base_url, "WHISH_TRANSFER_BASE_URL")?;
+        let callbacks = self.callbacks.for_base(&base, "callbackUrl")?;
         if self.username.trim().is_empty() {
             return Err(ValidationError::new(
                 "WHISH_TRANSFER_USERNAME",
@@ -61,6 +71,7 @@ impl TransferClientBuilder {
         Ok(TransferClient {
             transport: t.build()?,
             options: CallOptions::default(),
+            callbacks,
         })
     }
 }
@@ -73,6 +84,7 @@ impl TransferClientBuilder {
 pub struct TransferClient {
     transport: Transport,
     options: CallOptions,
+    callbacks: CallbackAddresses,
 }
 
 /// A fee quote request. `payment_mode` defaults to cash collection and `deduct_fees` to false.
@@ -169,6 +181,7 @@ impl TransferClient {
             key,
             user_agent: None,
             policy: Policy::default(),
+            callbacks: CallbackAddresses::PublicOnly,
         }
     }
 
@@ -177,6 +190,7 @@ impl TransferClient {
         TransferClient {
             transport: self.transport.clone(),
             options,
+            callbacks: self.callbacks,
         }
     }
 
@@ -228,7 +242,11 @@ impl TransferClient {
         request: impl Into<SendRequest>,
         request_id: RequestId,
     ) -> Result<PreparedTransfer, Error> {
-        Ok(PreparedTransfer::new(&request.into(), request_id)?)
+        Ok(PreparedTransfer::new(
+            &request.into(),
+            request_id,
+            self.callbacks,
+        )?)
     }
 
     /// Send. After a timeout, a dropped reply or Pending the same bytes are resent with the same

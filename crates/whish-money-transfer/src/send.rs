@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 use whish_core::transport::Bytes;
 use whish_core::{
-    Amount, Currency, DayMonthYear, Dialog, RequestId, ValidationError, ValidationKind,
-    check_public_url, dates::today_utc,
+    Amount, CallbackAddresses, Currency, DayMonthYear, Dialog, RequestId, ValidationError,
+    ValidationKind, dates::today_utc,
 };
 
 use crate::code::TransferCode;
@@ -321,7 +321,7 @@ impl SendRequest {
         }
     }
 
-    pub(crate) fn to_body(&self) -> Result<Vec<u8>, ValidationError> {
+    pub(crate) fn to_body(&self, callbacks: CallbackAddresses) -> Result<Vec<u8>, ValidationError> {
         let (common, callback_url, cash) = match self {
             SendRequest::CashCollection(c) => (&c.common, c.callback_url.as_deref(), true),
             SendRequest::MobileWallet(m) => (&m.common, None, false),
@@ -330,7 +330,7 @@ impl SendRequest {
         let sender = common.sender.wire("sender", false)?;
         let receiver = common.receiver.wire("receiver", cash)?;
         let callback_url = match callback_url.map(str::trim) {
-            Some(u) => Some(check_public_url(u, "callbackUrl").map(|_| u)?),
+            Some(u) => Some(callbacks.check(u, "callbackUrl").map(|_| u)?),
             None => None,
         };
         let mode = self.payment_mode();
@@ -367,11 +367,12 @@ impl PreparedTransfer {
     pub(crate) fn new(
         request: &SendRequest,
         request_id: RequestId,
+        callbacks: CallbackAddresses,
     ) -> Result<Self, ValidationError> {
         Ok(PreparedTransfer {
             request_id,
             payment_mode: request.payment_mode(),
-            body: Bytes::from(request.to_body()?),
+            body: Bytes::from(request.to_body(callbacks)?),
             may_have_arrived: Arc::new(AtomicBool::new(false)),
         })
     }

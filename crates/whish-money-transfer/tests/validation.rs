@@ -212,3 +212,26 @@ fn settings_are_checked() {
     let c = client("https://t.example.com", 0);
     assert!(!format!("{c:?}").contains(KEY));
 }
+
+#[test]
+fn local_callbacks_are_an_opt_in_for_a_loopback_base_only() {
+    use whish_core::SecretString;
+    use whish_money_transfer::TransferClient;
+    let build = |base: &str| {
+        TransferClient::builder(base, "user", SecretString::from("k"))
+            .allow_local_callbacks()
+            .build()
+    };
+    let err = build("https://transfer.example.com/api").expect_err("not loopback");
+    assert_eq!(err.field, "callbackUrl");
+    let c = build("http://127.0.0.1:9/api").expect("loopback base");
+    let prepared = c
+        .prepare_send(cash("10", Currency::Usd).callback_url("http://127.0.0.1:8080/cb"))
+        .expect("a local callback is accepted in the sandbox");
+    let body: serde_json::Value = serde_json::from_slice(prepared.body()).expect("json");
+    assert_eq!(body["callbackUrl"], "http://127.0.0.1:8080/cb");
+    assert!(matches!(
+        kind_of(c.prepare_send(cash("10", Currency::Usd).callback_url("ftp://127.0.0.1/cb"))),
+        (field, ValidationKind::Invalid { .. }) if field == "callbackUrl"
+    ));
+}
