@@ -3,19 +3,28 @@
 //! - `cargo xtask codegen`: read `codes/*.toml` (one data file per service, every documented
 //!   error code) and write each service crate's `src/code.rs` and `docs/errors.md`.
 //! - `cargo xtask codegen --check`: fail when any generated file is stale.
+//! - `cargo xtask features`: the facade builds with no feature and each feature alone, and a
+//!   single-service build contains only that service crate and whish-core (CI runs it).
+//! - `cargo xtask footprint [--no-build]`: crate count and cold build time, per service and for all.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 mod codes;
+mod features;
+mod footprint;
+
+const USAGE: &str = "usage: cargo xtask codegen [--check] | features | footprint [--no-build]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = workspace_root();
     let result = match args.first().map(String::as_str) {
         Some("codegen") => codegen(&root, args.iter().any(|a| a == "--check")),
-        _ => Err("usage: cargo xtask codegen [--check]".to_owned()),
+        Some("features") => features::run(&root),
+        Some("footprint") => footprint::run(&root, !args.iter().any(|a| a == "--no-build")),
+        _ => Err(USAGE.to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -85,6 +94,34 @@ fn rustfmt(source: &str) -> Result<String, String> {
     if !out.status.success() {
         return Err(format!(
             "rustfmt failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+/// Runs cargo in the workspace and returns its stdout; a failure carries its stderr.
+fn cargo(root: &Path, args: &[&str]) -> Result<String, String> {
+    run_cargo(root, args, None)
+}
+
+/// Like [`cargo`], with its own target directory.
+fn cargo_with_target(root: &Path, args: &[&str], target: &Path) -> Result<String, String> {
+    run_cargo(root, args, Some(target))
+}
+
+fn run_cargo(root: &Path, args: &[&str], target: Option<&Path>) -> Result<String, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root).args(args);
+    if let Some(t) = target {
+        cmd.env("CARGO_TARGET_DIR", t);
+    }
+    let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo {} failed:\n{}",
+            args.join(" "),
             String::from_utf8_lossy(&out.stderr)
         ));
     }

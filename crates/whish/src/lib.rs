@@ -1,25 +1,76 @@
 //! # whish
 //!
-//! One dependency for the whole SDK: each service crate is re-exported behind its cargo feature
-//! (`money-transfer`, `locations`, `hosted-collect`, `intl-topup`, all on by default), and the
-//! shared runtime once as [`core`].
+//! One dependency for the whole whish SDK. Each service is a module behind its cargo feature, all
+//! on by default:
+//!
+//! | module | feature | service |
+//! |---|---|---|
+//! | [`transfer`] | `money-transfer` | money transfers into Lebanon: fees, send, status, cancel, reports, callback |
+//! | [`locations`] | `locations` | governorates, districts and shops where cash is collected |
+//! | [`collect`] | `hosted-collect` | the hosted wallet-payment page: balance, create, status, refund |
+//! | [`topup`] | `intl-topup` | international top-up: balance, fetch options, pay |
+//!
+//! The shared runtime ([`core`]) is always there, and its everyday types are re-exported at the top
+//! level ([`Amount`], [`Currency`], [`RequestId`], [`ExternalId`], [`SecretString`], ...). For a
+//! single service, depend on `whish` with `default-features = false` and that one feature: the
+//! build then holds that service crate and `whish-core`, nothing else of the SDK.
+//!
+//! ```toml
+//! [dependencies]
+//! whish = { version = "0.1", default-features = false, features = ["intl-topup"] }
+//! ```
+//!
+//! `use whish::prelude::*;` brings the clients, the request builders and the outcome types of the
+//! enabled services into scope.
+//!
+//! What the SDK keeps right for you, in every service: `code` 500 is **Pending** (never a
+//! failure); idempotency keys (the transfer Request-id, the collect and top-up externalId) exist
+//! before the request is sent, so you store them first, and every resend carries the same key and
+//! bytes; amounts are exact [`Decimal`]s; credentials never print; HTTPS only (plain HTTP to
+//! loopback only); callbacks are notifications, so confirm with the status endpoint.
+//!
+//! The guides (`docs/` in the repository) walk each service end to end; `docs/errors.md` lists
+//! every documented error code.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use whish_core as core;
+pub use whish_core::{
+    Amount, CallOptions, Code, Currency, DateTime, DayMonthYear, Decimal, Dialog, EpochMillis,
+    ExposeSecret, ExternalId, Outcome, Policy, RequestId, RetryPolicy, SecretString, Timeouts,
+    UserAgent, ValidationError, ValidationKind,
+};
 
-/// Money transfers into Lebanon.
+/// Money transfers into Lebanon (re-export of `whish-money-transfer`).
 #[cfg(feature = "money-transfer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "money-transfer")))]
 pub use whish_money_transfer as transfer;
 
-/// Cash-collection locations.
+/// Cash-collection locations (re-export of `whish-locations`).
 #[cfg(feature = "locations")]
+#[cfg_attr(docsrs, doc(cfg(feature = "locations")))]
 pub use whish_locations as locations;
 
-/// Hosted wallet-payment collection.
+/// Hosted wallet-payment collection (re-export of `whish-hosted-collect`).
 #[cfg(feature = "hosted-collect")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hosted-collect")))]
 pub use whish_hosted_collect as collect;
 
-/// International top-up.
+/// International top-up (re-export of `whish-intl-topup`).
 #[cfg(feature = "intl-topup")]
+#[cfg_attr(docsrs, doc(cfg(feature = "intl-topup")))]
 pub use whish_intl_topup as topup;
+
+pub mod prelude;
+
+/// The README's examples, compiled and run as doctests (all features on).
+#[cfg(all(
+    doctest,
+    feature = "money-transfer",
+    feature = "locations",
+    feature = "hosted-collect",
+    feature = "intl-topup"
+))]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,189 @@
+//! Callbacks the sandbox delivers: the transfer collection POST (signed) and the collect GETs.
+//!
+//! **The signature scheme is the sandbox's own**, because the transfer specification does not
+//! show the service's: `signature = base64(HMAC-SHA256(key, "<timestamp>.<body>"))`, where
+//! `timestamp` is the header value (epoch milliseconds) and `body` the exact bytes posted. Verify
+//! it with [`verify_signature`] (plugged into the transfer client's callback receiver); do not
+//! assume the real service signs the same way.
+
+use std::time::Duration;
+
+use aws_lc_rs::hmac;
+use serde::Serialize;
+
+/// The signature the sandbox puts on a transfer callback.
+pub fn sign(key: &[u8], timestamp: i64, body: &[u8]) -> String {
+    let k = hmac::Key::new(hmac::HMAC_SHA256, key);
+    let mut ctx = hmac::Context::with_key(&k);
+    ctx.update(timestamp.to_string().as_bytes());
+    ctx.update(b".");
+    ctx.update(body);
+    base64(ctx.sign().as_ref())
+}
+
+/// True when `signature` (decoded from base64) is the sandbox's signature of this callback.
+/// Constant-time comparison.
+pub fn verify_signature(key: &[u8], timestamp: i64, body: &[u8], signature: &[u8]) -> bool {
+    let k = hmac::Key::new(hmac::HMAC_SHA256, key);
+    let mut msg = timestamp.to_string().into_bytes();
+    msg.push(b'.');
+    msg.extend_from_slice(body);
+    hmac::verify(&k, &msg, signature).is_ok()
+}
+
+/// Standard base64 with padding.
+pub(crate) fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(T[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// One callback the sandbox delivered (or tried to).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CallbackDelivery {
+    /// `transfer.received`, `collect.success` or `collect.failure`.
+    pub kind: String,
+    /// `POST` (transfer) or `GET` (collect).
+    pub method: String,
+    /// The address called, exactly as the caller gave it.
+    pub url: String,
+    /// The body posted (transfer), if any.
+    pub body: Option<String>,
+    /// The HTTP status the receiver answered, when it answered.
+    pub status: Option<u16>,
+    /// Why the delivery failed, when it did (connection refused, timeout, ...).
+    pub error: Option<String>,
+}
+
+impl CallbackDelivery {
+    /// True when the receiver acknowledged with HTTP 200.
+    pub fn acknowledged(&self) -> bool {
+        self.status == Some(200)
+    }
+}
+
+/// The HTTP client the sandbox calls callbacks with: no redirects, short timeouts.
+pub(crate) fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap_or_default()
+}
+
+/// POST a signed transfer callback.
+pub(crate) async fn post_transfer(
+    http: &reqwest::Client,
+    key: &[u8],
+    url: &str,
+    timestamp: i64,
+    body: String,
+) -> CallbackDelivery {
+    let signature = sign(key, timestamp, body.as_bytes());
+    let result = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("timestamp", timestamp.to_string())
+        .header("signature", signature)
+        .body(body.clone())
+        .send()
+        .await;
+    delivery("transfer.received", "POST", url, Some(body), result)
+}
+
+/// GET a collect callback address, its query untouched.
+pub(crate) async fn get_collect(http: &reqwest::Client, kind: &str, url: &str) -> CallbackDelivery {
+    let result = http.get(url).send().await;
+    delivery(kind, "GET", url, None, result)
+}
+
+fn delivery(
+    kind: &str,
+    method: &str,
+    url: &str,
+    body: Option<String>,
+    result: Result<reqwest::Response, reqwest::Error>,
+) -> CallbackDelivery {
+    let (status, error) = match result {
+        Ok(r) => (Some(r.status().as_u16()), None),
+        Err(e) => (None, Some(e.without_url().to_string())),
+    };
+    if let Some(e) = &error {
+        tracing::warn!(kind, url, error = %e, "sandbox callback not delivered");
+    }
+    CallbackDelivery {
+        kind: kind.to_owned(),
+        method: method.to_owned(),
+        url: url.to_owned(),
+        body,
+        status,
+        error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_vectors() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn a_signature_verifies_only_for_its_own_input() {
+        // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
+        let k = hmac::Key::new(hmac::HMAC_SHA256, b"Jefe");
+        let tag = hmac::sign(&k, b"what do ya want for nothing?");
+        assert_eq!(
+            tag.as_ref()[..4],
+            [0x5b, 0xdc, 0xc1, 0x46],
+            "HMAC-SHA256 is the standard one"
+        );
+        let sig = sign(b"key", 1_700_000_000_000, b"{\"a\":1}");
+        let raw = hmac::sign(
+            &hmac::Key::new(hmac::HMAC_SHA256, b"key"),
+            b"1700000000000.{\"a\":1}",
+        );
+        assert_eq!(sig, base64(raw.as_ref()));
+        assert!(verify_signature(
+            b"key",
+            1_700_000_000_000,
+            b"{\"a\":1}",
+            raw.as_ref()
+        ));
+        assert!(!verify_signature(
+            b"key",
+            1_700_000_000_001,
+            b"{\"a\":1}",
+            raw.as_ref()
+        ));
+        assert!(!verify_signature(
+            b"other",
+            1_700_000_000_000,
+            b"{\"a\":1}",
+            raw.as_ref()
+        ));
+    }
+}

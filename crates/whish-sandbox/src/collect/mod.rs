@@ -1,0 +1,246 @@
+//! The hosted-collect service: balance, create with a hosted page, status, refund.
+
+pub(crate) mod page;
+pub(crate) mod state;
+
+use rust_decimal::Decimal;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::config::Settings;
+use crate::envelope::Reply;
+use crate::values::{object, text};
+use state::{CollectWorld, LinkState, Payment};
+
+const BAD: &str = "400";
+
+/// What create answers: an envelope, or the HTTP 403 of strict mode.
+pub(crate) enum Created {
+    Reply(Reply),
+    Forbidden(String),
+}
+
+/// GET /payment/account/balance
+pub(crate) fn balance(w: &CollectWorld, query: Option<&str>) -> Reply {
+    let currency = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "currency")
+        .map(|(_, v)| v.into_owned());
+    match currency.as_deref() {
+        None | Some("") => Reply::fail(BAD, "The currency parameter is required."),
+        Some(c) => match crate::transfer::state::static_currency(c) {
+            Some(c) => Reply::ok(
+                json!({"balance": crate::values::num(w.balances.get(c).copied().unwrap_or_default())}),
+            ),
+            None => Reply::fail("currency.not_supported", "Only LBP and USD are accepted."),
+        },
+    }
+}
+
+/// POST /payment/svc
+pub(crate) fn create(
+    w: &mut CollectWorld,
+    s: &Settings,
+    root: &str,
+    body: &[u8],
+    now: OffsetDateTime,
+) -> Created {
+    let Some(b) = object(body) else {
+        return Created::Reply(Reply::fail(BAD, "The body is not a JSON object."));
+    };
+    let Some(external_id) = text(&b, "externalId").map(str::to_owned) else {
+        return Created::Reply(Reply::fail(BAD, "externalId is required."));
+    };
+    if let Some(recorded) = w.create_replies.get(&external_id) {
+        return Created::Reply(recorded.clone().retrieved(true));
+    }
+    let urls = [
+        "successCallbackUrl",
+        "failureCallbackUrl",
+        "successRedirectUrl",
+        "failureRedirectUrl",
+    ];
+    let mut local = Vec::new();
+    for key in urls {
+        if let Some(u) = text(&b, key)
+            && let Err(e) = whish_core::check_public_url(u, key)
+        {
+            local.push(e.to_string());
+        }
+    }
+    if let Some(first) = local.first() {
+        if s.strict {
+            return Created::Forbidden(first.clone());
+        }
+        tracing::warn!(
+            external_id,
+            "sandbox: accepting a non-public callback or redirect address; the real service answers HTTP 403 for it ({first})"
+        );
+    }
+    let reply = match check_and_create(w, s, root, &b, &external_id, now) {
+        Ok(r) | Err(r) => r,
+    };
+    w.create_replies.insert(external_id, reply.clone());
+    Created::Reply(reply.retrieved(false))
+}
+
+fn check_and_create(
+    w: &mut CollectWorld,
+    s: &Settings,
+    root: &str,
+    b: &Value,
+    external_id: &str,
+    now: OffsetDateTime,
+) -> Result<Reply, Reply> {
+    let currency = match text(b, "currency") {
+        None => return Err(Reply::fail(BAD, "currency is required.")),
+        Some(c) => crate::transfer::state::static_currency(c).ok_or_else(|| {
+            Reply::fail("currency.not_supported", "Only LBP and USD are accepted.")
+        })?,
+    };
+    let Some(amount_text) = b.get("amount").and_then(Value::as_str) else {
+        return Err(Reply::fail(BAD, "amount is required, as a JSON string."));
+    };
+    let amount: Decimal = amount_text
+        .trim()
+        .parse()
+        .map_err(|_| Reply::fail(BAD, "amount is not a decimal number."))?;
+    let ok = match currency {
+        "USD" => amount >= Decimal::ONE && amount.normalize().scale() <= 2,
+        _ => amount >= Decimal::from(1000) && amount.normalize().scale() == 0,
+    };
+    if !ok {
+        return Err(Reply::fail(
+            BAD,
+            "amount: USD at least 1.00 with up to 2 decimals; LBP a whole number of at least 1000.",
+        ));
+    }
+    let url = |k: &str| text(b, k).map(str::to_owned);
+    let (Some(sc), Some(fc), Some(sr), Some(fr)) = (
+        url("successCallbackUrl"),
+        url("failureCallbackUrl"),
+        url("successRedirectUrl"),
+        url("failureRedirectUrl"),
+    ) else {
+        return Err(Reply::fail(
+            BAD,
+            "The four callback and redirect addresses are required.",
+        ));
+    };
+    let n = w.next;
+    w.next += 1;
+    let token = format!("link{n:06}");
+    w.payments.push(Payment {
+        external_id: external_id.to_owned(),
+        token: token.clone(),
+        currency,
+        amount,
+        invoice: text(b, "invoice").map(str::to_owned),
+        success_callback_url: sc,
+        failure_callback_url: fc,
+        success_redirect_url: sr,
+        failure_redirect_url: fr,
+        state: LinkState::Pending,
+        payer_phone: None,
+        expires_at: now + s.link_expiry,
+        failed_attempts: 0,
+    });
+    Ok(Reply::ok(
+        json!({ "collectUrl": format!("{root}/collect/pay/{token}") }),
+    ))
+}
+
+/// POST /payment/collect/status
+pub(crate) fn status(w: &CollectWorld, body: &[u8]) -> Reply {
+    let Some((currency, id)) = currency_and_id(body) else {
+        return Reply::fail(BAD, "currency and externalId are required.");
+    };
+    match w.by_external_id(&id).map(|i| &w.payments[i]) {
+        Some(p) if p.currency == currency => Reply::ok(json!({
+            "collectStatus": p.state.as_str(),
+            "payerPhoneNumber": p.payer_phone,
+        })),
+        _ => Reply::fail(
+            "external_id.not_exists",
+            "No payment with this externalId and currency.",
+        ),
+    }
+}
+
+/// POST /payment/svc/refund
+pub(crate) fn refund(w: &mut CollectWorld, body: &[u8]) -> Reply {
+    let Some((currency, id)) = currency_and_id(body) else {
+        return Reply::fail(BAD, "currency and externalId are required.");
+    };
+    if let Some(recorded) = w.refund_replies.get(&id) {
+        return recorded.clone().retrieved(true);
+    }
+    let Some(i) = w
+        .by_external_id(&id)
+        .filter(|i| w.payments[*i].currency == currency)
+    else {
+        return Reply::fail(
+            "external_id.not_exists",
+            "No payment with this externalId and currency.",
+        );
+    };
+    if w.payments[i].state != LinkState::Success {
+        return Reply::fail(
+            "fail",
+            "Only a successful payment that was not refunded can be refunded.",
+        );
+    }
+    let p = &mut w.payments[i];
+    p.state = LinkState::Refunded;
+    let (c, a) = (p.currency, p.amount);
+    *w.balances.entry(c).or_default() -= a;
+    let reply = Reply::ok(Value::Null);
+    w.refund_replies.insert(id, reply.clone());
+    reply.retrieved(false)
+}
+
+fn currency_and_id(body: &[u8]) -> Option<(String, String)> {
+    let b = object(body)?;
+    Some((
+        text(&b, "currency")?.to_owned(),
+        text(&b, "externalId")?.to_owned(),
+    ))
+}
+
+/// One payer attempt on a link: what changed, which callback to call, where the browser goes.
+#[derive(Debug)]
+pub(crate) struct Attempt {
+    pub state: LinkState,
+    pub callback: (&'static str, String),
+    pub redirect: String,
+}
+
+/// The payer submits phone and code for the link `i`. The link must be pending.
+pub(crate) fn attempt(
+    w: &mut CollectWorld,
+    s: &Settings,
+    i: usize,
+    phone: &str,
+    code: &str,
+) -> Attempt {
+    let p = &mut w.payments[i];
+    let paid = phone.trim() == s.payer.phone && code.trim() == s.payer.code;
+    if paid {
+        p.state = LinkState::Success;
+        p.payer_phone = Some(phone.trim().to_owned());
+        let (c, a) = (p.currency, p.amount);
+        let attempt = Attempt {
+            state: p.state,
+            callback: ("collect.success", p.success_callback_url.clone()),
+            redirect: p.success_redirect_url.clone(),
+        };
+        *w.balances.entry(c).or_default() += a;
+        attempt
+    } else {
+        p.failed_attempts += 1;
+        Attempt {
+            state: p.state,
+            callback: ("collect.failure", p.failure_callback_url.clone()),
+            redirect: p.failure_redirect_url.clone(),
+        }
+    }
+}

@@ -1,0 +1,514 @@
+//! The control API: make the world move (a receiver collects, a payer pays or mistypes, a link
+//! expires), set balances, inject faults, read what was received, reset. As Rust methods on
+//! [`Sandbox`] and as HTTP under `/_sandbox/`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::callback::{self, CallbackDelivery};
+use crate::clock::lock;
+use crate::collect::{self, state::LinkState};
+use crate::endpoint::Endpoint;
+use crate::fault::Fault;
+use crate::journal::ReceivedRequest;
+use crate::transfer::state::static_currency;
+use crate::{Sandbox, Shared, World, transfer};
+
+/// Why a control call was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// No such transfer or link.
+    NotFound(String),
+    /// It exists but is not in a state that allows this.
+    InvalidState(String),
+    /// The call itself is malformed (an unknown currency, endpoint or fault).
+    BadRequest(String),
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlError::NotFound(m) => write!(f, "not found: {m}"),
+            ControlError::InvalidState(m) => write!(f, "invalid state: {m}"),
+            ControlError::BadRequest(m) => write!(f, "bad request: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+/// A receiver collected cash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CashCollected {
+    /// The transfer, now RECEIVED.
+    pub transfer_id: String,
+    /// The callback POST, when the transfer was sent with a `callbackUrl`.
+    pub callback: Option<CallbackDelivery>,
+}
+
+/// A payer's attempt on a hosted link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct LinkAttempt {
+    /// The collectStatus after the attempt (`success`, or `pending` after a wrong code).
+    pub collect_status: String,
+    /// The callback GET of the attempt.
+    pub callback: CallbackDelivery,
+    /// Where the payer's browser was sent.
+    pub redirect: String,
+}
+
+/// A transfer as the sandbox holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TransferRecord {
+    /// transferId.
+    pub transfer_id: String,
+    /// ltnNumber.
+    pub ltn_number: String,
+    /// The Request-id of the send that created it.
+    pub request_id: i64,
+    /// SENT, RECEIVED, CANCELED_FULL, or PENDING (the pending wallet phone).
+    pub status: String,
+    /// `CASH_COLLECTION` or `MOBILE_WALLET`.
+    pub payment_mode: String,
+    /// `USD` or `LBP`.
+    pub currency: String,
+    /// What the account was charged (amount plus fee).
+    pub total: Decimal,
+}
+
+/// A hosted payment as the sandbox holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PaymentRecord {
+    /// externalId.
+    pub external_id: String,
+    /// collectStatus.
+    pub collect_status: String,
+    /// `USD` or `LBP`.
+    pub currency: String,
+    /// The amount.
+    pub amount: Decimal,
+    /// Failed attempts (wrong codes).
+    pub failed_attempts: u32,
+}
+
+/// A top-up sale as the sandbox holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SaleRecord {
+    /// externalId of the pay.
+    pub external_id: String,
+    /// transactionId of the sold item.
+    pub transaction_id: String,
+    /// Provider code.
+    pub provider: String,
+    /// Option id.
+    pub option_id: String,
+    /// Amount charged (USD).
+    pub amount: Decimal,
+}
+
+impl Shared {
+    pub(crate) async fn collect_cash(&self, ltn: &str) -> Result<CashCollected, ControlError> {
+        let now = self.clock.now();
+        let collected = transfer::collect_cash(&mut lock(&self.world).transfer, ltn, now)?;
+        let callback = match collected.callback {
+            Some((url, body)) => {
+                let ts = (now.unix_timestamp_nanos() / 1_000_000) as i64;
+                let d = callback::post_transfer(
+                    &self.http,
+                    &self.settings.callback_key,
+                    &url,
+                    ts,
+                    body,
+                )
+                .await;
+                lock(&self.deliveries).push(d.clone());
+                Some(d)
+            }
+            None => None,
+        };
+        Ok(CashCollected {
+            transfer_id: collected.transfer_id,
+            callback,
+        })
+    }
+
+    /// A payer attempt on the link with this externalId (`paid`: the right code or not).
+    pub(crate) async fn link_attempt(&self, index: usize, phone: &str, code: &str) -> LinkAttempt {
+        let attempt = {
+            let mut world = lock(&self.world);
+            collect::attempt(&mut world.collect, &self.settings, index, phone, code)
+        };
+        let (kind, url) = &attempt.callback;
+        let d = callback::get_collect(&self.http, kind, url).await;
+        lock(&self.deliveries).push(d.clone());
+        LinkAttempt {
+            collect_status: attempt.state.as_str().to_owned(),
+            callback: d,
+            redirect: attempt.redirect,
+        }
+    }
+
+    fn payable_link(&self, external_id: &str) -> Result<usize, ControlError> {
+        let mut world = lock(&self.world);
+        world.collect.expire(self.clock.now());
+        let i = world.collect.by_external_id(external_id).ok_or_else(|| {
+            ControlError::NotFound(format!("no payment with externalId {external_id}"))
+        })?;
+        let state = world.collect.payments[i].state;
+        if state != LinkState::Pending {
+            return Err(ControlError::InvalidState(format!(
+                "the link is {}, not pending",
+                state.as_str()
+            )));
+        }
+        Ok(i)
+    }
+
+    fn set_balance(
+        &self,
+        service: &str,
+        currency: &str,
+        amount: Decimal,
+    ) -> Result<(), ControlError> {
+        let now = self.clock.now();
+        let mut world = lock(&self.world);
+        match service {
+            "topup" => match currency {
+                "USD" => world.topup.balance = amount,
+                "VOID" => world.topup.void_balance = amount,
+                _ => {
+                    return Err(ControlError::BadRequest(
+                        "top-up balances are USD or VOID".into(),
+                    ));
+                }
+            },
+            "transfer" | "collect" => {
+                let c = static_currency(currency).ok_or_else(|| {
+                    ControlError::BadRequest(format!("currency {currency} is not USD or LBP"))
+                })?;
+                if service == "transfer" {
+                    world.transfer.set_balance(c, amount, now);
+                } else {
+                    world.collect.balances.insert(c, amount);
+                }
+            }
+            other => return Err(ControlError::BadRequest(format!("unknown service {other}"))),
+        }
+        Ok(())
+    }
+}
+
+impl Sandbox {
+    /// The receiver collects the cash of this cash-collection transfer: SENT becomes RECEIVED,
+    /// the activity log gains a RECEIVED line, and when the send carried a `callbackUrl` the
+    /// signed callback is POSTed to it (awaited; the delivery is returned and listed by
+    /// [`callbacks`](Self::callbacks)).
+    pub async fn collect_cash(&self, ltn_number: &str) -> Result<CashCollected, ControlError> {
+        self.shared.collect_cash(ltn_number).await
+    }
+
+    /// The test payer pays the link created with this externalId, as on the hosted page: the
+    /// link becomes success and the success callback GET is delivered.
+    pub async fn pay_link(&self, external_id: &str) -> Result<LinkAttempt, ControlError> {
+        let i = self.shared.payable_link(external_id)?;
+        let p = self.shared.settings.payer.clone();
+        Ok(self.shared.link_attempt(i, &p.phone, &p.code).await)
+    }
+
+    /// A payer mistypes the code on the link created with this externalId: the failure callback
+    /// GET is delivered and the link stays pending.
+    pub async fn fail_link(&self, external_id: &str) -> Result<LinkAttempt, ControlError> {
+        let i = self.shared.payable_link(external_id)?;
+        let phone = self.shared.settings.payer.phone.clone();
+        Ok(self.shared.link_attempt(i, &phone, "000000x").await)
+    }
+
+    /// The link created with this externalId expires now: a pending link settles as failed.
+    pub fn expire_link(&self, external_id: &str) -> Result<(), ControlError> {
+        let i = self.shared.payable_link(external_id)?;
+        lock(&self.shared.world).collect.payments[i].state = LinkState::Failed;
+        Ok(())
+    }
+
+    /// Set the transfer balance of `USD` or `LBP` (a TOPUP or ADJUSTMENT statement line keeps the
+    /// balance rule).
+    pub fn set_transfer_balance(
+        &self,
+        currency: &str,
+        amount: Decimal,
+    ) -> Result<(), ControlError> {
+        self.shared.set_balance("transfer", currency, amount)
+    }
+
+    /// Set the collect (merchant) balance of `USD` or `LBP`.
+    pub fn set_collect_balance(&self, currency: &str, amount: Decimal) -> Result<(), ControlError> {
+        self.shared.set_balance("collect", currency, amount)
+    }
+
+    /// Set the top-up balance and void balance.
+    pub fn set_topup_balance(&self, balance: Decimal, void_balance: Decimal) {
+        let mut world = lock(&self.shared.world);
+        world.topup.balance = balance;
+        world.topup.void_balance = void_balance;
+    }
+
+    /// The next `count` requests to `endpoint` suffer `fault`, after any faults already queued.
+    pub fn inject(&self, endpoint: Endpoint, fault: Fault, count: u32) {
+        let mut faults = lock(&self.shared.faults);
+        let q = faults.entry(endpoint).or_default();
+        q.extend(std::iter::repeat_n(fault, count as usize));
+    }
+
+    /// Every request received on a service endpoint, in order, secrets redacted.
+    pub fn requests(&self) -> Vec<ReceivedRequest> {
+        lock(&self.shared.journal).clone()
+    }
+
+    /// Every callback delivered (or tried), in order.
+    pub fn callbacks(&self) -> Vec<CallbackDelivery> {
+        lock(&self.shared.deliveries).clone()
+    }
+
+    /// The transfers the sandbox holds.
+    pub fn transfers(&self) -> Vec<TransferRecord> {
+        transfers(&lock(&self.shared.world))
+    }
+
+    /// The hosted payments the sandbox holds.
+    pub fn payments(&self) -> Vec<PaymentRecord> {
+        let mut world = lock(&self.shared.world);
+        world.collect.expire(self.shared.clock.now());
+        payments(&world)
+    }
+
+    /// The top-up sales the sandbox holds.
+    pub fn sales(&self) -> Vec<SaleRecord> {
+        sales(&lock(&self.shared.world))
+    }
+
+    /// Move the sandbox clock forward (link expiry, dates).
+    pub fn advance_clock(&self, by: Duration) {
+        self.shared.clock.advance(by);
+    }
+
+    /// Back to the starting state: balances, no transfers, links or sales, no faults, empty
+    /// journal and callback list. The listener and the clock keep running.
+    pub fn reset(&self) {
+        self.shared.reset();
+    }
+}
+
+impl Shared {
+    fn reset(&self) {
+        *lock(&self.world) = World::new(&self.settings, &self.clock);
+        lock(&self.faults).clear();
+        lock(&self.journal).clear();
+        lock(&self.deliveries).clear();
+    }
+}
+
+fn transfers(w: &World) -> Vec<TransferRecord> {
+    w.transfer
+        .transfers
+        .iter()
+        .map(|t| TransferRecord {
+            transfer_id: t.transfer_id.clone(),
+            ltn_number: t.ltn_number.clone(),
+            request_id: t.request_id,
+            status: t.state.as_str().to_owned(),
+            payment_mode: match t.mode {
+                transfer::state::Mode::Cash => "CASH_COLLECTION".into(),
+                transfer::state::Mode::Wallet => "MOBILE_WALLET".into(),
+            },
+            currency: t.currency.to_owned(),
+            total: t.total,
+        })
+        .collect()
+}
+
+fn payments(w: &World) -> Vec<PaymentRecord> {
+    w.collect
+        .payments
+        .iter()
+        .map(|p| PaymentRecord {
+            external_id: p.external_id.clone(),
+            collect_status: p.state.as_str().to_owned(),
+            currency: p.currency.to_owned(),
+            amount: p.amount,
+            failed_attempts: p.failed_attempts,
+        })
+        .collect()
+}
+
+fn sales(w: &World) -> Vec<SaleRecord> {
+    w.topup
+        .sales
+        .iter()
+        .map(|s| SaleRecord {
+            external_id: s.external_id.clone(),
+            transaction_id: s.transaction_id.clone(),
+            provider: s.provider.clone(),
+            option_id: s.option_id.clone(),
+            amount: s.amount,
+        })
+        .collect()
+}
+
+// ---- HTTP ----
+
+pub(crate) fn routes() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/transfer/collect", post(http_collect_cash))
+        .route("/collect/pay", post(http_pay))
+        .route("/collect/fail", post(http_fail))
+        .route("/collect/expire", post(http_expire))
+        .route("/balances", post(http_balance))
+        .route("/faults", post(http_fault))
+        .route("/requests", get(http_requests))
+        .route("/callbacks", get(http_callbacks))
+        .route("/state", get(http_state))
+        .route("/clock/advance", post(http_advance))
+        .route("/reset", post(http_reset))
+}
+
+fn answer<T: Serialize>(r: Result<T, ControlError>) -> Response {
+    match r {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => {
+            let status = match e {
+                ControlError::NotFound(_) => StatusCode::NOT_FOUND,
+                ControlError::InvalidState(_) => StatusCode::CONFLICT,
+                ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            };
+            (status, Json(json!({"error": e.to_string()}))).into_response()
+        }
+    }
+}
+
+fn field<'a>(body: &'a Value, key: &str) -> Result<&'a str, ControlError> {
+    body.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ControlError::BadRequest(format!("`{key}` is required")))
+}
+
+async fn http_collect_cash(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
+    match field(&b, "ltnNumber") {
+        Ok(ltn) => answer(s.collect_cash(ltn).await),
+        Err(e) => answer::<()>(Err(e)),
+    }
+}
+
+async fn http_link(s: Arc<Shared>, b: Value, pay: bool) -> Response {
+    let id = match field(&b, "externalId") {
+        Ok(id) => id,
+        Err(e) => return answer::<()>(Err(e)),
+    };
+    match s.payable_link(id) {
+        Ok(i) => {
+            let p = s.settings.payer.clone();
+            let code = if pay { p.code.as_str() } else { "000000x" };
+            answer(Ok(s.link_attempt(i, &p.phone, code).await))
+        }
+        Err(e) => answer::<()>(Err(e)),
+    }
+}
+
+async fn http_pay(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
+    http_link(s, b, true).await
+}
+
+async fn http_fail(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
+    http_link(s, b, false).await
+}
+
+async fn http_expire(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
+    let r = field(&b, "externalId").and_then(|id| {
+        let i = s.payable_link(id)?;
+        lock(&s.world).collect.payments[i].state = LinkState::Failed;
+        Ok(json!({"collectStatus": "failed"}))
+    });
+    answer(r)
+}
+
+#[derive(Deserialize)]
+struct BalanceBody {
+    service: String,
+    currency: String,
+    amount: Decimal,
+}
+
+async fn http_balance(State(s): State<Arc<Shared>>, Json(b): Json<BalanceBody>) -> Response {
+    answer(
+        s.set_balance(&b.service, &b.currency, b.amount)
+            .map(|()| json!({"ok": true})),
+    )
+}
+
+async fn http_fault(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
+    let r = (|| {
+        let endpoint: Endpoint = field(&b, "endpoint")?
+            .parse()
+            .map_err(ControlError::BadRequest)?;
+        let fault: Fault = field(&b, "fault")?
+            .parse()
+            .map_err(ControlError::BadRequest)?;
+        let count = b.get("count").and_then(Value::as_u64).unwrap_or(1) as usize;
+        lock(&s.faults)
+            .entry(endpoint)
+            .or_default()
+            .extend(std::iter::repeat_n(fault, count));
+        Ok(json!({"endpoint": endpoint.as_str(), "fault": fault.to_string(), "count": count}))
+    })();
+    answer(r)
+}
+
+async fn http_requests(State(s): State<Arc<Shared>>) -> Response {
+    Json(lock(&s.journal).clone()).into_response()
+}
+
+async fn http_callbacks(State(s): State<Arc<Shared>>) -> Response {
+    Json(lock(&s.deliveries).clone()).into_response()
+}
+
+async fn http_state(State(s): State<Arc<Shared>>) -> Response {
+    let mut world = lock(&s.world);
+    world.collect.expire(s.clock.now());
+    Json(json!({
+        "transfers": transfers(&world),
+        "payments": payments(&world),
+        "sales": sales(&world),
+    }))
+    .into_response()
+}
+
+async fn http_advance(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
+    let secs = b.get("seconds").and_then(Value::as_u64).unwrap_or(0);
+    s.clock.advance(Duration::from_secs(secs));
+    Json(json!({"advancedSeconds": secs})).into_response()
+}
+
+async fn http_reset(State(s): State<Arc<Shared>>) -> Response {
+    s.reset();
+    Json(json!({"ok": true})).into_response()
+}

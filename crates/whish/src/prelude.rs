@@ -1,0 +1,31 @@
+//! The types almost every integration names: `use whish::prelude::*;`.
+//!
+//! It holds the shared value types and, for each enabled service, its client, request builders
+//! and outcome types. Error types stay behind their module (`whish::transfer::Error`, ...) because
+//! each service has its own code enum.
+
+pub use whish_core::{
+    Amount, Currency, DayMonthYear, Decimal, ExternalId, Outcome, RequestId, SecretString,
+    UserAgent,
+};
+
+#[cfg(feature = "money-transfer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "money-transfer")))]
+pub use whish_money_transfer::{
+    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, PaymentMode, Reason, ReportRange,
+    SendOutcome, SourceOfFunds, StatusQuery, TransferClient, TransferCode, TransferStatus,
+};
+
+#[cfg(feature = "locations")]
+#[cfg_attr(docsrs, doc(cfg(feature = "locations")))]
+pub use whish_locations::{LocationsClient, ShopFilter};
+
+#[cfg(feature = "hosted-collect")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hosted-collect")))]
+pub use whish_hosted_collect::{
+    CollectClient, CollectCode, CollectStatus, CollectUrls, NewPayment,
+};
+
+#[cfg(feature = "intl-topup")]
+#[cfg_attr(docsrs, doc(cfg(feature = "intl-topup")))]
+pub use whish_intl_topup::{PayOutcome, TopupClient, TopupCode};
