@@ -10,10 +10,12 @@
 //! `success`. A failure callback means one attempt failed; the link stays payable.
 
 use url::Url;
-use whish_core::{ValidationError, check_public_url};
+use whish_core::{CallbackAddresses, ValidationError};
 
 /// Append `name=value` to the query of `url` (percent-encoding both), keeping any query it
-/// already has, and check the result is a public http(s) address.
+/// already has. `url` must be an http(s) address; whether it must also be public is checked when
+/// the payment is prepared, by the client's rule
+/// ([`allow_local_callbacks`](crate::CollectClientBuilder::allow_local_callbacks)).
 ///
 /// ```
 /// use whish_hosted_collect::callback::{reference, with_reference};
@@ -27,7 +29,7 @@ pub fn with_reference(url: &str, name: &str, value: &str) -> Result<String, Vali
 
 /// Append several `name=value` pairs; see [`with_reference`].
 pub fn with_references(url: &str, pairs: &[(&str, &str)]) -> Result<String, ValidationError> {
-    let mut parsed: Url = check_public_url(url, "callback URL")?;
+    let mut parsed: Url = CallbackAddresses::AllowLocal.check(url, "callback URL")?;
     {
         let mut q = parsed.query_pairs_mut();
         for (k, v) in pairs {

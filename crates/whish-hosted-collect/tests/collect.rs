@@ -426,3 +426,26 @@ fn local_callbacks_are_an_opt_in_for_a_loopback_base_only() {
         "http://127.0.0.1:8080/ok?order=1"
     );
 }
+
+#[test]
+fn a_reference_on_a_local_address_is_refused_by_the_default_client_at_prepare() {
+    let url = callback::with_reference("http://127.0.0.1:8080/ok", "order", "A-1")
+        .expect("any http address takes a reference");
+    let c = client("https://collect.example.com/api", 0);
+    let err = c
+        .prepare_payment(NewPayment::new(
+            "10".parse().expect("a"),
+            Currency::Usd,
+            CollectUrls::new(
+                url,
+                "https://shop.example.com/ko",
+                "https://shop.example.com/a",
+                "https://shop.example.com/b",
+            ),
+        ))
+        .expect_err("not public");
+    assert!(
+        matches!(&err, CoreError::Validation(v) if v.field == "successCallbackUrl"),
+        "{err:?}"
+    );
+}

@@ -27,7 +27,7 @@ pub(crate) fn form(p: &Payment) -> String {
 <button type=\"submit\">Pay {amount} {currency}</button></form>\
 <p class=\"note\">Sandbox: no code is sent; use the sandbox test phone and code. A wrong code counts as a failed attempt and the link stays payable.</p>\
 </main></body></html>",
-        amount = escape(&p.amount.to_string()),
+        amount = display_amount(p),
         currency = p.currency,
         token = escape(&p.token),
     )
@@ -48,6 +48,13 @@ pub(crate) fn unknown() -> String {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Payment link</title><style>{STYLE}</style></head>\
 <body><main><h1>Unknown payment link</h1></main></body></html>"
     )
+}
+
+/// USD with two decimals, LBP whole.
+fn display_amount(p: &Payment) -> String {
+    let mut a = p.amount;
+    a.rescale(if p.currency == "USD" { 2 } else { 0 });
+    a.to_string()
 }
 
 fn escape(s: &str) -> String {
