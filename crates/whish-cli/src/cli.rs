@@ -1,0 +1,323 @@
+//! The command line: services, commands, flags and the environment variables behind them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// whish: every operation of the whish money-transfer, hosted-collect and top-up services.
+///
+/// Exit status: 0 success, 1 the service answered a failure code (or an HTTP error such as 403),
+/// 2 bad usage, configuration or input (nothing was sent), 3 Pending (outcome unknown, not
+/// failed), 4 transport failure.
+#[derive(Debug, Parser)]
+#[command(name = "whish", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    #[command(flatten)]
+    pub global: Global,
+    #[command(flatten)]
+    pub settings: Settings,
+}
+
+/// Flags of every command.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Per-attempt timeout in seconds.
+    #[arg(long, global = true, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Resends after the first attempt (only where a resend is safe).
+    #[arg(long, global = true, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Output format; json when stdout is not a terminal.
+    #[arg(long, global = true, value_enum)]
+    pub output: Option<OutputFormat>,
+    /// Accept loopback or private callback addresses (only with a loopback base URL: the sandbox).
+    #[arg(long, global = true)]
+    pub allow_local_callbacks: bool,
+    /// Log to stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too. Secrets never print.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// One JSON value.
+    Json,
+    /// A readable table.
+    Table,
+}
+
+/// Service settings, each a flag or an environment variable.
+#[derive(Debug, Args)]
+pub struct Settings {
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_TRANSFER_BASE_URL",
+        hide_env_values = true
+    )]
+    pub transfer_base_url: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_TRANSFER_USERNAME",
+        hide_env_values = true
+    )]
+    pub transfer_username: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_TRANSFER_KEY",
+        hide_env_values = true
+    )]
+    pub transfer_key: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_COLLECT_BASE_URL",
+        hide_env_values = true
+    )]
+    pub collect_base_url: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_COLLECT_CHANNEL",
+        hide_env_values = true
+    )]
+    pub collect_channel: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_COLLECT_SECRET",
+        hide_env_values = true
+    )]
+    pub collect_secret: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_COLLECT_WEBSITE_URL",
+        hide_env_values = true
+    )]
+    pub collect_website_url: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_TOPUP_BASE_URL",
+        hide_env_values = true
+    )]
+    pub topup_base_url: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_TOPUP_SESSION_ID",
+        hide_env_values = true
+    )]
+    pub topup_session_id: Option<String>,
+    #[arg(long, global = true, env = "WHISH_TOPUP_TOKEN", hide_env_values = true)]
+    pub topup_token: Option<String>,
+    /// `AppName/version (website; contact-email)`.
+    #[arg(long, global = true, env = "WHISH_USER_AGENT", hide_env_values = true)]
+    pub user_agent: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Money transfers into Lebanon.
+    #[command(subcommand)]
+    Transfer(TransferCmd),
+    /// Cash-collection locations.
+    #[command(subcommand)]
+    Locations(LocationsCmd),
+    /// Hosted wallet-payment collection.
+    #[command(subcommand)]
+    Collect(CollectCmd),
+    /// International top-up.
+    #[command(subcommand)]
+    Topup(TopupCmd),
+    /// The local sandbox of all three services.
+    #[command(subcommand)]
+    Sandbox(SandboxCmd),
+    /// Start the sandbox in-process and walk every flow through the SDK, step by step.
+    Demo,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[value(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Mode {
+    CashCollection,
+    MobileWallet,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum Cur {
+    Usd,
+    Lbp,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TransferCmd {
+    /// Quote the fee of a transfer.
+    Fees {
+        #[arg(long, value_name = "ID")]
+        from_country: i64,
+        #[arg(long, value_enum)]
+        currency: Cur,
+        #[arg(long, value_name = "N")]
+        amount: String,
+        #[arg(long, value_enum)]
+        payment_mode: Option<Mode>,
+        #[arg(long)]
+        deduct_fees: bool,
+        #[arg(long, value_name = "P")]
+        phone_number: Option<String>,
+    },
+    /// Create a transfer from a JSON file shaped as the spec's request body; resent safely.
+    Send {
+        #[arg(long, value_name = "FILE")]
+        body: PathBuf,
+        /// Your own numeric Request-id (default: a new one, printed before sending).
+        #[arg(long, value_name = "N")]
+        request_id: Option<i64>,
+    },
+    /// Read a transfer's status (authoritative).
+    Status {
+        #[arg(long, value_name = "ID", group = "which")]
+        transfer_id: Option<String>,
+        #[arg(long, value_name = "N", group = "which")]
+        ltn: Option<String>,
+        #[arg(long, value_name = "N", group = "which")]
+        request_id: Option<i64>,
+    },
+    /// Cancel a cash-collection transfer not yet collected.
+    Cancel {
+        #[arg(long, value_name = "N")]
+        ltn: String,
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// The sending countries of the account.
+    Countries,
+    /// The payment modes.
+    Modes,
+    /// The activity event log.
+    Activity(Report),
+    /// The statement per currency.
+    Statement {
+        #[command(flatten)]
+        report: Report,
+        /// Check that every line keeps balance = previous + debit - credit.
+        #[arg(long)]
+        verify: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct Report {
+    /// `yyyy-MM-dd HH:mm:ss`
+    #[arg(long, value_name = "DATE")]
+    pub from: String,
+    /// `yyyy-MM-dd HH:mm:ss`
+    #[arg(long, value_name = "DATE")]
+    pub to: String,
+    #[arg(long, value_enum)]
+    pub currency: Option<Cur>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LocationsCmd {
+    /// Governorates with their districts.
+    Governorates,
+    /// Shops, optionally narrowed.
+    Shops {
+        #[arg(long, value_name = "N")]
+        governorate_id: Option<i64>,
+        #[arg(long, value_name = "N")]
+        district_id: Option<i64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CollectCmd {
+    /// The merchant balance in one currency.
+    Balance {
+        #[arg(long, value_enum)]
+        currency: Cur,
+    },
+    /// Create a payment; prints the hosted page address (not a payment).
+    Create {
+        #[arg(long, value_name = "A")]
+        amount: String,
+        #[arg(long, value_enum)]
+        currency: Cur,
+        #[arg(long, value_name = "X")]
+        external_id: Option<String>,
+        #[arg(long, value_name = "U")]
+        success_callback_url: String,
+        #[arg(long, value_name = "U")]
+        failure_callback_url: String,
+        #[arg(long, value_name = "U")]
+        success_redirect_url: String,
+        #[arg(long, value_name = "U")]
+        failure_redirect_url: String,
+        #[arg(long, value_name = "TEXT")]
+        invoice: Option<String>,
+    },
+    /// A payment's collectStatus (confirm before fulfilling).
+    Status {
+        #[arg(long, value_enum)]
+        currency: Cur,
+        #[arg(long, value_name = "X")]
+        external_id: String,
+    },
+    /// Refund a successful payment.
+    Refund {
+        #[arg(long, value_enum)]
+        currency: Cur,
+        #[arg(long, value_name = "X")]
+        external_id: String,
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopupCmd {
+    /// The session's balance and void balance.
+    Balance,
+    /// The options a provider offers for a target.
+    Options {
+        #[arg(long, value_name = "P")]
+        provider: String,
+        #[arg(long, value_name = "T")]
+        target: String,
+    },
+    /// Fetch the options and pay the named one with its exact amount.
+    Pay {
+        #[arg(long, value_name = "P")]
+        provider: String,
+        #[arg(long, value_name = "T")]
+        target: String,
+        #[arg(long, value_name = "ID")]
+        option_id: String,
+        #[arg(long, value_name = "X")]
+        external_id: Option<String>,
+        /// Print the sold items' PINs (hidden by default).
+        #[arg(long)]
+        show_pin: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCmd {
+    /// Run the sandbox and print its settings as `export` lines.
+    Serve {
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        port: u16,
+        /// Answer HTTP 403 for non-public collect callback addresses, as the real service does.
+        #[arg(long)]
+        strict: bool,
+    },
+}

@@ -1,0 +1,615 @@
+//! `whish demo`: the sandbox in-process, every flow through the SDK clients over HTTP, each step
+//! printed with what it proves. Exit 0 only when every step matched.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Uri};
+use whish::collect::{
+    CollectClient, CollectStatus, CollectUrls, NewPayment, callback as collect_callback,
+};
+use whish::locations::{LocationsClient, ShopFilter};
+use whish::topup::{PayOutcome, TopupClient};
+use whish::transfer::callback::{CallbackReceiver, SignedInput};
+use whish::transfer::{
+    ActivityStatus, CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason,
+    ReportRange, SendOutcome, SourceOfFunds, StatusQuery, TransferClient, TransferStatus,
+    reconcile,
+};
+use whish::{Amount, Currency, EpochMillis, Policy, SecretString, UserAgent};
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+use crate::output::{self, Done};
+
+type Step = Result<String, String>;
+
+/// Requests received by the demo's own callback listener.
+type Inbox = Arc<Mutex<Vec<(Uri, HeaderMap, Bytes)>>>;
+
+struct Clients {
+    transfer: TransferClient,
+    locations: LocationsClient,
+    collect: CollectClient,
+    topup: TopupClient,
+}
+
+struct Progress {
+    tty: bool,
+    total: usize,
+    done: usize,
+    failed: Vec<String>,
+}
+
+impl Progress {
+    fn report(&mut self, name: &str, result: Step) {
+        self.done += 1;
+        let n = format!("[{:>2}/{}]", self.done, self.total);
+        match result {
+            Ok(proof) => {
+                if self.tty {
+                    println!("{n} \x1b[32m✓\x1b[0m {name}\n        \x1b[2m{proof}\x1b[0m");
+                } else {
+                    println!("{n} ok   {name}: {proof}");
+                }
+            }
+            Err(why) => {
+                if self.tty {
+                    println!("{n} \x1b[31m✗\x1b[0m {name}\n        {why}");
+                } else {
+                    println!("{n} FAIL {name}: {why}");
+                }
+                self.failed.push(name.to_owned());
+            }
+        }
+    }
+}
+
+fn amount(s: &str) -> Amount {
+    s.parse().unwrap_or_default()
+}
+
+fn e<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+fn ensure(ok: bool, why: impl Into<String>) -> Result<(), String> {
+    if ok { Ok(()) } else { Err(why.into()) }
+}
+
+fn cash(amount_text: &str) -> CashCollectionSend {
+    CashCollectionSend::new(
+        1,
+        Currency::Usd,
+        amount(amount_text),
+        Customer::new("John", "Smith", "+14155550100"),
+        Customer::new("Rami", "Haddad", "+96170123456"),
+        "07-03-1990",
+        Reason::FamilySupport,
+        SourceOfFunds::Salary,
+    )
+}
+
+fn wallet(phone: &str) -> MobileWalletSend {
+    MobileWalletSend::new(
+        1,
+        Currency::Usd,
+        amount("50"),
+        Customer::new("John", "Smith", "+14155550100"),
+        Customer::new("Rami", "Haddad", phone),
+        Reason::Education,
+        SourceOfFunds::Savings,
+    )
+}
+
+async fn listener() -> std::io::Result<(String, Inbox)> {
+    let inbox: Inbox = Arc::default();
+    let sink = inbox.clone();
+    let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+        let sink = sink.clone();
+        async move {
+            if let Ok(mut v) = sink.lock() {
+                v.push((uri, headers, body));
+            }
+            "ok"
+        }
+    });
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", tcp.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(tcp, app).await;
+    });
+    Ok((base, inbox))
+}
+
+fn clients(sb: &Sandbox) -> Result<Clients, String> {
+    let ua: UserAgent = "WhishDemo/0.1 (https://github.com/whish-rs/whish-rs; demo@example.com)"
+        .parse()
+        .map_err(e)?;
+    let mut policy = Policy::default();
+    policy.retry.max_retries = 2;
+    policy.timeouts.attempt = Duration::from_secs(3);
+    let t = sb.transfer_credentials();
+    let c = sb.collect_credentials();
+    let u = sb.topup_credentials();
+    Ok(Clients {
+        transfer: TransferClient::builder(
+            sb.transfer_base_url(),
+            t.username.clone(),
+            SecretString::from(t.key.clone()),
+        )
+        .allow_local_callbacks()
+        .policy(policy)
+        .build()
+        .map_err(e)?,
+        locations: LocationsClient::builder(
+            sb.transfer_base_url(),
+            t.username.clone(),
+            SecretString::from(t.key.clone()),
+        )
+        .policy(policy)
+        .build()
+        .map_err(e)?,
+        collect: CollectClient::builder(
+            sb.collect_base_url(),
+            c.channel.clone(),
+            SecretString::from(c.secret.clone()),
+            c.website_url.clone(),
+            ua.clone(),
+        )
+        .allow_local_callbacks()
+        .policy(policy)
+        .build()
+        .map_err(e)?,
+        topup: TopupClient::builder(
+            sb.topup_base_url(),
+            SecretString::from(u.session_id.clone()),
+            SecretString::from(u.token.clone()),
+            ua,
+        )
+        .policy(policy)
+        .build()
+        .map_err(e)?,
+    })
+}
+
+const STEPS: usize = 15;
+
+/// Run the demo; `tty` chooses the progress display.
+pub async fn run(tty: bool) -> Done {
+    let sb = Sandbox::start()
+        .await
+        .map_err(|err| output::usage(format!("cannot start the sandbox: {err}")))?;
+    let (cb_base, inbox) = listener()
+        .await
+        .map_err(|err| output::usage(format!("cannot start the callback listener: {err}")))?;
+    println!(
+        "whish demo: sandbox on {}, callbacks to {cb_base}\n",
+        sb.root_url()
+    );
+    let c = clients(&sb).map_err(output::usage)?;
+    let mut p = Progress {
+        tty,
+        total: STEPS,
+        done: 0,
+        failed: Vec::new(),
+    };
+
+    // Money transfer.
+    p.report("quote a transfer", quote(&c).await);
+    let sent = send_cash(&c, &cb_base).await;
+    let ltn = sent.as_ref().ok().map(|(l, _, _)| l.clone());
+    p.report(
+        "cash-collection send",
+        sent.map(|(l, t, r)| {
+            format!("SENT: LTN {l}, transfer {t}, Request-id {r} stored before sending")
+        }),
+    );
+    p.report(
+        "receiver collects; callback received",
+        collect_and_callback(&sb, &inbox, ltn.as_deref()).await,
+    );
+    p.report(
+        "status is RECEIVED",
+        status_received(&c, ltn.as_deref()).await,
+    );
+    p.report("send then cancel", send_then_cancel(&c).await);
+    p.report("mobile wallet: credited and failed", wallets(&c, &sb).await);
+    p.report("activity and statement reconcile", reports(&c).await);
+    p.report("governorates and shops", locations(&c).await);
+    // Hosted collect.
+    let created = create_payment(&c, &cb_base).await;
+    let payment = created.as_ref().ok().cloned();
+    p.report(
+        "collect: create a payment",
+        created.map(|(url, id)| format!("collectUrl {url} (not a payment yet), externalId {id}")),
+    );
+    p.report(
+        "collect: pay on the hosted page over HTTP",
+        pay_page(&sb, &inbox, payment.as_ref()).await,
+    );
+    p.report(
+        "collect: status then refund once",
+        status_and_refund(&c, payment.as_ref()).await,
+    );
+    // Top-up.
+    p.report("top-up: options and pay", topup(&c, &sb).await);
+    p.report(
+        "top-up: replay does not charge twice",
+        topup_replay(&c, &sb).await,
+    );
+    // Faults.
+    p.report(
+        "dropped reply recovered by the safe resend",
+        dropped_reply(&c, &sb).await,
+    );
+    p.report(
+        "dropped request resent, nothing duplicated",
+        dropped_request(&c, &sb).await,
+    );
+
+    sb.shutdown().await;
+    println!();
+    if p.failed.is_empty() {
+        println!("whish demo: all {} steps matched.", p.done);
+        Ok(output::OK)
+    } else {
+        println!(
+            "whish demo: {} of {} steps did not match: {}",
+            p.failed.len(),
+            p.done,
+            p.failed.join(", ")
+        );
+        Err(output::FAILED)
+    }
+}
+
+async fn quote(c: &Clients) -> Step {
+    let q = c
+        .transfer
+        .fees(&FeeRequest::new(1, Currency::Usd, amount("100")))
+        .await
+        .map_err(e)?;
+    let d = c
+        .transfer
+        .fees(&FeeRequest::new(1, Currency::Usd, amount("100")).deduct_fees(true))
+        .await
+        .map_err(e)?;
+    ensure(
+        q.total_amount == amount("105") && d.amount == amount("95"),
+        format!("unexpected quotes {q:?} {d:?}"),
+    )?;
+    Ok(format!(
+        "100 USD costs {} in fees: total {} on top, or the receiver gets {} with deductFees",
+        q.fees, q.total_amount, d.amount
+    ))
+}
+
+async fn send_cash(c: &Clients, cb_base: &str) -> Result<(String, String, i64), String> {
+    let prepared = c
+        .transfer
+        .prepare_send(cash("100").callback_url(format!("{cb_base}/whish/collected?order=D-1")))
+        .map_err(e)?;
+    match c.transfer.send(&prepared).await.map_err(e)? {
+        SendOutcome::Sent(s) => Ok((s.ltn_number, s.transfer_id, prepared.request_id().get())),
+        other => Err(format!("expected SENT, got {other:?}")),
+    }
+}
+
+async fn collect_and_callback(sb: &Sandbox, inbox: &Inbox, ltn: Option<&str>) -> Step {
+    let ltn = ltn.ok_or("no transfer to collect")?;
+    sb.collect_cash(ltn).await.map_err(e)?;
+    let (uri, headers, body) = inbox
+        .lock()
+        .map_err(e)?
+        .last()
+        .cloned()
+        .ok_or("no callback arrived")?;
+    let key = sb.callback_key().to_vec();
+    let receiver = CallbackReceiver::new(move |i: &SignedInput<'_>| {
+        whish_sandbox::callback::verify_signature(&key, i.timestamp, i.body, i.signature)
+    });
+    let now = EpochMillis(time::OffsetDateTime::now_utc().unix_timestamp() * 1000);
+    let cb = receiver
+        .receive(&headers, &body, now)
+        .map_err(|err| format!("{err:?}"))?;
+    ensure(
+        cb.status == TransferStatus::Received,
+        "callback status is not RECEIVED",
+    )?;
+    Ok(format!(
+        "POST {uri}: signature verified (sandbox scheme), externalId {} = the Request-id; a notification, not proof",
+        cb.external_id
+    ))
+}
+
+async fn status_received(c: &Clients, ltn: Option<&str>) -> Step {
+    let ltn = ltn.ok_or("no transfer")?;
+    let s = c
+        .transfer
+        .status(&StatusQuery::LtnNumber(ltn.to_owned()))
+        .await
+        .map_err(e)?;
+    ensure(
+        s.status == TransferStatus::Received,
+        format!("status {:?}", s.status),
+    )?;
+    Ok("the status endpoint, authoritative, confirms RECEIVED".to_owned())
+}
+
+async fn send_then_cancel(c: &Clients) -> Step {
+    let prepared = c.transfer.prepare_send(cash("40")).map_err(e)?;
+    let SendOutcome::Sent(s) = c.transfer.send(&prepared).await.map_err(e)? else {
+        return Err("not sent".into());
+    };
+    let cancelled = c
+        .transfer
+        .cancel(&s.ltn_number, Some("demo"))
+        .await
+        .map_err(e)?;
+    ensure(
+        cancelled.status == TransferStatus::CanceledFull,
+        "not CANCELED_FULL",
+    )?;
+    let again = c.transfer.cancel(&s.ltn_number, None).await;
+    let code = match again {
+        Err(whish::core::Error::Failed(f)) => f.raw,
+        other => return Err(format!("a second cancel answered {other:?}")),
+    };
+    Ok(format!(
+        "CANCELED_FULL; a second cancel is refused with `{code}`"
+    ))
+}
+
+async fn wallets(c: &Clients, sb: &Sandbox) -> Step {
+    let phones = sb.wallet_phones().clone();
+    let p = c
+        .transfer
+        .prepare_send(wallet(&phones.credited))
+        .map_err(e)?;
+    let credited = match c.transfer.send(&p).await.map_err(e)? {
+        SendOutcome::Credited(w) => w,
+        other => return Err(format!("expected credited, got {other:?}")),
+    };
+    let p = c
+        .transfer
+        .prepare_send(wallet(&phones.failing))
+        .map_err(e)?;
+    let failed = match c.transfer.send(&p).await.map_err(e)? {
+        SendOutcome::Failed { raw, .. } => raw,
+        other => return Err(format!("expected a failure, got {other:?}")),
+    };
+    Ok(format!(
+        "credited at once (transaction {:?}, final, no callback); the other wallet fails with `{failed}`",
+        credited.transaction_id.unwrap_or_default()
+    ))
+}
+
+async fn reports(c: &Clients) -> Step {
+    let range = ReportRange::new("2000-01-01 00:00:00", "2100-01-01 00:00:00").map_err(e)?;
+    let activity = c.transfer.activity(&range).await.map_err(e)?;
+    let cancelled = activity
+        .iter()
+        .filter(|a| a.status == ActivityStatus::Cancelled)
+        .count();
+    let statements = c.transfer.statement(&range).await.map_err(e)?;
+    for s in &statements {
+        reconcile::check_balance_rule(s).map_err(|b| format!("{b:?}"))?;
+    }
+    ensure(
+        cancelled == 1,
+        "the cancelled transfer should appear as CANCELLED once",
+    )?;
+    Ok(format!(
+        "{} activity events (a cancel adds a CANCELLED line); {} statements keep balance = previous + debit - credit",
+        activity.len(),
+        statements.len()
+    ))
+}
+
+async fn locations(c: &Clients) -> Step {
+    let g = c.locations.governorates().await.map_err(e)?;
+    let districts: usize = g.iter().map(|g| g.districts.len()).sum();
+    let all = c.locations.shops(&ShopFilter::default()).await.map_err(e)?;
+    let beirut = c
+        .locations
+        .shops(&ShopFilter::default().governorate_id(1))
+        .await
+        .map_err(e)?;
+    ensure(
+        g.len() == 8 && districts == 26,
+        "expected 8 governorates and 26 districts",
+    )?;
+    Ok(format!(
+        "{} governorates, {districts} districts; {} shops, {} in Beirut",
+        g.len(),
+        all.len(),
+        beirut.len()
+    ))
+}
+
+async fn create_payment(c: &Clients, cb_base: &str) -> Result<(String, String), String> {
+    let urls = CollectUrls::new(
+        collect_callback::with_reference(&format!("{cb_base}/collect/ok"), "order", "D-2")
+            .map_err(e)?,
+        collect_callback::with_reference(&format!("{cb_base}/collect/ko"), "order", "D-2")
+            .map_err(e)?,
+        "https://shop.example.com/thanks",
+        "https://shop.example.com/retry",
+    );
+    let prepared = c
+        .collect
+        .prepare_payment(
+            NewPayment::new(amount("25.50"), Currency::Usd, urls).invoice("Demo order D-2"),
+        )
+        .map_err(e)?;
+    let created = c.collect.create_payment(&prepared).await.map_err(e)?;
+    Ok((created.collect_url, prepared.external_id().to_string()))
+}
+
+async fn pay_page(sb: &Sandbox, inbox: &Inbox, payment: Option<&(String, String)>) -> Step {
+    let (url, _) = payment.ok_or("no payment")?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(e)?;
+    let page = http
+        .get(url)
+        .send()
+        .await
+        .map_err(e)?
+        .text()
+        .await
+        .map_err(e)?;
+    ensure(page.contains("<form"), "the page has no form")?;
+    let payer = sb.test_payer().clone();
+    let form = |code: &str| {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("phone", &payer.phone)
+            .append_pair("code", code)
+            .finish()
+    };
+    let before = inbox.lock().map_err(e)?.len();
+    for code in ["000000", payer.code.as_str()] {
+        http.post(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form(code))
+            .send()
+            .await
+            .map_err(e)?;
+    }
+    let got: Vec<String> = inbox.lock().map_err(e)?[before..]
+        .iter()
+        .map(|(u, _, _)| u.to_string())
+        .collect();
+    ensure(
+        got.len() == 2,
+        format!("expected two callbacks, got {got:?}"),
+    )?;
+    Ok(format!(
+        "a wrong code then the right one: GET {} (link stays payable), then GET {} (query untouched)",
+        got[0], got[1]
+    ))
+}
+
+async fn status_and_refund(c: &Clients, payment: Option<&(String, String)>) -> Step {
+    let (_, id) = payment.ok_or("no payment")?;
+    let id = whish::ExternalId::new(id.clone()).map_err(e)?;
+    let s = c.collect.status(Currency::Usd, &id).await.map_err(e)?;
+    ensure(
+        s.collect_status == CollectStatus::Success,
+        format!("status {:?}", s.collect_status),
+    )?;
+    let first = c
+        .collect
+        .refund(Currency::Usd, &id, Some("demo"))
+        .await
+        .map_err(e)?;
+    let second = c
+        .collect
+        .refund(Currency::Usd, &id, None)
+        .await
+        .map_err(e)?;
+    let after = c.collect.status(Currency::Usd, &id).await.map_err(e)?;
+    ensure(
+        !first.retrieved && second.retrieved && after.collect_status == CollectStatus::Refunded,
+        "refund flags",
+    )?;
+    Ok(format!(
+        "status success (payer {}) before fulfilling; refunded once, the second refund replays (retrieved true)",
+        s.payer_phone_number.unwrap_or_default()
+    ))
+}
+
+async fn topup(c: &Clients, sb: &Sandbox) -> Step {
+    let offer = c
+        .topup
+        .fetch_options("etisalat-ae", "+971501234567")
+        .await
+        .map_err(e)?;
+    let option = offer.option("ETI-12").ok_or("no ETI-12 option")?;
+    let prepared = c.topup.prepare_pay(option).map_err(e)?;
+    let PayOutcome::Paid(paid) = c.topup.pay(&prepared).await.map_err(e)? else {
+        return Err("not paid".into());
+    };
+    ensure(sb.sales().len() == 1, "one sale")?;
+    Ok(format!(
+        "{} options; paid {} exactly as fetched; sold item {}",
+        offer.options().len(),
+        prepared.amount(),
+        paid.sold_items()
+            .first()
+            .map(|i| i.transaction_id())
+            .unwrap_or_default()
+    ))
+}
+
+async fn topup_replay(c: &Clients, sb: &Sandbox) -> Step {
+    let offer = c
+        .topup
+        .fetch_options("gift-voucher", "buyer@example.com")
+        .await
+        .map_err(e)?;
+    let prepared = c
+        .topup
+        .prepare_pay(offer.option("GV-20").ok_or("no GV-20")?)
+        .map_err(e)?;
+    let before = sb.sales().len();
+    let PayOutcome::Paid(first) = c.topup.pay(&prepared).await.map_err(e)? else {
+        return Err("not paid".into());
+    };
+    let PayOutcome::Paid(again) = c.topup.pay(&prepared).await.map_err(e)? else {
+        return Err("not paid".into());
+    };
+    ensure(
+        again.retrieved && sb.sales().len() == before + 1,
+        "the replay charged again",
+    )?;
+    ensure(first.sold_items()[0].pin().is_some(), "a voucher has a PIN")?;
+    Ok("the same externalId replays the sale (retrieved true); the voucher PIN stays hidden in logs".to_owned())
+}
+
+async fn dropped_reply(c: &Clients, sb: &Sandbox) -> Step {
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    let prepared = c.transfer.prepare_send(cash("10")).map_err(e)?;
+    let outcome = c.transfer.send(&prepared).await.map_err(e)?;
+    let SendOutcome::Confirmed { status, .. } = outcome else {
+        return Err(format!("expected Confirmed, got {outcome:?}"));
+    };
+    let id = prepared.request_id().get();
+    let copies = sb.transfers().iter().filter(|t| t.request_id == id).count();
+    ensure(
+        copies == 1,
+        format!("{copies} transfers for one Request-id"),
+    )?;
+    Ok(format!(
+        "the reply was lost after the send was applied; the resend (same bytes, Request-id {id}) answered transfer.already.done, read through status: {:?}; 1 transfer, no duplicate",
+        status.status
+    ))
+}
+
+async fn dropped_request(c: &Clients, sb: &Sandbox) -> Step {
+    sb.inject(Endpoint::TopupPay, Fault::DropRequest, 1);
+    let offer = c
+        .topup
+        .fetch_options("du-ae", "971501234567")
+        .await
+        .map_err(e)?;
+    let prepared = c
+        .topup
+        .prepare_pay(offer.option("DU-1GB").ok_or("no DU-1GB")?)
+        .map_err(e)?;
+    let PayOutcome::Paid(paid) = c.topup.pay(&prepared).await.map_err(e)? else {
+        return Err("not paid".into());
+    };
+    let copies = sb
+        .sales()
+        .iter()
+        .filter(|s| s.external_id == prepared.external_id().as_str())
+        .count();
+    ensure(copies == 1, format!("{copies} sales for one externalId"))?;
+    Ok(format!(
+        "the connection closed before the pay was applied; resent with the same externalId after {} attempts: 1 sale",
+        paid.attempts
+    ))
+}

@@ -1,0 +1,210 @@
+//! Printing results and failures, and the exit status contract.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use whish::core::{Error, ErrorCode};
+
+/// Exit statuses.
+pub const OK: u8 = 0;
+pub const FAILED: u8 = 1;
+pub const USAGE: u8 = 2;
+pub const PENDING: u8 = 3;
+pub const TRANSPORT: u8 = 4;
+
+/// Where and how results go.
+#[derive(Debug, Clone, Copy)]
+pub struct Out {
+    pub json: bool,
+}
+
+impl Out {
+    /// Print a result on stdout.
+    pub fn print(&self, v: &Value) {
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        } else {
+            print!("{}", table(v, 0));
+        }
+    }
+
+    /// Print a success and return 0.
+    pub fn success(&self, v: &Value) -> u8 {
+        self.print(v);
+        OK
+    }
+
+    /// Print a failure object on stdout and one line on stderr; return `status`.
+    pub fn failure(&self, v: &Value, hint: &str, status: u8) -> u8 {
+        self.print(v);
+        eprintln!("whish: {hint}");
+        status
+    }
+}
+
+/// A command's result: the value printed on success, or an exit status already reported.
+pub type Done = Result<u8, u8>;
+
+/// Refused before sending: message on stderr, exit 2.
+pub fn usage(message: impl std::fmt::Display) -> u8 {
+    eprintln!("whish: {message}; nothing was sent");
+    USAGE
+}
+
+/// Report an SDK error and return its exit status.
+pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
+    match e {
+        Error::Failed(f) => out.failure(
+            &json!({
+                "code": f.raw,
+                "dialog": f.dialog,
+                "retrieved": f.retrieved,
+                "endpoint": f.endpoint,
+                "idempotencyKey": f.idempotency_key,
+            }),
+            &format!("{} answered `{}`: {}", f.endpoint, f.raw, f.code.handling()),
+            FAILED,
+        ),
+        Error::Pending(p) => out.failure(
+            &json!({
+                "code": "500",
+                "dialog": p.dialog,
+                "retrieved": p.retrieved,
+                "endpoint": p.endpoint,
+                "idempotencyKey": p.idempotency_key,
+            }),
+            &pending_hint(p.idempotency_key.as_deref()),
+            PENDING,
+        ),
+        Error::Http(h) => out.failure(
+            &json!({"httpStatus": h.status, "body": h.body_prefix, "endpoint": h.endpoint}),
+            &if h.status == 403 {
+                "HTTP 403: the service refused the request (for collect: a non-public callback or redirect address)".to_owned()
+            } else {
+                format!("HTTP {} without the service's envelope; check the base URL or retry later", h.status)
+            },
+            if h.status >= 500 { TRANSPORT } else { FAILED },
+        ),
+        Error::Transport(t) => out.failure(
+            &json!({
+                "error": "transport",
+                "message": t.message,
+                "mayHaveReached": t.may_have_reached,
+                "endpoint": t.endpoint,
+                "idempotencyKey": t.idempotency_key,
+                "attempts": t.attempts,
+            }),
+            &if t.may_have_reached {
+                format!(
+                    "{}; the request may have arrived: resend with the same key or check status, never with a new one",
+                    t.message
+                )
+            } else {
+                format!("{}; nothing arrived, it is safe to try again", t.message)
+            },
+            TRANSPORT,
+        ),
+        Error::Validation(v) => usage(v),
+        other => out.failure(
+            &json!({"error": "decode", "message": other.to_string()}),
+            "the reply could not be read; the outcome is unknown: check status before retrying",
+            TRANSPORT,
+        ),
+    }
+}
+
+/// The next step after Pending.
+pub fn pending_hint(key: Option<&str>) -> String {
+    match key {
+        Some(k) => format!(
+            "Pending: the outcome is unknown, not failed; resend with the same key {k} or check status later"
+        ),
+        None => "Pending: the outcome is unknown, not failed; check status later".to_owned(),
+    }
+}
+
+/// Turn a status into the process exit code.
+pub fn exit(status: u8) -> ExitCode {
+    ExitCode::from(status)
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A readable table: arrays of objects as columns, objects as key/value lines.
+pub fn table(v: &Value, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let mut s = String::new();
+    match v {
+        Value::Array(rows) if rows.iter().all(Value::is_object) && !rows.is_empty() => {
+            let mut keys: Vec<&String> = Vec::new();
+            for r in rows {
+                for k in r.as_object().into_iter().flat_map(|o| o.keys()) {
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+            }
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| keys.iter().map(|k| scalar(&r[k.as_str()])).collect())
+                .collect();
+            let widths: Vec<usize> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    cells
+                        .iter()
+                        .map(|c| c[i].chars().count())
+                        .max()
+                        .unwrap_or(0)
+                        .max(k.len())
+                })
+                .collect();
+            let line = |vals: Vec<&str>| {
+                let mut l = pad.clone();
+                for (i, v) in vals.iter().enumerate() {
+                    let _ = write!(l, "{:<w$}  ", v, w = widths[i]);
+                }
+                l.trim_end().to_owned() + "\n"
+            };
+            s.push_str(&line(keys.iter().map(|k| k.as_str()).collect()));
+            for c in &cells {
+                s.push_str(&line(c.iter().map(String::as_str).collect()));
+            }
+        }
+        Value::Array(items) => {
+            for i in items {
+                let _ = writeln!(s, "{pad}{}", scalar(i));
+            }
+        }
+        Value::Object(o) => {
+            let w = o.keys().map(String::len).max().unwrap_or(0);
+            for (k, v) in o {
+                match v {
+                    Value::Array(a) if a.iter().any(Value::is_object) => {
+                        let _ = writeln!(s, "{pad}{k}:");
+                        s.push_str(&table(v, indent + 2));
+                    }
+                    Value::Object(_) => {
+                        let _ = writeln!(s, "{pad}{k}:");
+                        s.push_str(&table(v, indent + 2));
+                    }
+                    _ => {
+                        let _ = writeln!(s, "{pad}{k:<w$}  {}", scalar(v));
+                    }
+                }
+            }
+        }
+        other => {
+            let _ = writeln!(s, "{pad}{}", scalar(other));
+        }
+    }
+    s
+}

@@ -1,0 +1,339 @@
+//! `whish transfer ...` and `whish locations ...`.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use whish::transfer::{
+    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, PaymentMode, Reason, ReportRange,
+    SendOutcome, SendRequest, SourceOfFunds, StatusQuery, reconcile,
+};
+use whish::{Amount, Currency, RequestId};
+
+use crate::cli::{LocationsCmd, Mode, Report, TransferCmd};
+use crate::output::{self, Done, FAILED, PENDING, usage};
+use crate::settings::Ctx;
+
+pub fn currency(c: crate::cli::Cur) -> Currency {
+    match c {
+        crate::cli::Cur::Usd => Currency::Usd,
+        crate::cli::Cur::Lbp => Currency::Lbp,
+    }
+}
+
+pub fn amount(text: &str) -> Result<Amount, u8> {
+    text.trim()
+        .parse::<Amount>()
+        .map_err(|e| usage(format!("--amount: {e}")))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
+    let out = ctx.out;
+    let client = ctx.transfer()?;
+    let report = |e: &whish::transfer::Error| output::error(&out, e);
+    match cmd {
+        TransferCmd::Fees {
+            from_country,
+            currency: c,
+            amount: a,
+            payment_mode,
+            deduct_fees,
+            phone_number,
+        } => {
+            let mut q =
+                FeeRequest::new(from_country, currency(c), amount(&a)?).deduct_fees(deduct_fees);
+            if let Some(m) = payment_mode {
+                q = q.payment_mode(match m {
+                    Mode::CashCollection => PaymentMode::CashCollection,
+                    Mode::MobileWallet => PaymentMode::MobileWallet,
+                });
+            }
+            if let Some(p) = phone_number {
+                q = q.phone_number(p);
+            }
+            let quote = client.fees(&q).await.map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&quote)))
+        }
+        TransferCmd::Send { body, request_id } => {
+            let text = std::fs::read_to_string(&body)
+                .map_err(|e| usage(format!("cannot read {}: {e}", body.display())))?;
+            let request = parse_send(&text)?;
+            let prepared = match request_id {
+                Some(n) => {
+                    let id = RequestId::new(n).map_err(usage)?;
+                    client.prepare_send_with_id(request, id)
+                }
+                None => client.prepare_send(request),
+            }
+            .map_err(|e| report(&e))?;
+            let id = prepared.request_id();
+            eprintln!("whish: Request-id {id}: store it; a resend must use it (--request-id {id})");
+            let outcome = client.send(&prepared).await.map_err(|e| report(&e))?;
+            Ok(send_outcome(&out, outcome))
+        }
+        TransferCmd::Status {
+            transfer_id,
+            ltn,
+            request_id,
+        } => {
+            let q = match (transfer_id, ltn, request_id) {
+                (Some(t), None, None) => StatusQuery::TransferId(t),
+                (None, Some(l), None) => StatusQuery::LtnNumber(l),
+                (None, None, Some(r)) => StatusQuery::RequestId(RequestId::new(r).map_err(usage)?),
+                _ => {
+                    return Err(usage(
+                        "give exactly one of --transfer-id, --ltn, --request-id",
+                    ));
+                }
+            };
+            let s = client.status(&q).await.map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&s)))
+        }
+        TransferCmd::Cancel { ltn, reason } => {
+            let c = client
+                .cancel(&ltn, reason.as_deref())
+                .await
+                .map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&c)))
+        }
+        TransferCmd::Countries => {
+            let c = client.sending_countries().await.map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&c)))
+        }
+        TransferCmd::Modes => {
+            let m = client.payment_modes().await.map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&m)))
+        }
+        TransferCmd::Activity(r) => {
+            let a = client.activity(&range(&r)?).await.map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&a)))
+        }
+        TransferCmd::Statement { report: r, verify } => {
+            let statements = client
+                .statement(&range(&r)?)
+                .await
+                .map_err(|e| report(&e))?;
+            if verify {
+                for s in &statements {
+                    if let Err(b) = reconcile::check_balance_rule(s) {
+                        return Err(out.failure(
+                            &json!({"statement": to_json(&statements), "balanceRule": format!("{b:?}")}),
+                            &format!("the statement breaks balance = previous + debit - credit: {b:?}"),
+                            FAILED,
+                        ));
+                    }
+                }
+                eprintln!("whish: every line keeps balance = previous + debit - credit");
+            }
+            Ok(out.success(&to_json(&statements)))
+        }
+    }
+}
+
+fn range(r: &Report) -> Result<ReportRange, u8> {
+    let mut range = ReportRange::new(&r.from, &r.to).map_err(usage)?;
+    if let Some(c) = r.currency {
+        range = range.currency(currency(c));
+    }
+    Ok(range)
+}
+
+fn send_outcome(out: &output::Out, o: SendOutcome) -> u8 {
+    match o {
+        SendOutcome::Sent(s) => out.success(&json!({
+            "outcome": "sent",
+            "status": "SENT",
+            "requestId": s.request_id,
+            "ltnNumber": s.ltn_number,
+            "transferId": s.transfer_id,
+            "charges": s.charges,
+        })),
+        SendOutcome::Credited(w) => out.success(&json!({
+            "outcome": "credited",
+            "ltnNumber": w.ltn_number,
+            "transferId": w.transfer_id,
+            "charges": w.charges,
+            "collectionAmount": w.collection_amount,
+            "balance": w.balance,
+            "transactionId": w.transaction_id,
+            "currency": w.currency,
+            "dialog": w.dialog,
+        })),
+        SendOutcome::Confirmed { request_id, status } => out.success(&json!({
+            "outcome": "confirmed",
+            "requestId": request_id,
+            "status": to_json(&status),
+        })),
+        SendOutcome::Pending { request_id, dialog } => out.failure(
+            &json!({"code": "500", "dialog": dialog, "requestId": request_id}),
+            &format!(
+                "Pending: the outcome is unknown, not failed; resend the same body with --request-id {request_id}, then check `whish transfer status --request-id {request_id}`"
+            ),
+            PENDING,
+        ),
+        SendOutcome::Failed { code, raw, dialog, .. } => out.failure(
+            &json!({"code": raw, "dialog": dialog}),
+            &format!("the transfer was not created (`{raw}`): {}", whish::core::ErrorCode::handling(&code)),
+            FAILED,
+        ),
+        other => out.failure(
+            &json!({"outcome": format!("{other:?}")}),
+            "an outcome this version does not know; check status",
+            PENDING,
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SendFile {
+    payment_mode: Option<String>,
+    from_country: i64,
+    to_country: Option<i64>,
+    currency_id: i64,
+    amount: Value,
+    sender: CustomerFile,
+    receiver: CustomerFile,
+    deduct_fees: Option<bool>,
+    reason: String,
+    source_of_funds: String,
+    callback_url: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CustomerFile {
+    first_name: String,
+    middle_name: Option<String>,
+    last_name: String,
+    phone: String,
+    extra_information: Option<String>,
+    identity: Option<IdentityFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct IdentityFile {
+    nationality: Option<String>,
+    date_birth: Option<String>,
+}
+
+impl CustomerFile {
+    fn build(self) -> (Customer, Option<String>) {
+        let mut c = Customer::new(self.first_name, self.last_name, self.phone);
+        if let Some(m) = self.middle_name {
+            c = c.middle_name(m);
+        }
+        if let Some(x) = self.extra_information {
+            c = c.extra_information(x);
+        }
+        let mut birth = None;
+        if let Some(i) = self.identity {
+            if let Some(n) = i.nationality {
+                c = c.nationality(n);
+            }
+            birth = i.date_birth;
+        }
+        (c, birth)
+    }
+}
+
+/// The spec-shaped body, through the SDK builders. Invalid: exit 2, nothing sent.
+fn parse_send(text: &str) -> Result<SendRequest, u8> {
+    let f: SendFile = serde_json::from_str(text).map_err(|e| usage(format!("send body: {e}")))?;
+    if f.to_country.is_some_and(|c| c != 1) {
+        return Err(usage("send body: toCountry is always 1 (Lebanon)"));
+    }
+    let currency = Currency::from_id(f.currency_id)
+        .ok_or_else(|| usage("send body: currencyId is 1 (LBP) or 2 (USD)"))?;
+    let amount_text = match &f.amount {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        _ => return Err(usage("send body: amount must be a number")),
+    };
+    let amount: Amount = amount_text
+        .parse()
+        .map_err(|e| usage(format!("send body: amount: {e}")))?;
+    let reason: Reason = f.reason.parse().map_err(usage)?;
+    let source: SourceOfFunds = f.source_of_funds.parse().map_err(usage)?;
+    let (sender, sender_birth) = f.sender.build();
+    let sender = match sender_birth {
+        Some(b) => sender.date_birth(b),
+        None => sender,
+    };
+    let (receiver, receiver_birth) = f.receiver.build();
+    let deduct = f.deduct_fees.unwrap_or(false);
+    match f.payment_mode.as_deref().unwrap_or("CASH_COLLECTION") {
+        "CASH_COLLECTION" => {
+            let birth = receiver_birth.ok_or_else(|| {
+                usage("send body: a cash-collection receiver needs identity.dateBirth (dd-MM-yyyy)")
+            })?;
+            let mut s = CashCollectionSend::new(
+                f.from_country,
+                currency,
+                amount,
+                sender,
+                receiver,
+                birth,
+                reason,
+                source,
+            )
+            .deduct_fees(deduct);
+            if let Some(u) = f.callback_url {
+                s = s.callback_url(u);
+            }
+            Ok(s.into())
+        }
+        "MOBILE_WALLET" => {
+            if f.callback_url.is_some() {
+                return Err(usage("send body: a mobile-wallet send has no callbackUrl"));
+            }
+            let receiver = match receiver_birth {
+                Some(b) => receiver.date_birth(b),
+                None => receiver,
+            };
+            Ok(MobileWalletSend::new(
+                f.from_country,
+                currency,
+                amount,
+                sender,
+                receiver,
+                reason,
+                source,
+            )
+            .deduct_fees(deduct)
+            .into())
+        }
+        other => Err(usage(format!(
+            "send body: paymentMode `{other}` is not CASH_COLLECTION or MOBILE_WALLET"
+        ))),
+    }
+}
+
+pub async fn locations(ctx: &Ctx, cmd: LocationsCmd) -> Done {
+    let out = ctx.out;
+    let client = ctx.locations()?;
+    let report = |e: &whish::locations::Error| output::error(&out, e);
+    match cmd {
+        LocationsCmd::Governorates => {
+            let g = client.governorates().await.map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&g)))
+        }
+        LocationsCmd::Shops {
+            governorate_id,
+            district_id,
+        } => {
+            let mut f = whish::locations::ShopFilter::default();
+            if let Some(g) = governorate_id {
+                f = f.governorate_id(g);
+            }
+            if let Some(d) = district_id {
+                f = f.district_id(d);
+            }
+            let s = client.shops(&f).await.map_err(|e| report(&e))?;
+            Ok(out.success(&to_json(&s)))
+        }
+    }
+}
