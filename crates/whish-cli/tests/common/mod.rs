@@ -1,0 +1,115 @@
+//! Running the built `whish` binary with a clean environment.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use whish_sandbox::Sandbox;
+
+const VARS: [&str; 12] = [
+    "WHISH_TRANSFER_BASE_URL",
+    "WHISH_TRANSFER_USERNAME",
+    "WHISH_TRANSFER_KEY",
+    "WHISH_COLLECT_BASE_URL",
+    "WHISH_COLLECT_CHANNEL",
+    "WHISH_COLLECT_SECRET",
+    "WHISH_COLLECT_WEBSITE_URL",
+    "WHISH_TOPUP_BASE_URL",
+    "WHISH_TOPUP_SESSION_ID",
+    "WHISH_TOPUP_TOKEN",
+    "WHISH_USER_AGENT",
+    "RUST_LOG",
+];
+
+/// What a run printed and how it exited.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// The settings of a sandbox as `(variable, value)` pairs.
+pub fn sandbox_env(sb: &Sandbox) -> Vec<(String, String)> {
+    sb.env_exports()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
+        .collect()
+}
+
+/// Run `whish args...` with only `env` set among the WHISH_* variables. Blocking: call it from
+/// `spawn_blocking` when a sandbox runs in the same test.
+pub fn whish_blocking(args: &[&str], env: &[(String, String)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_whish"));
+    for v in VARS {
+        cmd.env_remove(v);
+    }
+    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    let out = cmd.output().expect("run whish");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// [`whish_blocking`] off the async runtime.
+pub async fn whish(args: &[&str], env: &[(String, String)]) -> Run {
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    let env = env.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        whish_blocking(&a, &env)
+    })
+    .await
+    .expect("join")
+}
+
+/// A file in a fresh temporary directory.
+pub fn temp_file(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "whish-cli-test-{}-{}",
+        std::process::id(),
+        fastrand_suffix()
+    ));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join(name);
+    std::fs::write(&path, contents).expect("write");
+    path
+}
+
+fn fastrand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A spec-shaped cash-collection send body.
+pub fn cash_body(amount: &str) -> String {
+    format!(
+        r#"{{
+  "paymentMode": "CASH_COLLECTION",
+  "fromCountry": 1,
+  "toCountry": 1,
+  "currencyId": 2,
+  "amount": {amount},
+  "sender": {{"firstName": "John", "lastName": "Smith", "phone": "+14155550100"}},
+  "receiver": {{"firstName": "Rami", "lastName": "Haddad", "phone": "+96170123456",
+               "identity": {{"dateBirth": "07-03-1990"}}}},
+  "deductFees": false,
+  "reason": "Family Support",
+  "sourceOfFunds": "Salary"
+}}"#
+    )
+}

@@ -1,0 +1,246 @@
+//! The binary against httpmock: exit statuses, stdout JSON, and refusals that send nothing.
+
+mod common;
+
+use common::*;
+use whish_testkit::fixture;
+
+fn env(base: &str) -> Vec<(String, String)> {
+    vec![
+        ("WHISH_TRANSFER_BASE_URL".into(), base.into()),
+        ("WHISH_TRANSFER_USERNAME".into(), "user".into()),
+        ("WHISH_TRANSFER_KEY".into(), "transfer-KEY-9911".into()),
+        ("WHISH_COLLECT_BASE_URL".into(), base.into()),
+        ("WHISH_COLLECT_CHANNEL".into(), "chan".into()),
+        ("WHISH_COLLECT_SECRET".into(), "collect-SECRET-7".into()),
+        (
+            "WHISH_COLLECT_WEBSITE_URL".into(),
+            "shop.example.com".into(),
+        ),
+        (
+            "WHISH_USER_AGENT".into(),
+            "Shop/1.0 (https://shop.example.com; dev@shop.example.com)".into(),
+        ),
+    ]
+}
+
+async fn fees_with(reply_status: u16, body: &str, content_type: &str) -> (Run, usize) {
+    let server = httpmock::MockServer::start_async().await;
+    let m = server
+        .mock_async(|when, then| {
+            when.method("POST").path("/api/woo/send/money/fees");
+            then.status(reply_status)
+                .header("content-type", content_type)
+                .body(body);
+        })
+        .await;
+    let run = whish(
+        &[
+            "transfer",
+            "fees",
+            "--from-country",
+            "1",
+            "--currency",
+            "USD",
+            "--amount",
+            "100",
+            "--retries",
+            "0",
+        ],
+        &env(&server.base_url()),
+    )
+    .await;
+    (run, m.calls_async().await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn success_is_json_with_exact_amounts_and_exit_0() {
+    let (run, hits) = fees_with(
+        200,
+        &fixture("money-transfer/fees.success.json"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(hits, 1);
+    let v = run.json();
+    assert!(v["fees"].is_number() && v["totalAmount"].is_number(), "{v}");
+    assert!(!run.stdout.contains("transfer-KEY-9911") && !run.stderr.contains("transfer-KEY-9911"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_code_is_exit_1_with_the_code_and_a_next_step() {
+    let (run, _) = fees_with(
+        200,
+        &fixture("money-transfer/fees.failure.invalid-amount.json"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.json()["code"], "transfer.invalid_amount");
+    assert!(run.json().get("dialog").is_some());
+    assert_eq!(
+        run.stderr.lines().count(),
+        1,
+        "one line saying what to do: {}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_is_exit_3_with_code_500() {
+    let (run, _) = fees_with(
+        200,
+        &fixture("money-transfer/send.pending.number.json"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(run.json()["code"], "500");
+    assert!(run.stderr.contains("not failed"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_5xx_is_exit_4_and_a_dead_address_too() {
+    let (run, _) = fees_with(502, "<html>Bad gateway</html>", "text/html").await;
+    assert_eq!(run.code, 4, "{run:?}");
+    let dead = whish(
+        &["transfer", "countries", "--retries", "0", "--timeout", "2"],
+        &env("http://127.0.0.1:9"),
+    )
+    .await;
+    assert_eq!(dead.code, 4, "{dead:?}");
+    assert_eq!(dead.json()["error"], "transport");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collect_403_is_exit_1() {
+    let server = httpmock::MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method("POST").path("/payment/svc");
+            then.status(403).body("Forbidden");
+        })
+        .await;
+    let run = whish(
+        &[
+            "collect",
+            "create",
+            "--amount",
+            "10",
+            "--currency",
+            "USD",
+            "--success-callback-url",
+            "https://shop.example.com/ok",
+            "--failure-callback-url",
+            "https://shop.example.com/ko",
+            "--success-redirect-url",
+            "https://shop.example.com/a",
+            "--failure-redirect-url",
+            "https://shop.example.com/b",
+        ],
+        &env(&server.base_url()),
+    )
+    .await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.json()["httpStatus"], 403);
+    assert!(!run.stdout.contains("collect-SECRET-7") && !run.stderr.contains("collect-SECRET-7"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_and_missing_settings_are_exit_2_and_send_nothing() {
+    let server = httpmock::MockServer::start_async().await;
+    let any = server
+        .mock_async(|_, then| {
+            then.status(200)
+                .body(fixture("money-transfer/send.cash-collection.success.json"));
+        })
+        .await;
+    let e = env(&server.base_url());
+    let mut no_birth: serde_json::Value = serde_json::from_str(&cash_body("100")).expect("json");
+    no_birth["receiver"]
+        .as_object_mut()
+        .expect("receiver")
+        .remove("identity");
+    let no_birth = no_birth.to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "transfer".into(),
+                "send".into(),
+                "--body".into(),
+                temp_file("a.json", &no_birth).display().to_string(),
+            ],
+            "dateBirth",
+        ),
+        (
+            vec![
+                "transfer".into(),
+                "send".into(),
+                "--body".into(),
+                temp_file(
+                    "b.json",
+                    &cash_body("100").replace("Family Support", "Gift"),
+                )
+                .display()
+                .to_string(),
+            ],
+            "reason",
+        ),
+        (
+            vec![
+                "transfer".into(),
+                "send".into(),
+                "--body".into(),
+                temp_file("c.json", &cash_body("0.5")).display().to_string(),
+            ],
+            "amount",
+        ),
+        (
+            vec![
+                "transfer".into(),
+                "send".into(),
+                "--body".into(),
+                temp_file(
+                    "d.json",
+                    &cash_body("100").replace("\"deductFees\"", "\"deductFee\""),
+                )
+                .display()
+                .to_string(),
+            ],
+            "deductFee",
+        ),
+        (
+            vec![
+                "transfer".into(),
+                "fees".into(),
+                "--from-country".into(),
+                "1".into(),
+                "--currency".into(),
+                "USD".into(),
+                "--amount".into(),
+                "ten".into(),
+            ],
+            "amount",
+        ),
+        (vec!["transfer".into(), "status".into()], "exactly one"),
+        (vec!["transfer".into(), "nope".into()], "unrecognized"),
+    ];
+    for (args, needle) in cases {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = whish(&a, &e).await;
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+    }
+    let mut missing = e.clone();
+    missing.retain(|(k, _)| k != "WHISH_TRANSFER_KEY");
+    let run = whish(&["transfer", "countries"], &missing).await;
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("WHISH_TRANSFER_KEY"), "{}", run.stderr);
+    let mut no_ua = e.clone();
+    no_ua.retain(|(k, _)| k != "WHISH_USER_AGENT");
+    let run = whish(&["collect", "balance", "--currency", "USD"], &no_ua).await;
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("WHISH_USER_AGENT"), "{}", run.stderr);
+    assert_eq!(any.calls_async().await, 0, "nothing was sent");
+}
