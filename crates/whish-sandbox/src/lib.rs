@@ -79,6 +79,11 @@ pub use fault::Fault;
 pub use journal::ReceivedRequest;
 
 use clock::Clock;
+
+/// The examples of `docs/sandbox.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/sandbox.md")]
+pub struct GuideDoctests;
 use config::Settings;
 
 /// Everything the three services hold.
