@@ -90,9 +90,11 @@ mod tests {
     }
 
     #[test]
-    fn refuses_non_public_addresses() {
-        assert!(with_reference("http://localhost/cb", "order", "1").is_err());
-        assert!(with_reference("http://192.168.1.5/cb", "order", "1").is_err());
+    fn takes_any_http_address_and_leaves_the_public_rule_to_prepare() {
+        // Whether the address must be public is the client's rule, checked at prepare.
+        assert!(with_reference("http://localhost/cb", "order", "1").is_ok());
+        assert!(with_reference("http://192.168.1.5/cb", "order", "1").is_ok());
         assert!(with_reference("ftp://shop.example.com/cb", "order", "1").is_err());
+        assert!(with_reference("not a url", "order", "1").is_err());
     }
 }

@@ -275,9 +275,13 @@ impl Sandbox {
 
     /// The next `count` requests to `endpoint` suffer `fault`, after any faults already queued.
     pub fn inject(&self, endpoint: Endpoint, fault: Fault, count: u32) {
-        let mut faults = lock(&self.shared.faults);
-        let q = faults.entry(endpoint).or_default();
-        q.extend(std::iter::repeat_n(fault, count as usize));
+        if count > 0 {
+            let mut faults = lock(&self.shared.faults);
+            faults
+                .entry(endpoint)
+                .or_default()
+                .push_back((fault, u64::from(count)));
+        }
     }
 
     /// Every request received on a service endpoint, in order, secrets redacted.
@@ -473,11 +477,13 @@ async fn http_fault(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Respo
         let fault: Fault = field(&b, "fault")?
             .parse()
             .map_err(ControlError::BadRequest)?;
-        let count = b.get("count").and_then(Value::as_u64).unwrap_or(1) as usize;
-        lock(&s.faults)
-            .entry(endpoint)
-            .or_default()
-            .extend(std::iter::repeat_n(fault, count));
+        let count = b.get("count").and_then(Value::as_u64).unwrap_or(1);
+        if count > 0 {
+            lock(&s.faults)
+                .entry(endpoint)
+                .or_default()
+                .push_back((fault, count));
+        }
         Ok(json!({"endpoint": endpoint.as_str(), "fault": fault.to_string(), "count": count}))
     })();
     answer(r)

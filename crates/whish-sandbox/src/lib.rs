@@ -111,7 +111,8 @@ pub(crate) struct Shared {
     /// `http://127.0.0.1:PORT`
     pub root: String,
     pub world: Mutex<World>,
-    pub faults: Mutex<HashMap<Endpoint, VecDeque<Fault>>>,
+    /// Per endpoint, faults still to apply and how many times each.
+    pub faults: Mutex<HashMap<Endpoint, VecDeque<(Fault, u64)>>>,
     pub journal: Mutex<Vec<ReceivedRequest>>,
     pub deliveries: Mutex<Vec<CallbackDelivery>>,
     pub http: reqwest::Client,

@@ -56,9 +56,15 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 impl Shared {
     fn next_fault(&self, endpoint: Endpoint) -> Option<Fault> {
-        lock(&self.faults)
-            .get_mut(&endpoint)
-            .and_then(|q| q.pop_front())
+        let mut faults = lock(&self.faults);
+        let queue = faults.get_mut(&endpoint)?;
+        let (fault, left) = queue.front_mut()?;
+        let fault = *fault;
+        *left -= 1;
+        if *left == 0 {
+            queue.pop_front();
+        }
+        Some(fault)
     }
 
     fn journal(

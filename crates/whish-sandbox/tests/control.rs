@@ -243,3 +243,44 @@ async fn env_exports_name_every_setting_of_the_whish_command() {
     assert!(text.contains(&format!("'{}/transfer/api'", sb.root_url())));
     sb.shutdown().await;
 }
+
+#[tokio::test]
+async fn faults_are_consumed_in_order_and_a_huge_count_costs_nothing() {
+    let sb = Sandbox::start().await.expect("sandbox");
+    let client = locations(&sb);
+    sb.inject(Endpoint::Governorates, Fault::Pending, 2);
+    sb.inject(
+        Endpoint::Governorates,
+        Fault::Delay(Duration::from_millis(1)),
+        1,
+    );
+    sb.inject(Endpoint::Shops, Fault::Pending, u32::MAX);
+    for _ in 0..2 {
+        assert!(matches!(
+            client.governorates().await,
+            Err(Error::Pending(_))
+        ));
+    }
+    assert_eq!(client.governorates().await.expect("delayed").len(), 8);
+    assert_eq!(client.governorates().await.expect("no fault left").len(), 8);
+    let faults: Vec<Option<String>> = sb
+        .requests()
+        .into_iter()
+        .filter(|r| r.endpoint == Endpoint::Governorates)
+        .map(|r| r.fault)
+        .collect();
+    assert_eq!(
+        faults,
+        [
+            Some("pending".into()),
+            Some("pending".into()),
+            Some("delay 1 ms".into()),
+            None
+        ]
+    );
+    assert!(matches!(
+        client.shops(&ShopFilter::default()).await,
+        Err(Error::Pending(_))
+    ));
+    sb.shutdown().await;
+}
