@@ -17,7 +17,10 @@ use serde_json::{Value, json};
 
 use crate::callback::{self, CallbackDelivery};
 use crate::clock::lock;
-use crate::collect::{self, state::LinkState};
+use crate::collect::{
+    self,
+    state::{CollectWorld, LinkState},
+};
 use crate::endpoint::Endpoint;
 use crate::fault::Fault;
 use crate::journal::ReceivedRequest;
@@ -153,36 +156,73 @@ impl Shared {
         })
     }
 
-    /// A payer attempt on the link with this externalId (`paid`: the right code or not).
-    pub(crate) async fn link_attempt(&self, index: usize, phone: &str, code: &str) -> LinkAttempt {
+    /// A payer attempt on the link `find` locates. The link is found, checked pending and the
+    /// attempt applied under one lock, so two attempts cannot both pay it; the callback is
+    /// delivered after the lock is released.
+    pub(crate) async fn link_attempt(
+        &self,
+        find: impl Fn(&CollectWorld) -> Option<usize>,
+        phone: &str,
+        code: &str,
+    ) -> Result<LinkAttempt, ControlError> {
         let attempt = {
             let mut world = lock(&self.world);
-            collect::attempt(&mut world.collect, &self.settings, index, phone, code)
+            world.collect.expire(self.clock.now());
+            let i = find(&world.collect)
+                .ok_or_else(|| ControlError::NotFound("no such payment link".into()))?;
+            let state = world.collect.payments[i].state;
+            if state != LinkState::Pending {
+                return Err(ControlError::InvalidState(format!(
+                    "the link is {}, not pending",
+                    state.as_str()
+                )));
+            }
+            collect::attempt(&mut world.collect, &self.settings, i, phone, code)
         };
         let (kind, url) = &attempt.callback;
         let d = callback::get_collect(&self.http, kind, url).await;
         lock(&self.deliveries).push(d.clone());
-        LinkAttempt {
+        Ok(LinkAttempt {
             collect_status: attempt.state.as_str().to_owned(),
             callback: d,
             redirect: attempt.redirect,
-        }
+        })
     }
 
-    fn payable_link(&self, external_id: &str) -> Result<usize, ControlError> {
+    /// The test payer pays (`pay`) or mistypes the code on the link of this externalId.
+    async fn payer_attempt(
+        &self,
+        external_id: &str,
+        pay: bool,
+    ) -> Result<LinkAttempt, ControlError> {
+        let payer = &self.settings.payer;
+        let code = if pay { payer.code.as_str() } else { "000000x" };
+        self.link_attempt(|c| c.by_external_id(external_id), &payer.phone, code)
+            .await
+            .map_err(|e| match e {
+                ControlError::NotFound(_) => {
+                    ControlError::NotFound(format!("no payment with externalId {external_id}"))
+                }
+                other => other,
+            })
+    }
+
+    /// A pending link of this externalId settles as failed now.
+    fn expire_link(&self, external_id: &str) -> Result<(), ControlError> {
         let mut world = lock(&self.world);
         world.collect.expire(self.clock.now());
         let i = world.collect.by_external_id(external_id).ok_or_else(|| {
             ControlError::NotFound(format!("no payment with externalId {external_id}"))
         })?;
-        let state = world.collect.payments[i].state;
-        if state != LinkState::Pending {
+        let p = &mut world.collect.payments[i];
+        if p.state != LinkState::Pending {
             return Err(ControlError::InvalidState(format!(
                 "the link is {}, not pending",
-                state.as_str()
+                p.state.as_str()
             )));
         }
-        Ok(i)
+        p.state = LinkState::Failed;
+        Ok(())
     }
 
     fn set_balance(
@@ -231,24 +271,18 @@ impl Sandbox {
     /// The test payer pays the link created with this externalId, as on the hosted page: the
     /// link becomes success and the success callback GET is delivered.
     pub async fn pay_link(&self, external_id: &str) -> Result<LinkAttempt, ControlError> {
-        let i = self.shared.payable_link(external_id)?;
-        let p = self.shared.settings.payer.clone();
-        Ok(self.shared.link_attempt(i, &p.phone, &p.code).await)
+        self.shared.payer_attempt(external_id, true).await
     }
 
     /// A payer mistypes the code on the link created with this externalId: the failure callback
     /// GET is delivered and the link stays pending.
     pub async fn fail_link(&self, external_id: &str) -> Result<LinkAttempt, ControlError> {
-        let i = self.shared.payable_link(external_id)?;
-        let phone = self.shared.settings.payer.phone.clone();
-        Ok(self.shared.link_attempt(i, &phone, "000000x").await)
+        self.shared.payer_attempt(external_id, false).await
     }
 
     /// The link created with this externalId expires now: a pending link settles as failed.
     pub fn expire_link(&self, external_id: &str) -> Result<(), ControlError> {
-        let i = self.shared.payable_link(external_id)?;
-        lock(&self.shared.world).collect.payments[i].state = LinkState::Failed;
-        Ok(())
+        self.shared.expire_link(external_id)
     }
 
     /// Set the transfer balance of `USD` or `LBP` (a TOPUP or ADJUSTMENT statement line keeps the
@@ -428,14 +462,7 @@ async fn http_link(s: Arc<Shared>, b: Value, pay: bool) -> Response {
         Ok(id) => id,
         Err(e) => return answer::<()>(Err(e)),
     };
-    match s.payable_link(id) {
-        Ok(i) => {
-            let p = s.settings.payer.clone();
-            let code = if pay { p.code.as_str() } else { "000000x" };
-            answer(Ok(s.link_attempt(i, &p.phone, code).await))
-        }
-        Err(e) => answer::<()>(Err(e)),
-    }
+    answer(s.payer_attempt(id, pay).await)
 }
 
 async fn http_pay(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
@@ -447,11 +474,9 @@ async fn http_fail(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Respon
 }
 
 async fn http_expire(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
-    let r = field(&b, "externalId").and_then(|id| {
-        let i = s.payable_link(id)?;
-        lock(&s.world).collect.payments[i].state = LinkState::Failed;
-        Ok(json!({"collectStatus": "failed"}))
-    });
+    let r = field(&b, "externalId")
+        .and_then(|id| s.expire_link(id))
+        .map(|()| json!({"collectStatus": "failed"}));
     answer(r)
 }
 

@@ -8,10 +8,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
-use crate::Shared;
 use crate::clock::lock;
 use crate::collect::page;
 use crate::collect::state::LinkState;
+use crate::{ControlError, Shared};
 
 pub(crate) async fn show(State(s): State<Arc<Shared>>, Path(token): Path<String>) -> Response {
     let mut world = lock(&s.world);
@@ -32,18 +32,13 @@ pub(crate) async fn submit(
     Path(token): Path<String>,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    let index = {
-        let mut world = lock(&s.world);
-        world.collect.expire(s.clock.now());
-        match world.collect.by_token(&token) {
-            None => return (StatusCode::NOT_FOUND, Html(page::unknown())).into_response(),
-            Some(i) if world.collect.payments[i].state != LinkState::Pending => {
-                return Html(page::closed(&world.collect.payments[i])).into_response();
-            }
-            Some(i) => i,
-        }
-    };
     let get = |k: &str| form.get(k).map(String::as_str).unwrap_or_default();
-    let attempt = s.link_attempt(index, get("phone"), get("code")).await;
-    Redirect::to(&attempt.redirect).into_response()
+    match s
+        .link_attempt(|c| c.by_token(&token), get("phone"), get("code"))
+        .await
+    {
+        Ok(attempt) => Redirect::to(&attempt.redirect).into_response(),
+        Err(ControlError::InvalidState(_)) => show(State(s), Path(token)).await,
+        Err(_) => (StatusCode::NOT_FOUND, Html(page::unknown())).into_response(),
+    }
 }

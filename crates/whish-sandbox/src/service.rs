@@ -173,7 +173,9 @@ impl Shared {
         let now = self.clock.now();
         let mut world = lock(&self.world);
         let w = &mut *world;
-        w.collect.expire(now);
+        if endpoint.service() == Service::Collect {
+            w.collect.expire(now);
+        }
         let s = &self.settings;
         let provider = provider.unwrap_or_default();
         let reply = match endpoint {
