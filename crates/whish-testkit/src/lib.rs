@@ -93,6 +93,7 @@ pub struct ScriptedServer {
     pub base: String,
     requests: Arc<Mutex<Vec<WireRequest>>>,
     raw_secrets: Arc<Mutex<Vec<String>>>,
+    script: Arc<Mutex<VecDeque<Step>>>,
 }
 
 impl ScriptedServer {
@@ -105,12 +106,13 @@ impl ScriptedServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let raw_secrets = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
-        let (reqs, secrets) = (requests.clone(), raw_secrets.clone());
+        let (reqs, secrets, queue) = (requests.clone(), raw_secrets.clone(), script.clone());
         tokio::spawn(async move {
             let last: Arc<Mutex<Option<Step>>> = Arc::new(Mutex::new(None));
             while let Ok((stream, _)) = listener.accept().await {
                 let (reqs, secrets, script, last) =
-                    (reqs.clone(), secrets.clone(), script.clone(), last.clone());
+                    (reqs.clone(), secrets.clone(), queue.clone(), last.clone());
+                let _ = stream.set_nodelay(true);
                 tokio::spawn(async move {
                     serve(stream, reqs, secrets, script, last).await;
                 });
@@ -120,7 +122,13 @@ impl ScriptedServer {
             base: format!("http://{addr}"),
             requests,
             raw_secrets,
+            script,
         }
+    }
+
+    /// Append a step to the script: the next request after the queued ones gets it.
+    pub fn push(&self, step: Step) {
+        self.script.lock().expect("lock").push_back(step);
     }
 
     /// Every request received so far.
@@ -192,12 +200,10 @@ async fn answer(stream: &mut TcpStream, mut step: Step) -> bool {
                     "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
                     body.len()
                 );
-                if stream.write_all(head.as_bytes()).await.is_err()
-                    || stream.write_all(body.as_bytes()).await.is_err()
-                {
-                    return false;
-                }
-                return true;
+                // One write: a head and a body in two segments meet Nagle and delayed ACKs.
+                let mut reply = head.into_bytes();
+                reply.extend_from_slice(body.as_bytes());
+                return stream.write_all(&reply).await.is_ok();
             }
         }
     }

@@ -1,0 +1,132 @@
+//! Properties of the core types, over generated inputs.
+//!
+//! - Every decimal with at most 2 places and magnitude below 10^12 survives every way an
+//!   [`Amount`] travels: JSON number out and back, JSON string out and back, its text, and the
+//!   double the service reads.
+//! - The envelope and the core value types never panic, whatever the bytes.
+
+use proptest::prelude::*;
+use serde_json::Value;
+use whish_core::{
+    Amount, Code, Currency, DateTime, DayMonthYear, Decimal, Envelope, EpochMillis, ExternalId,
+    RequestId,
+};
+
+/// Every decimal with up to 2 places strictly between -10^12 and 10^12.
+fn money() -> impl Strategy<Value = Decimal> {
+    const LIMIT: i64 = 100_000_000_000_000; // 10^12 in hundredths
+    (-LIMIT + 1..LIMIT, 0u32..=2).prop_map(|(cents, scale)| {
+        // Scale 0 and 1 values are the same numbers written with fewer places.
+        let divisor = 10i64.pow(2 - scale);
+        Decimal::new(cents / divisor, scale)
+    })
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct AsString {
+    #[serde(with = "whish_core::money::as_string")]
+    amount: Amount,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn amounts_round_trip_exactly(d in money()) {
+        let a = Amount::new(d);
+        // As a JSON number, the way the transfer and top-up services carry amounts.
+        let number = serde_json::to_string(&a).expect("every such amount can be a JSON number");
+        let back: Amount = serde_json::from_str(&number).expect("reads back");
+        prop_assert_eq!(back, a);
+        prop_assert_eq!(back.to_plain_string(), a.to_plain_string());
+        // As a JSON string, the way the collect service carries them.
+        let text = serde_json::to_string(&AsString { amount: a }).expect("string");
+        let back: AsString = serde_json::from_str(&text).expect("reads back");
+        prop_assert_eq!(back.amount, a);
+        // As text, and as the double a service on the other side reads.
+        prop_assert_eq!(a.to_plain_string().parse::<Amount>().expect("parses"), a);
+        let f = a.to_exact_f64().expect("representable as the shortest double");
+        prop_assert_eq!(Amount::from_f64(f), Some(a));
+    }
+
+    #[test]
+    fn amount_rules_agree_with_the_table(d in money()) {
+        // USD: at least 1.00, at most 2 places; LBP: whole, at least 1000.
+        let a = Amount::new(d);
+        let usd_ok = d >= Decimal::ONE;
+        prop_assert_eq!(a.check_rules(&Currency::Usd, "amount").is_ok(), usd_ok);
+        let lbp_ok = d >= Decimal::from(1000) && d.normalize().scale() == 0;
+        prop_assert_eq!(a.check_rules(&Currency::Lbp, "amount").is_ok(), lbp_ok);
+    }
+
+    #[test]
+    fn envelope_never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        let _ = Envelope::<Value>::from_slice(&bytes);
+        let _ = Envelope::<Amount>::from_slice(&bytes);
+    }
+
+    #[test]
+    fn envelope_never_panics_on_json(status in any::<Option<bool>>(), code in json(), data in json(),
+                                     dialog in json(), retrieved in json()) {
+        let mut body = serde_json::Map::new();
+        if let Some(s) = status {
+            body.insert("status".into(), Value::Bool(s));
+        }
+        for (k, v) in [("code", code), ("data", data), ("dialog", dialog), ("retrieved", retrieved)] {
+            body.insert(k.into(), v);
+        }
+        let text = Value::Object(body).to_string();
+        let e = Envelope::<Value>::from_slice(text.as_bytes());
+        // Without `status` the body is not the envelope, whatever else it holds.
+        if status.is_none() {
+            prop_assert!(e.as_ref().is_err_and(|e| e.not_an_envelope));
+        }
+        let body = text.as_bytes();
+        let _ = Envelope::<Vec<Amount>>::from_slice(body);
+        let _ = Envelope::<DateTime>::from_slice(body);
+        let _ = Envelope::<DayMonthYear>::from_slice(body);
+        let _ = Envelope::<EpochMillis>::from_slice(body);
+        let _ = Envelope::<RequestId>::from_slice(body);
+        let _ = Envelope::<ExternalId>::from_slice(body);
+        let _ = Envelope::<Currency>::from_slice(body);
+    }
+
+    #[test]
+    fn code_500_is_pending_in_every_spelling(status in any::<bool>(), as_text in any::<bool>()) {
+        let code = if as_text { "\"500\"" } else { "500" };
+        let text = format!(r#"{{"status":{status},"code":{code}}}"#);
+        let e = Envelope::<Value>::from_slice(text.as_bytes()).expect("an envelope");
+        prop_assert_eq!(&e.code, &Code::Pending);
+        prop_assert_eq!(e.outcome(), whish_core::Outcome::Pending);
+    }
+
+    #[test]
+    fn value_types_never_panic_on_text(s in ".{0,40}") {
+        let _ = s.parse::<Amount>();
+        let _ = DateTime::parse(&s, "date");
+        let _ = DayMonthYear::parse(&s, "date");
+        let _ = ExternalId::new(s.clone());
+        let _ = Currency::from_code(&s);
+        let _ = serde_json::from_value::<Amount>(Value::String(s));
+    }
+}
+
+fn json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        ".{0,10}".prop_map(Value::String),
+        Just(Value::String("500".into())),
+        Just(Value::String("2026-11-21 10:00:00".into())),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::hash_map("[a-z]{1,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
