@@ -1,0 +1,471 @@
+//! Property: the SDK's builders never emit a request that the service refuses for a reason the
+//! SDK checks locally. Random sends, quotes and hosted payments, good and bad, go through the
+//! builders; whatever they let through is sent to the sandbox (strict where the real service is
+//! strict), and the sandbox must not answer it with a code the builder should have caught.
+//!
+//! Each run also checks that it is not vacuous: some inputs were refused locally, some passed
+//! and were sent, and some of those the sandbox accepted.
+
+mod common;
+
+use std::cell::Cell;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use whish::collect::{CollectClient, CollectUrls, NewPayment};
+use whish::core::Error;
+use whish::topup::PayOutcome;
+use whish::transfer::{
+    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason, SendOutcome, SendRequest,
+    SourceOfFunds, TransferClient,
+};
+use whish::{Amount, Currency, Decimal, SecretString};
+use whish_sandbox::Sandbox;
+
+/// Codes the transfer sandbox answers for what `prepare_send` checks: mode, currency, country,
+/// reason and source (typed), names, an empty sender phone, dates of birth, a cash receiver's
+/// identity, and a malformed body.
+const SEND_LOCAL: &[&str] = &[
+    "400",
+    "api.account.invalid_request",
+    "sender.missing_info",
+    "receiver.empty",
+    "currency.not_supported",
+    "transfer.not_allowed_countries",
+    "transfer.reason_empty",
+    "transfer.sourceOfFunds_empty",
+    "sender.customer.invalid_name",
+    "receiver.customer.invalid_name",
+    "sender.customer.name_enlgish",
+    "receiver.customer.name_enlgish",
+    "sender.invalid.phone.number",
+    "sender.customer.date_of_birth_invalid",
+    "receiver.customer.date_of_birth_invalid",
+    "receiver.customer.info_invalid",
+];
+
+// Each generator draws valid values only, or (`bad`) a mix of valid and invalid ones, so that a
+// run has both inputs the builders let through and inputs they refuse.
+
+fn name(bad: bool) -> BoxedStrategy<String> {
+    if !bad {
+        return prop_oneof!["[A-Z][a-z]{1,9}", "[A-Z][a-z]{1,5}(-| |')[A-Z][a-z]{1,5}"].boxed();
+    }
+    prop_oneof![
+        4 => "[A-Z][a-z]{1,9}",
+        1 => "[A-Za-z][A-Za-z '.-]{0,10}",
+        1 => " [A-Za-z]{1,5} ",
+        1 => Just(String::new()),
+        1 => Just("  ".to_owned()),
+        1 => Just("رامي".to_owned()),
+        1 => "[a-z0-9_]{1,6}",
+        1 => ".{0,8}",
+    ]
+    .boxed()
+}
+
+fn phone(bad: bool) -> BoxedStrategy<String> {
+    let good = prop_oneof!["\\+9617[0-9]{7}", "\\+1[0-9]{10}"];
+    if !bad {
+        return good.boxed();
+    }
+    prop_oneof![
+        4 => good,
+        1 => Just(String::new()),
+        1 => Just(" ".to_owned()),
+        1 => "[0-9 +]{0,16}",
+        1 => ".{0,6}",
+    ]
+    .boxed()
+}
+
+fn birth_date(bad: bool) -> BoxedStrategy<Option<String>> {
+    let good = "(0[1-9]|1[0-9]|2[0-8])-(0[1-9]|1[0-2])-(19[5-9][0-9]|200[0-7])".prop_map(Some);
+    if !bad {
+        return good.boxed();
+    }
+    prop_oneof![
+        4 => good,
+        1 => Just(None),
+        1 => Just(Some("31-02-1990".to_owned())),
+        1 => Just(Some("01-01-2999".to_owned())),
+        1 => Just(Some("1990-03-07".to_owned())),
+        1 => ".{0,10}".prop_map(Some),
+    ]
+    .boxed()
+}
+
+fn amount(bad: bool) -> BoxedStrategy<Amount> {
+    let good = (100i64..50_000, 0u32..=2).prop_map(|(m, s)| Amount::new(Decimal::new(m, s)));
+    if !bad {
+        return good.boxed();
+    }
+    prop_oneof![
+        4 => good,
+        1 => (-1000i64..2_000_000, 0u32..=4).prop_map(|(m, s)| Amount::new(Decimal::new(m, s))),
+    ]
+    .boxed()
+}
+
+fn currency(bad: bool) -> BoxedStrategy<Currency> {
+    if !bad {
+        return Just(Currency::Usd).boxed();
+    }
+    prop_oneof![
+        4 => Just(Currency::Usd),
+        1 => Just(Currency::Lbp),
+        1 => Just(Currency::from_code("EUR")),
+    ]
+    .boxed()
+}
+
+fn country(bad: bool) -> BoxedStrategy<i64> {
+    if !bad {
+        return Just(1i64).boxed();
+    }
+    prop_oneof![4 => Just(1i64), 1 => -1i64..3].boxed()
+}
+
+fn customer(bad: bool) -> impl Strategy<Value = Customer> {
+    (
+        name(bad),
+        name(bad),
+        phone(bad),
+        prop::option::of(name(bad)),
+        birth_date(bad),
+    )
+        .prop_map(|(first, last, phone, middle, birth)| {
+            let mut c = Customer::new(first, last, phone);
+            if let Some(m) = middle {
+                c = c.middle_name(m);
+            }
+            if let Some(b) = birth {
+                c = c.date_birth(b);
+            }
+            c
+        })
+}
+
+fn callback_url(bad: bool) -> BoxedStrategy<Option<String>> {
+    let good = prop_oneof![
+        Just(None),
+        Just(Some("https://shop.example.com/whish/cb?order=1".to_owned())),
+    ];
+    if !bad {
+        return good.boxed();
+    }
+    prop_oneof![
+        2 => good,
+        1 => Just(Some("http://127.0.0.1:9/cb".to_owned())),
+        1 => Just(Some("http://shop.example.com/cb".to_owned())),
+        1 => Just(Some("not a url".to_owned())),
+    ]
+    .boxed()
+}
+
+fn send_of(bad: bool) -> impl Strategy<Value = SendRequest> {
+    (
+        any::<bool>(),
+        country(bad),
+        currency(bad),
+        amount(bad),
+        customer(bad),
+        customer(bad),
+        birth_date(bad),
+        callback_url(bad),
+    )
+        .prop_map(
+            |(cash, from, currency, amount, sender, receiver, birth, callback)| {
+                if cash {
+                    let mut s = CashCollectionSend::new(
+                        from,
+                        currency,
+                        amount,
+                        sender,
+                        receiver,
+                        birth.unwrap_or_default(),
+                        Reason::FamilySupport,
+                        SourceOfFunds::Salary,
+                    );
+                    if let Some(u) = callback {
+                        s = s.callback_url(u);
+                    }
+                    s.into()
+                } else {
+                    MobileWalletSend::new(
+                        from,
+                        currency,
+                        amount,
+                        sender,
+                        receiver,
+                        Reason::Education,
+                        SourceOfFunds::Savings,
+                    )
+                    .into()
+                }
+            },
+        )
+}
+
+fn send() -> impl Strategy<Value = SendRequest> {
+    prop_oneof![2 => send_of(false), 3 => send_of(true)]
+}
+
+/// Counts that show a run exercised both sides of the local checks.
+#[derive(Default, Debug)]
+struct Tally {
+    refused_locally: Cell<u32>,
+    sent: Cell<u32>,
+    accepted: Cell<u32>,
+}
+
+fn bump(c: &Cell<u32>) {
+    c.set(c.get() + 1);
+}
+
+impl Tally {
+    fn assert_not_vacuous(&self, what: &str) {
+        eprintln!("{what}: {self:?}");
+        assert!(
+            self.refused_locally.get() > 0 && self.sent.get() > 0 && self.accepted.get() > 0,
+            "{what}: the run did not exercise both sides: {self:?}"
+        );
+    }
+}
+
+fn runner(cases: u32) -> TestRunner {
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+/// The refusal code of a call, if the service refused it.
+fn refusal<T, C>(r: &Result<T, Error<C>>) -> Option<String> {
+    match r {
+        Err(Error::Failed(f)) => Some(f.raw.clone()),
+        Err(Error::Http(h)) => Some(format!("HTTP {}", h.status)),
+        _ => None,
+    }
+}
+
+fn public_client(sb: &Sandbox) -> TransferClient {
+    let c = sb.transfer_credentials();
+    TransferClient::builder(
+        sb.transfer_base_url(),
+        c.username.clone(),
+        SecretString::from(c.key.clone()),
+    )
+    .policy(common::policy(0))
+    .build()
+    .expect("client")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_that_pass_the_builder_pass_the_service_checks() {
+    let sb = Sandbox::builder()
+        .transfer_balance("USD", Decimal::from(1_000_000_000))
+        .transfer_balance("LBP", Decimal::from(1_000_000_000_000i64))
+        .limits(
+            "USD",
+            Decimal::from(1_000_000),
+            Decimal::from(1_000_000_000),
+        )
+        .start()
+        .await
+        .expect("sandbox");
+    let client = public_client(&sb);
+    let tally = tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Handle::current();
+        let tally = Tally::default();
+        runner(192)
+            .run(&send(), |request| {
+                let Ok(prepared) = client.prepare_send(request.clone()) else {
+                    bump(&tally.refused_locally);
+                    return Ok(());
+                };
+                bump(&tally.sent);
+                let result = rt.block_on(client.send(&prepared));
+                let code = match &result {
+                    Ok(SendOutcome::Failed { raw, .. }) => Some(raw.clone()),
+                    Ok(_) => {
+                        bump(&tally.accepted);
+                        None
+                    }
+                    other => refusal(other),
+                };
+                if let Some(code) = code {
+                    prop_assert!(
+                        !SEND_LOCAL.contains(&code.as_str()),
+                        "the builder let through {request:?}, which the service refused with {code}"
+                    );
+                }
+                Ok(())
+            })
+            .expect("no locally checkable refusal");
+        tally
+    })
+    .await
+    .expect("runner");
+    tally.assert_not_vacuous("send");
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quotes_that_pass_the_builder_pass_the_service_checks() {
+    let sb = Sandbox::start().await.expect("sandbox");
+    let client = public_client(&sb);
+    let tally = tokio::task::spawn_blocking(move || {
+        let strategy = prop_oneof![
+            (
+                country(false),
+                currency(false),
+                amount(false),
+                any::<bool>()
+            ),
+            (country(true), currency(true), amount(true), any::<bool>()),
+        ];
+        let rt = tokio::runtime::Handle::current();
+        let tally = Tally::default();
+        runner(128)
+            .run(&strategy, |(from, currency, amount, deduct)| {
+                let request = FeeRequest::new(from, currency, amount).deduct_fees(deduct);
+                let result = rt.block_on(client.fees(&request));
+                if matches!(result, Err(Error::Validation(_))) {
+                    bump(&tally.refused_locally);
+                    return Ok(());
+                }
+                bump(&tally.sent);
+                match refusal(&result) {
+                    None => bump(&tally.accepted),
+                    Some(code) => {
+                        // amount.not_allowed is local only without deductFees (a non-positive
+                        // amount); with it, it means the amount does not cover the fee.
+                        let local = ["400", "currency.not_supported"].contains(&code.as_str())
+                            || (!deduct && code == "amount.not_allowed");
+                        prop_assert!(!local, "{request:?} was refused with {code}");
+                    }
+                }
+                Ok(())
+            })
+            .expect("no locally checkable refusal");
+        tally
+    })
+    .await
+    .expect("runner");
+    tally.assert_not_vacuous("fees");
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payments_that_pass_the_builder_pass_the_strict_service() {
+    // Strict: the real service answers HTTP 403 to a callback or redirect it cannot reach.
+    let sb = Sandbox::builder()
+        .strict(true)
+        .start()
+        .await
+        .expect("sandbox");
+    let c = sb.collect_credentials();
+    let client = CollectClient::builder(
+        sb.collect_base_url(),
+        c.channel.clone(),
+        SecretString::from(c.secret.clone()),
+        c.website_url.clone(),
+        common::ua(),
+    )
+    .policy(common::policy(0))
+    .build()
+    .expect("client");
+    let tally = tokio::task::spawn_blocking(move || {
+        let good = "https://shop\\.example\\.com/whish/(ok|ko|thanks)\\?order=[0-9]{1,4}";
+        let url = prop_oneof![
+            4 => good,
+            1 => Just(" https://shop.example.com/padded ".to_owned()),
+            1 => Just("http://127.0.0.1:9/cb".to_owned()),
+            1 => Just("http://shop.example.com/cb".to_owned()),
+            1 => Just("https://10.0.0.7/cb".to_owned()),
+            1 => Just("https://localhost/cb".to_owned()),
+            1 => Just(String::new()),
+            1 => ".{0,12}",
+        ];
+        let strategy = prop_oneof![
+            2 => (
+                amount(false),
+                currency(false),
+                [good, good, good, good].prop_map(|u| u.map(|r| r.to_owned())).boxed(),
+                prop::option::of("[A-Za-z0-9 #-]{0,20}"),
+            ),
+            3 => (
+                amount(true),
+                currency(true),
+                [url.clone(), url.clone(), url.clone(), url].boxed(),
+                prop::option::of(".{0,20}"),
+            ),
+        ];
+        let rt = tokio::runtime::Handle::current();
+        let tally = Tally::default();
+        runner(160)
+            .run(
+                &strategy,
+                |(amount, currency, [sc, fc, sr, fr], invoice)| {
+                    let mut payment =
+                        NewPayment::new(amount, currency, CollectUrls::new(sc, fc, sr, fr));
+                    if let Some(i) = invoice {
+                        payment = payment.invoice(i);
+                    }
+                    let Ok(prepared) = client.prepare_payment(payment.clone()) else {
+                        bump(&tally.refused_locally);
+                        return Ok(());
+                    };
+                    bump(&tally.sent);
+                    let result = rt.block_on(client.create_payment(&prepared));
+                    match refusal(&result) {
+                        None => bump(&tally.accepted),
+                        Some(code) => {
+                            let local = ["400", "HTTP 403", "currency.not_supported"]
+                                .contains(&code.as_str());
+                            prop_assert!(!local, "{payment:?} was refused with {code}");
+                        }
+                    }
+                    Ok(())
+                },
+            )
+            .expect("no locally checkable refusal");
+        tally
+    })
+    .await
+    .expect("runner");
+    tally.assert_not_vacuous("collect create");
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_fetched_option_pays_without_an_amount_refusal() {
+    let sb = Sandbox::builder()
+        .topup_balance(Decimal::from(100_000), Decimal::ZERO)
+        .start()
+        .await
+        .expect("sandbox");
+    let client = common::topup(&sb, 0);
+    let mut paid = 0;
+    for (provider, target) in [
+        ("etisalat-ae", "+971501234567"),
+        ("du-ae", "971501234567"),
+        ("gift-voucher", "buyer@example.com"),
+    ] {
+        let offer = client.fetch_options(provider, target).await.expect("fetch");
+        for option in offer.options() {
+            let prepared = client
+                .prepare_pay(option)
+                .expect("a fetched option always prepares");
+            match client.pay(&prepared).await {
+                Ok(PayOutcome::Paid(_)) => paid += 1,
+                other => panic!("{provider} {option:?}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(sb.sales().len(), paid);
+    assert!(paid >= 3);
+    sb.shutdown().await;
+}
