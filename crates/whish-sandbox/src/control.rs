@@ -128,6 +128,9 @@ pub struct SaleRecord {
     pub option_id: String,
     /// Amount charged (USD).
     pub amount: Decimal,
+    /// The voucher PIN issued, for vouchers (a fake, sandbox-made PIN: tests use it to check
+    /// that the real one never reaches a log).
+    pub pin: Option<String>,
 }
 
 impl Shared {
@@ -409,6 +412,7 @@ fn sales(w: &World) -> Vec<SaleRecord> {
             provider: s.provider.clone(),
             option_id: s.option_id.clone(),
             amount: s.amount,
+            pin: s.pin.clone(),
         })
         .collect()
 }

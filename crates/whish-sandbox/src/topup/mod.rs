@@ -23,6 +23,7 @@ pub(crate) struct Sale {
     pub provider: String,
     pub option_id: String,
     pub amount: Decimal,
+    pub pin: Option<String>,
 }
 
 /// The top-up service's state (the session's currency is USD).
@@ -163,6 +164,7 @@ fn pay_new(
     } else {
         (None, None)
     };
+    let pin_issued = secret.clone();
     let formatted = secret.as_ref().map(|s| {
         s.as_bytes()
             .chunks(4)
@@ -200,6 +202,7 @@ fn pay_new(
         provider: p.code.to_owned(),
         option_id: option.id.to_owned(),
         amount: cost,
+        pin: pin_issued,
     });
     let mut reply = Reply::ok(json!({ "listOfSoldItems": [item] }));
     if let Some(o) = reply.0.as_object_mut() {

@@ -1,0 +1,288 @@
+//! Every client at trace level, through success, failure, fault and refusal paths against the
+//! sandbox: no captured log line (of every crate in the build, reqwest and hyper included), no
+//! error text (`Display` and `Debug`) and no result's `Debug` holds a credential or a sold PIN.
+
+mod common;
+
+use std::fmt::Debug;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use tracing_subscriber::fmt::MakeWriter;
+use whish::collect::{CollectClient, CollectUrls, NewPayment};
+use whish::locations::{LocationsClient, ShopFilter};
+use whish::topup::{PayOutcome, TopupClient};
+use whish::transfer::{
+    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason, ReportRange, SourceOfFunds,
+    StatusQuery, TransferClient,
+};
+use whish::{Amount, Currency, Decimal, ExternalId, SecretString};
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+const TRANSFER_KEY: &str = "tk-Q7v9-SECRET-transfer-key";
+const COLLECT_SECRET: &str = "cs-M2x8-SECRET-collect";
+const TOPUP_SESSION: &str = "ss-P4k1-SECRET-session";
+const TOPUP_TOKEN: &str = "tt-Z9w3-SECRET-token";
+
+/// Everything the subscriber writes, shared with the test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Every error and result text the calls produced.
+#[derive(Default)]
+struct Texts(Vec<String>);
+
+impl Texts {
+    fn result<T: Debug, E: Debug + std::fmt::Display>(&mut self, r: Result<T, E>) -> Option<T> {
+        match r {
+            Ok(v) => {
+                self.0.push(format!("{v:?}"));
+                Some(v)
+            }
+            Err(e) => {
+                self.0.push(format!("{e} / {e:?}"));
+                None
+            }
+        }
+    }
+}
+
+fn amount(s: &str) -> Amount {
+    s.parse().expect("amount")
+}
+
+fn cash(receiver_phone: &str) -> CashCollectionSend {
+    CashCollectionSend::new(
+        1,
+        Currency::Usd,
+        amount("100"),
+        Customer::new("John", "Smith", "+14155550100"),
+        Customer::new("Rami", "Haddad", receiver_phone),
+        "07-03-1990",
+        Reason::FamilySupport,
+        SourceOfFunds::Salary,
+    )
+}
+
+fn transfer(sb: &Sandbox, key: &str) -> (TransferClient, LocationsClient) {
+    let user = sb.transfer_credentials().username.clone();
+    (
+        TransferClient::builder(
+            sb.transfer_base_url(),
+            user.clone(),
+            SecretString::from(key),
+        )
+        .policy(common::policy(1))
+        .build()
+        .expect("client"),
+        LocationsClient::builder(sb.transfer_base_url(), user, SecretString::from(key))
+            .policy(common::policy(1))
+            .build()
+            .expect("client"),
+    )
+}
+
+fn collect(sb: &Sandbox, secret: &str) -> CollectClient {
+    let c = sb.collect_credentials();
+    CollectClient::builder(
+        sb.collect_base_url(),
+        c.channel.clone(),
+        SecretString::from(secret),
+        c.website_url.clone(),
+        common::ua(),
+    )
+    .policy(common::policy(1))
+    .build()
+    .expect("client")
+}
+
+fn topup(sb: &Sandbox, token: &str) -> TopupClient {
+    TopupClient::builder(
+        sb.topup_base_url(),
+        SecretString::from(TOPUP_SESSION),
+        SecretString::from(token),
+        common::ua(),
+    )
+    .policy(common::policy(1))
+    .build()
+    .expect("client")
+}
+
+async fn transfer_paths(sb: &Sandbox, t: &mut Texts) {
+    let (client, locations) = transfer(sb, TRANSFER_KEY);
+    let (wrong, wrong_locations) = transfer(sb, "not-the-key");
+    let q = FeeRequest::new(1, Currency::Usd, amount("100"));
+    t.result(client.fees(&q).await);
+    t.result(
+        client
+            .fees(&FeeRequest::new(1, Currency::Usd, amount("0.5")))
+            .await,
+    );
+    t.result(wrong.fees(&q).await);
+    t.result(client.prepare_send(cash("")));
+    let sent = client.prepare_send(cash("+96170123456")).expect("prepare");
+    t.result(client.send(&sent).await);
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    let resent = client.prepare_send(cash("+96170123457")).expect("prepare");
+    t.result(client.send(&resent).await);
+    sb.inject(Endpoint::TransferSend, Fault::Pending, 2);
+    let pending = client.prepare_send(cash("+96170123458")).expect("prepare");
+    t.result(client.send(&pending).await);
+    let wallet = MobileWalletSend::new(
+        1,
+        Currency::Usd,
+        amount("20"),
+        Customer::new("John", "Smith", "+14155550100"),
+        Customer::new("Rami", "Haddad", sb.wallet_phones().failing.clone()),
+        Reason::Education,
+        SourceOfFunds::Savings,
+    );
+    let wallet = client.prepare_send(wallet).expect("prepare");
+    t.result(client.send(&wallet).await);
+    let id = StatusQuery::RequestId(sent.request_id());
+    t.result(client.status(&id).await);
+    t.result(client.status(&StatusQuery::LtnNumber("nope".into())).await);
+    if let Some(whish::transfer::SendOutcome::Sent(s)) = t.result(client.send(&sent).await) {
+        t.result(client.cancel(&s.ltn_number, Some("test")).await);
+    }
+    t.result(client.cancel("nope", None).await);
+    let range = ReportRange::new("2000-01-01 00:00:00", "2100-01-01 00:00:00").expect("range");
+    t.result(client.activity(&range).await);
+    t.result(client.statement(&range).await);
+    t.result(client.sending_countries().await);
+    t.result(client.payment_modes().await);
+    t.result(wrong.statement(&range).await);
+    t.result(locations.governorates().await);
+    t.result(
+        locations
+            .shops(&ShopFilter::default().governorate_id(1))
+            .await,
+    );
+    t.result(wrong_locations.governorates().await);
+}
+
+async fn collect_paths(sb: &Sandbox, t: &mut Texts) {
+    let client = collect(sb, COLLECT_SECRET);
+    let wrong = collect(sb, "not-the-secret");
+    t.result(client.balance(Currency::Usd).await);
+    t.result(wrong.balance(Currency::Usd).await);
+    let urls = CollectUrls::new(
+        "https://shop.example.com/ok",
+        "https://shop.example.com/ko",
+        "https://shop.example.com/thanks",
+        "https://shop.example.com/retry",
+    );
+    let bad = NewPayment::new(amount("0.5"), Currency::Usd, urls.clone());
+    t.result(client.prepare_payment(bad));
+    let p = client
+        .prepare_payment(NewPayment::new(amount("25.50"), Currency::Usd, urls))
+        .expect("prepare");
+    sb.inject(Endpoint::CollectCreate, Fault::DropReply, 1);
+    t.result(client.create_payment(&p).await);
+    t.result(client.status(Currency::Usd, p.external_id()).await);
+    let unknown = ExternalId::new("no-such-order").expect("id");
+    t.result(client.refund(Currency::Usd, &unknown, None).await);
+    t.result(client.status(Currency::Usd, &unknown).await);
+}
+
+async fn topup_paths(sb: &Sandbox, t: &mut Texts) {
+    let client = topup(sb, TOPUP_TOKEN);
+    let wrong = topup(sb, "not-the-token");
+    t.result(client.balance().await);
+    t.result(wrong.balance().await);
+    t.result(client.fetch_options("no-such-provider", "1").await);
+    let offer = client
+        .fetch_options("gift-voucher", "buyer@example.com")
+        .await
+        .expect("fetch");
+    t.0.push(format!("{offer:?}"));
+    let option = offer.option("GV-20").expect("GV-20");
+    let p = client.prepare_pay(option).expect("prepare");
+    sb.inject(Endpoint::TopupPay, Fault::DropReply, 1);
+    t.result(client.pay(&p).await);
+    t.result(client.pay(&p).await);
+    sb.inject(Endpoint::TopupPay, Fault::Pending, 3);
+    let p2 = client.prepare_pay(option).expect("prepare");
+    t.result(client.pay(&p2).await);
+    if let Ok(PayOutcome::Paid(paid)) = client.pay(&p2).await {
+        t.0.push(format!("{paid:?}"));
+    }
+}
+
+#[tokio::test]
+async fn no_credential_or_pin_in_logs_errors_or_debug_output() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let sb = Sandbox::builder()
+        .transfer_credentials("merchant-1", TRANSFER_KEY)
+        .collect_credentials("channel-1", COLLECT_SECRET, "https://shop.example.com")
+        .topup_credentials(TOPUP_SESSION, TOPUP_TOKEN)
+        .collect_balance("USD", Decimal::from(1000))
+        .start()
+        .await
+        .expect("sandbox");
+    let mut texts = Texts::default();
+    transfer_paths(&sb, &mut texts).await;
+    collect_paths(&sb, &mut texts).await;
+    topup_paths(&sb, &mut texts).await;
+
+    let pins: Vec<String> = sb.sales().iter().filter_map(|s| s.pin.clone()).collect();
+    assert!(!pins.is_empty(), "a voucher with a PIN was sold");
+    let logs = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    // The capture is real: the calls, their resends and the transport below them were logged.
+    assert!(
+        logs.contains("whish.call") && logs.contains("TRACE"),
+        "{logs}"
+    );
+    assert!(logs.contains("resending the same request"));
+    assert!(texts.0.len() > 30);
+    let mut secrets = vec![
+        TRANSFER_KEY.to_owned(),
+        COLLECT_SECRET.to_owned(),
+        TOPUP_SESSION.to_owned(),
+        TOPUP_TOKEN.to_owned(),
+    ];
+    secrets.extend(pins.iter().cloned());
+    // The formatted PIN (groups of four) too.
+    secrets.extend(
+        pins.iter()
+            .map(|p| p.get(..4).unwrap_or(p).to_owned() + "-"),
+    );
+    for secret in &secrets {
+        for (n, line) in logs.lines().enumerate() {
+            assert!(
+                !line.contains(secret.as_str()),
+                "log line {n} holds a secret: {line}"
+            );
+        }
+        for text in &texts.0 {
+            assert!(
+                !text.contains(secret.as_str()),
+                "a result or error holds a secret: {text}"
+            );
+        }
+    }
+    sb.shutdown().await;
+}
