@@ -1,8 +1,9 @@
 //! Retry policy and the retry decision, as pure functions.
 //!
 //! Only requests marked safe are resent, and only for a connect failure, a timeout, a broken
-//! connection, an HTTP 5xx/429 reply without an envelope, and Pending where the service defines a
-//! resend with the same idempotency key as the way to reconcile. A resend carries the same bytes
+//! connection, an HTTP 5xx/429 reply without an envelope, and Pending: on a read (which changes
+//! nothing, so Pending there is a server that could not answer yet) and where the service defines
+//! a resend with the same idempotency key as the way to reconcile. A resend carries the same bytes
 //! and the same key.
 
 use std::time::Duration;
@@ -76,7 +77,7 @@ impl Default for Timeouts {
 pub enum Resend {
     /// Never resent (a create without an idempotency key the service honours).
     Never,
-    /// A read: resending changes nothing.
+    /// A read: resending changes nothing, so a Pending answer is asked again too.
     Read,
     /// A create or change carrying an idempotency key the service deduplicates on. When
     /// `on_pending` is true the service defines "resend with the same key" as the way to read
@@ -129,7 +130,7 @@ pub fn is_retryable(resend: Resend, outcome: AttemptOutcome) -> bool {
     };
     match resend {
         Resend::Never => false,
-        Resend::Read => transient,
+        Resend::Read => transient || outcome == AttemptOutcome::Pending,
         Resend::SameKey { on_pending } => {
             transient || (on_pending && outcome == AttemptOutcome::Pending)
         }
@@ -196,7 +197,8 @@ mod tests {
             Resend::SameKey { on_pending: false },
             Pending
         ));
-        assert!(!is_retryable(Resend::Read, Pending));
+        // A read that answered Pending is asked again: it changes nothing.
+        assert!(is_retryable(Resend::Read, Pending));
     }
 
     #[test]
