@@ -6,6 +6,8 @@
 //! - `cargo xtask features`: the facade builds with no feature and each feature alone, and a
 //!   single-service build contains only that service crate and whish-core (CI runs it).
 //! - `cargo xtask footprint [--no-build]`: crate count and cold build time, per service and for all.
+//! - `cargo xtask soak --ops N --seed S [--workers W] [--release]`: the fault-injection soak
+//!   (`crates/whish-soak`) against the sandbox; exit 1 on any duplicate or lost operation.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -15,7 +17,7 @@ mod codes;
 mod features;
 mod footprint;
 
-const USAGE: &str = "usage: cargo xtask codegen [--check] | features | footprint [--no-build]";
+const USAGE: &str = "usage: cargo xtask codegen [--check] | features | footprint [--no-build] | soak --ops N --seed S [--workers W] [--release]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,6 +26,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen(&root, args.iter().any(|a| a == "--check")),
         Some("features") => features::run(&root),
         Some("footprint") => footprint::run(&root, !args.iter().any(|a| a == "--no-build")),
+        Some("soak") => soak(&root, &args[1..]),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -32,6 +35,25 @@ fn main() -> ExitCode {
             eprintln!("xtask: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Run the soak binary; `--release` builds it optimised (for N in the thousands).
+fn soak(root: &Path, args: &[String]) -> Result<(), String> {
+    let release = args.iter().any(|a| a == "--release");
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root)
+        .args(["run", "--quiet", "--package", "whish-soak"]);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.arg("--")
+        .args(args.iter().filter(|a| *a != "--release"));
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err("the soak found duplicates or lost operations, or could not run".into())
     }
 }
 

@@ -1,0 +1,136 @@
+//! `whish-soak --ops N --seed S [--workers W]`: random operations of all three services through
+//! the SDK clients against an in-process sandbox, with faults (dropped request, dropped reply,
+//! delay past the timeout, Pending) on about a fifth of the client calls. Afterwards it compares
+//! what the caller believes with the sandbox's state and prints a table: intended, created,
+//! duplicates, lost, unresolved. Exit 1 when anything is duplicated or lost.
+//!
+//! Run it as `cargo xtask soak --ops 10000 --seed 1`.
+
+mod plan;
+mod reconcile;
+mod run;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use whish::Decimal;
+use whish_sandbox::{Fault, Sandbox};
+
+struct Args {
+    ops: usize,
+    seed: u64,
+    workers: usize,
+}
+
+fn args() -> Result<Args, String> {
+    let mut a = Args {
+        ops: 300,
+        seed: 1,
+        workers: 16,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{flag} needs a value"))
+                .and_then(|v| v.parse::<u64>().map_err(|e| format!("{flag} {v}: {e}")))
+        };
+        match flag.as_str() {
+            "--ops" => a.ops = value()? as usize,
+            "--seed" => a.seed = value()?,
+            "--workers" => a.workers = value()? as usize,
+            other => {
+                return Err(format!(
+                    "unknown argument {other}; use --ops N --seed S [--workers W]"
+                ));
+            }
+        }
+    }
+    Ok(a)
+}
+
+async fn sandbox() -> std::io::Result<Sandbox> {
+    let plenty = Decimal::from(1_000_000_000u64);
+    Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .collect_balance("USD", plenty)
+        .topup_balance(plenty, Decimal::ZERO)
+        .link_expiry(Duration::from_secs(30 * 24 * 3600))
+        .start()
+        .await
+}
+
+fn fault_summary(plan: &[plan::Op]) -> String {
+    let n = |f: fn(&Fault) -> bool| {
+        plan.iter()
+            .filter(|o| o.fault.as_ref().is_some_and(f))
+            .count()
+    };
+    let calls = plan.iter().filter(|o| o.kind.endpoint().is_some()).count();
+    format!(
+        "{} faults on {calls} client operations: {} dropped requests, {} dropped replies, {} delays of {} ms, {} Pending",
+        plan.iter().filter(|o| o.fault.is_some()).count(),
+        n(|f| matches!(f, Fault::DropRequest)),
+        n(|f| matches!(f, Fault::DropReply)),
+        n(|f| matches!(f, Fault::Delay(_))),
+        plan::DELAY.as_millis(),
+        n(|f| matches!(f, Fault::Pending)),
+    )
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let a = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("whish-soak: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sb = match sandbox().await {
+        Ok(sb) => Arc::new(sb),
+        Err(e) => {
+            eprintln!("whish-soak: cannot start the sandbox: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = Arc::new(plan::plan(a.ops, a.seed));
+    println!(
+        "whish soak: {} operations, seed {}, {} in flight; {}",
+        a.ops,
+        a.seed,
+        a.workers,
+        fault_summary(&plan)
+    );
+    let started = Instant::now();
+    let ledger = match run::run(sb.clone(), plan, a.workers).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("whish-soak: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let elapsed = started.elapsed();
+    let rows = reconcile::reconcile(&sb, &ledger);
+    println!("\n{}", reconcile::Table(&rows));
+    println!(
+        "reads: {} status answered, {} not; sandbox control: {} run, {} without a target; {} client operations without a target",
+        ledger.reads.0.load(Ordering::Relaxed),
+        ledger.reads.1.load(Ordering::Relaxed),
+        ledger.controls.0.load(Ordering::Relaxed),
+        ledger.controls.1.load(Ordering::Relaxed),
+        ledger.skipped.load(Ordering::Relaxed),
+    );
+    println!("{:.1} s", elapsed.as_secs_f64());
+    let t = reconcile::total(&rows);
+    if t.duplicates == 0 && t.lost == 0 {
+        println!("no duplicates, nothing lost ({} unresolved)", t.unresolved);
+        ExitCode::SUCCESS
+    } else {
+        println!("FAILED: {} duplicates, {} lost", t.duplicates, t.lost);
+        ExitCode::FAILURE
+    }
+}

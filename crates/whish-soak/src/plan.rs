@@ -1,0 +1,149 @@
+//! The operation plan: drawn up front from the seed, so one seed is one sequence of intents and
+//! faults (the interleaving of the concurrent workers still varies from run to run).
+
+use std::time::Duration;
+
+use whish_sandbox::{Endpoint, Fault};
+
+/// One intended operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A money-transfer send (cash collection, or a mobile wallet).
+    Send {
+        /// Cash collection (else mobile wallet).
+        cash: bool,
+        /// Whole dollars, 10 to 500.
+        dollars: u32,
+        /// A wallet that fails (else one that is credited).
+        failing_wallet: bool,
+    },
+    /// Cancel a cash transfer the soak believes is SENT.
+    Cancel,
+    /// The receiver collects a cash transfer (sandbox control, not a client call).
+    CollectCash,
+    /// Read the status of a transfer the soak sent.
+    Status,
+    /// Create a hosted payment.
+    CollectCreate {
+        /// Cents, 100 to 50 000.
+        cents: u32,
+    },
+    /// The payer pays a created link (sandbox control, not a client call).
+    PayLink,
+    /// Refund a paid hosted payment.
+    Refund,
+    /// Fetch top-up options and pay one.
+    TopupPay {
+        /// Which provider and option.
+        option: usize,
+    },
+}
+
+/// The top-up options the plan draws from: provider, target, option id.
+pub const TOPUP_OPTIONS: &[(&str, &str, &str)] = &[
+    ("etisalat-ae", "+971501234567", "ETI-10"),
+    ("etisalat-ae", "+971501234567", "ETI-12"),
+    ("du-ae", "971501234567", "DU-1GB"),
+    ("gift-voucher", "buyer@example.com", "GV-20"),
+];
+
+impl Kind {
+    /// The endpoint whose call a fault is injected on; `None` for sandbox-control operations.
+    pub fn endpoint(&self) -> Option<Endpoint> {
+        Some(match self {
+            Kind::Send { .. } => Endpoint::TransferSend,
+            Kind::Cancel => Endpoint::TransferCancel,
+            Kind::Status => Endpoint::TransferStatus,
+            Kind::CollectCreate { .. } => Endpoint::CollectCreate,
+            Kind::Refund => Endpoint::CollectRefund,
+            Kind::TopupPay { .. } => Endpoint::TopupPay,
+            Kind::CollectCash | Kind::PayLink => return None,
+        })
+    }
+}
+
+/// One step of the plan.
+#[derive(Debug, Clone, Copy)]
+pub struct Op {
+    /// What to do.
+    pub kind: Kind,
+    /// The fault injected on the operation's call, if any.
+    pub fault: Option<Fault>,
+    /// A number the operation uses to pick its target.
+    pub pick: u64,
+}
+
+/// How long a delay fault holds a reply: longer than the client's attempt timeout.
+pub const DELAY: Duration = Duration::from_millis(1500);
+
+/// Draw `n` operations from `seed`. About a fifth of the client calls carry a fault, the four
+/// kinds equally often.
+pub fn plan(n: usize, seed: u64) -> Vec<Op> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n)
+        .map(|_| {
+            let kind = match rng.u32(0..100) {
+                0..30 => Kind::Send {
+                    cash: rng.u32(0..3) > 0,
+                    dollars: rng.u32(10..=500),
+                    failing_wallet: rng.u32(0..5) == 0,
+                },
+                30..38 => Kind::Cancel,
+                38..45 => Kind::CollectCash,
+                45..55 => Kind::Status,
+                55..70 => Kind::CollectCreate {
+                    cents: rng.u32(100..=50_000),
+                },
+                70..78 => Kind::PayLink,
+                78..85 => Kind::Refund,
+                _ => Kind::TopupPay {
+                    option: rng.usize(0..TOPUP_OPTIONS.len()),
+                },
+            };
+            let fault =
+                (kind.endpoint().is_some() && rng.u32(0..5) == 0).then(|| match rng.u32(0..4) {
+                    0 => Fault::DropRequest,
+                    1 => Fault::DropReply,
+                    2 => Fault::Delay(DELAY),
+                    _ => Fault::Pending,
+                });
+            Op {
+                kind,
+                fault,
+                pick: rng.u64(..),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_is_one_plan_with_faults_on_about_a_fifth_of_the_calls() {
+        let a = plan(5000, 7);
+        let b = plan(5000, 7);
+        assert!(
+            a.iter()
+                .zip(&b)
+                .all(|(x, y)| x.kind == y.kind && x.fault == y.fault)
+        );
+        let calls = a.iter().filter(|o| o.kind.endpoint().is_some()).count();
+        let faults = a.iter().filter(|o| o.fault.is_some()).count();
+        let share = faults as f64 / calls as f64;
+        assert!((0.17..0.23).contains(&share), "{share}");
+        for f in [
+            Fault::DropRequest,
+            Fault::DropReply,
+            Fault::Delay(DELAY),
+            Fault::Pending,
+        ] {
+            assert!(a.iter().any(|o| o.fault == Some(f)), "{f} never drawn");
+        }
+        assert!(
+            a.iter()
+                .all(|o| o.kind.endpoint().is_some() || o.fault.is_none())
+        );
+    }
+}
