@@ -27,7 +27,11 @@ impl DateTime {
 
     /// Parse `yyyy-MM-dd HH:mm:ss`.
     pub fn parse(text: &str, field: &str) -> Result<DateTime, ValidationError> {
-        PrimitiveDateTime::parse(text.trim(), DATE_TIME)
+        let text = text.trim();
+        if let Some(t) = Self::parse_exact(text) {
+            return Ok(t);
+        }
+        PrimitiveDateTime::parse(text, DATE_TIME)
             .map(DateTime)
             .map_err(|_| {
                 ValidationError::new(
@@ -37,6 +41,42 @@ impl DateTime {
                     },
                 )
             })
+    }
+}
+
+impl DateTime {
+    /// The common case without the format interpreter: exactly 19 bytes, digits where the
+    /// format has them. Anything else (or an impossible date) goes the general way.
+    fn parse_exact(t: &str) -> Option<DateTime> {
+        let b = t.as_bytes();
+        if b.len() != 19
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || b[10] != b' '
+            || b[13] != b':'
+            || b[16] != b':'
+        {
+            return None;
+        }
+        let n = |from: usize, to: usize| -> Option<u32> {
+            b[from..to].iter().try_fold(0u32, |acc, c| {
+                c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+            })
+        };
+        let month = time::Month::try_from(u8::try_from(n(5, 7)?).ok()?).ok()?;
+        let date = Date::from_calendar_date(
+            i32::try_from(n(0, 4)?).ok()?,
+            month,
+            u8::try_from(n(8, 10)?).ok()?,
+        )
+        .ok()?;
+        let time = time::Time::from_hms(
+            u8::try_from(n(11, 13)?).ok()?,
+            u8::try_from(n(14, 16)?).ok()?,
+            u8::try_from(n(17, 19)?).ok()?,
+        )
+        .ok()?;
+        Some(DateTime(PrimitiveDateTime::new(date, time)))
     }
 }
 
@@ -62,8 +102,9 @@ impl Serialize for DateTime {
 
 impl<'de> Deserialize<'de> for DateTime {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        DateTime::parse(&s, "date").map_err(serde::de::Error::custom)
+        crate::de::with_str(d, "a `yyyy-MM-dd HH:mm:ss` date", |s| {
+            DateTime::parse(s, "date")
+        })
     }
 }
 

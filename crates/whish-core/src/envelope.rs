@@ -224,6 +224,28 @@ struct RawEnvelope<'a> {
     retrieved: Option<bool>,
 }
 
+/// The envelope with `data` decoded in the same pass: the fast path for the common reply whose
+/// `data` fits `T`. Anything else is decoded again by the two-step path, which names the failing
+/// JSON path and tolerates a misshapen `data` on a failed or pending reply.
+#[derive(Deserialize)]
+#[serde(bound = "T: Deserialize<'de>")]
+struct DirectEnvelope<T> {
+    #[serde(default)]
+    status: Option<bool>,
+    #[serde(default)]
+    code: Code,
+    #[serde(default)]
+    data: Option<T>,
+    #[serde(default)]
+    dialog: Option<Dialog>,
+    #[serde(default)]
+    extra: Option<Value>,
+    #[serde(default)]
+    actions: Option<Value>,
+    #[serde(default)]
+    retrieved: Option<bool>,
+}
+
 /// Why a body could not be read as an envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvelopeDecodeError {
@@ -252,6 +274,26 @@ impl<T: DeserializeOwned> Envelope<T> {
     /// assert_eq!(e.outcome(), Outcome::Pending);
     /// ```
     pub fn from_slice(body: &[u8]) -> Result<Envelope<T>, EnvelopeDecodeError> {
+        if let Ok(DirectEnvelope {
+            status: Some(status),
+            code,
+            data,
+            dialog,
+            extra,
+            actions,
+            retrieved,
+        }) = serde_json::from_slice::<DirectEnvelope<T>>(body)
+        {
+            return Ok(Envelope {
+                status,
+                code,
+                data,
+                dialog,
+                extra,
+                actions,
+                retrieved,
+            });
+        }
         let mut de = serde_json::Deserializer::from_slice(body);
         let raw: RawEnvelope<'_> =
             serde_path_to_error::deserialize(&mut de).map_err(|e| EnvelopeDecodeError {

@@ -20,6 +20,7 @@
 pub mod address;
 pub mod code;
 pub mod dates;
+pub mod de;
 pub mod envelope;
 pub mod error;
 pub mod ids;

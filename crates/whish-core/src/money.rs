@@ -182,7 +182,26 @@ impl Amount {
         if !v.is_finite() {
             return None;
         }
+        if let Some(d) = Self::from_f64_cents(v) {
+            return Some(Amount(d));
+        }
         Decimal::from_str_exact(&format!("{v}")).ok().map(Amount)
+    }
+
+    /// The common case without formatting: a double below 10^12 that is the nearest double to a
+    /// decimal with at most 2 places. That decimal is then the shortest round-trip form, because
+    /// below 10^12 two such decimals are further apart than the double's rounding interval.
+    fn from_f64_cents(v: f64) -> Option<Decimal> {
+        if v.abs() >= 1e12 {
+            return None;
+        }
+        [(0u32, 1.0f64), (1, 10.0), (2, 100.0)]
+            .into_iter()
+            .find_map(|(places, scale)| {
+                let m = (v * scale).round();
+                // IEEE division is correctly rounded: equal means m / 10^places reads as v.
+                (m / scale == v).then(|| Decimal::new(m as i64, places))
+            })
     }
 
     /// The double the service will read for this amount, when it is exactly representable as the

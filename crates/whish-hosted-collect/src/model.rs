@@ -81,8 +81,9 @@ impl fmt::Display for CollectStatus {
 
 impl<'de> Deserialize<'de> for CollectStatus {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Ok(CollectStatus::parse(&s))
+        whish_core::de::with_str(d, "a string", |s| {
+            Ok::<_, std::convert::Infallible>(CollectStatus::parse(s))
+        })
     }
 }
 

@@ -71,8 +71,9 @@ impl fmt::Display for ShopType {
 
 impl<'de> Deserialize<'de> for ShopType {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Ok(ShopType::parse(&s))
+        whish_core::de::with_str(d, "a string", |s| {
+            Ok::<_, std::convert::Infallible>(ShopType::parse(s))
+        })
     }
 }
 

@@ -48,8 +48,9 @@ macro_rules! open_enum {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-                Ok($name::parse(&s))
+                whish_core::de::with_str(d, "a string", |s| {
+                    Ok::<_, std::convert::Infallible>($name::parse(s))
+                })
             }
         }
     };
