@@ -5,6 +5,8 @@
 //!   with `f64` fields. Goal: SDK/baseline median <= 1.05.
 //! - `fee_quote_x64/{sdk,baseline}`: 64 concurrent quotes on one client. Goal: throughput ratio
 //!   (baseline time / SDK time) >= 0.95.
+//! - `fee_decode/{sdk,baseline}`: the CPU part of one quote, decoding its reply (no goal; it
+//!   shows what the SDK's exact decimals and envelope cost on a small reply).
 //! - `statement_decode/{sdk,baseline}`: a 100 000-transaction statement body decoded by the SDK
 //!   (envelope, exact decimals, parsed dates, typed enums) and by serde_json into an equivalent
 //!   plain struct with `f64` fields. Goal: <= 1.3x. Peak memory of each decode is measured in a
@@ -285,6 +287,21 @@ fn main() {
     let b = rt.block_on(baseline.quote());
     assert_eq!(q.total_amount.to_exact_f64(), Some(b.total_amount));
 
+    // Warm both alike before anything is timed (connection pools of 64, allocator arenas):
+    // without it the pair measured first pays for the process's cold start.
+    rt.block_on(async {
+        for _ in 0..200 {
+            let mut set = tokio::task::JoinSet::new();
+            for _ in 0..CONCURRENT {
+                let (sdk, request, baseline) = (sdk.clone(), request.clone(), baseline.clone());
+                set.spawn(async move {
+                    sdk.fees(&request).await.expect("quote");
+                    baseline.quote().await;
+                });
+            }
+            set.join_all().await;
+        }
+    });
     let dir = output_dir();
     let mut c = Criterion::default()
         .output_directory(&dir)
@@ -384,6 +401,16 @@ fn report(dir: &std::path::Path, json_len: usize) {
             CONCURRENT as f64 / (b / 1e9),
             b / s,
             ">= 0.95"
+        );
+    }
+    if let Some((s, b)) = ratio("fee_decode") {
+        println!(
+            "{:<44} {:>10.0}ns {:>10.0}ns {:>8.3} {:>8}",
+            "decode one fee reply, SDK/baseline",
+            s,
+            b,
+            s / b,
+            "-"
         );
     }
     if let Some((s, b)) = ratio("statement_decode") {
