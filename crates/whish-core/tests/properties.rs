@@ -101,6 +101,31 @@ proptest! {
     }
 
     #[test]
+    fn a_double_reads_as_its_shortest_decimal(v in prop_oneof![
+        any::<f64>(),
+        (-100_000_000_000_000i64..100_000_000_000_000, 0u32..=4)
+            .prop_map(|(m, s)| m as f64 / 10f64.powi(s as i32)),
+    ]) {
+        // The cents fast path must agree with formatting the shortest round-trip text.
+        let slow = v.is_finite()
+            .then(|| Decimal::from_str_exact(&format!("{v}")).ok())
+            .flatten();
+        prop_assert_eq!(Amount::from_f64(v).map(Amount::value), slow);
+    }
+
+    #[test]
+    fn the_date_fast_path_agrees_with_the_format(y in 0u32..10000, mo in 0u32..14, d in 0u32..33,
+                                                 h in 0u32..26, mi in 0u32..62, s in 0u32..62) {
+        let text = format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}");
+        let general = time::PrimitiveDateTime::parse(
+            &text,
+            time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]"),
+        )
+        .ok();
+        prop_assert_eq!(DateTime::parse(&text, "date").ok().map(|t| t.0), general);
+    }
+
+    #[test]
     fn value_types_never_panic_on_text(s in ".{0,40}") {
         let _ = s.parse::<Amount>();
         let _ = DateTime::parse(&s, "date");
