@@ -205,15 +205,18 @@ impl<T> Envelope<T> {
     }
 }
 
-/// The envelope with `data` kept as raw JSON text, decoded in a second step.
+/// The envelope as it arrives. Read with `D = T` in one pass (the fast path for the common reply
+/// whose `data` fits `T`), or with `D = &RawValue` to decode `data` in a second step, which names
+/// the failing JSON path and tolerates a misshapen `data` on a failed or pending reply.
 #[derive(Deserialize)]
-struct RawEnvelope<'a> {
+#[serde(bound = "D: Deserialize<'de>")]
+struct Wire<D> {
     #[serde(default)]
     status: Option<bool>,
     #[serde(default)]
     code: Code,
-    #[serde(default, borrow)]
-    data: Option<&'a RawValue>,
+    #[serde(default)]
+    data: Option<D>,
     #[serde(default)]
     dialog: Option<Dialog>,
     #[serde(default)]
@@ -224,26 +227,34 @@ struct RawEnvelope<'a> {
     retrieved: Option<bool>,
 }
 
-/// The envelope with `data` decoded in the same pass: the fast path for the common reply whose
-/// `data` fits `T`. Anything else is decoded again by the two-step path, which names the failing
-/// JSON path and tolerates a misshapen `data` on a failed or pending reply.
-#[derive(Deserialize)]
-#[serde(bound = "T: Deserialize<'de>")]
-struct DirectEnvelope<T> {
-    #[serde(default)]
-    status: Option<bool>,
-    #[serde(default)]
-    code: Code,
-    #[serde(default)]
-    data: Option<T>,
-    #[serde(default)]
-    dialog: Option<Dialog>,
-    #[serde(default)]
-    extra: Option<Value>,
-    #[serde(default)]
-    actions: Option<Value>,
-    #[serde(default)]
-    retrieved: Option<bool>,
+impl<D> Wire<D> {
+    /// The envelope, or `None` without a `status` key (then it is not the service envelope).
+    /// A null `data`, `extra` or `actions` has already been read as `None`.
+    fn into_envelope(self) -> Option<Envelope<D>> {
+        Some(Envelope {
+            status: self.status?,
+            code: self.code,
+            data: self.data,
+            dialog: self.dialog,
+            extra: self.extra,
+            actions: self.actions,
+            retrieved: self.retrieved,
+        })
+    }
+}
+
+impl<D> Envelope<D> {
+    fn with_data<T>(self, data: Option<T>) -> Envelope<T> {
+        Envelope {
+            status: self.status,
+            code: self.code,
+            data,
+            dialog: self.dialog,
+            extra: self.extra,
+            actions: self.actions,
+            retrieved: self.retrieved,
+        }
+    }
 }
 
 /// Why a body could not be read as an envelope.
@@ -274,50 +285,28 @@ impl<T: DeserializeOwned> Envelope<T> {
     /// assert_eq!(e.outcome(), Outcome::Pending);
     /// ```
     pub fn from_slice(body: &[u8]) -> Result<Envelope<T>, EnvelopeDecodeError> {
-        if let Ok(DirectEnvelope {
-            status: Some(status),
-            code,
-            data,
-            dialog,
-            extra,
-            actions,
-            retrieved,
-        }) = serde_json::from_slice::<DirectEnvelope<T>>(body)
+        if let Some(envelope) = serde_json::from_slice::<Wire<T>>(body)
+            .ok()
+            .and_then(Wire::into_envelope)
         {
-            return Ok(Envelope {
-                status,
-                code,
-                data,
-                dialog,
-                extra,
-                actions,
-                retrieved,
-            });
+            return Ok(envelope);
         }
         let mut de = serde_json::Deserializer::from_slice(body);
-        let raw: RawEnvelope<'_> =
+        let raw: Wire<&RawValue> =
             serde_path_to_error::deserialize(&mut de).map_err(|e| EnvelopeDecodeError {
                 path: e.path().to_string(),
                 message: e.inner().to_string(),
                 not_an_envelope: true,
             })?;
-        let Some(status) = raw.status else {
+        let Some(raw) = raw.into_envelope() else {
             return Err(EnvelopeDecodeError {
                 path: ".".into(),
                 message: "the body has no `status` key, so it is not the service envelope".into(),
                 not_an_envelope: true,
             });
         };
-        let mut envelope = Envelope {
-            status,
-            code: raw.code,
-            data: None,
-            dialog: raw.dialog,
-            extra: raw.extra.filter(|v| !v.is_null()),
-            actions: raw.actions.filter(|v| !v.is_null()),
-            retrieved: raw.retrieved,
-        };
-        let data = raw.data.filter(|d| d.get() != "null");
+        let data = raw.data;
+        let mut envelope = raw.with_data(None);
         if let Some(data) = data {
             let mut de = serde_json::Deserializer::from_str(data.get());
             match serde_path_to_error::deserialize::<_, T>(&mut de) {
