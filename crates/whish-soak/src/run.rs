@@ -299,21 +299,37 @@ fn send_request(sb: &Sandbox, cash: bool, dollars: u32, failing: bool) -> SendRe
 /// How many times a caller resends the same prepared request before asking for the status.
 const RECONCILE_RESENDS: usize = 3;
 
-/// Send, resending the same prepared transfer while the outcome is unknown, then ask status.
-async fn send(c: &Clients, prepared: &PreparedTransfer) -> (Belief, Option<String>) {
-    let mut result = c.transfer.send(prepared).await;
+/// Call, then call again (the same prepared request: the same bytes and key) while `unknown`
+/// says the outcome is not known, at most [`RECONCILE_RESENDS`] more times.
+async fn resend_while_unknown<R, Fut>(
+    mut call: impl FnMut() -> Fut,
+    unknown: impl Fn(&R) -> bool,
+) -> R
+where
+    Fut: std::future::Future<Output = R>,
+{
+    let mut result = call().await;
     for _ in 0..RECONCILE_RESENDS {
-        let unknown = match &result {
-            Ok(SendOutcome::Pending { .. }) => true,
-            Err(e) => e.outcome_unknown(),
-            Ok(_) => false,
-        };
-        if !unknown {
+        if !unknown(&result) {
             break;
         }
-        // The same PreparedTransfer again: the same bytes and Request-id, a resend.
-        result = c.transfer.send(prepared).await;
+        result = call().await;
     }
+    result
+}
+
+/// An error after which the request may have been applied.
+fn failed_unknown<T, C: whish::core::ErrorCode>(r: &Result<T, Error<C>>) -> bool {
+    r.as_ref().is_err_and(Error::outcome_unknown)
+}
+
+/// Send, resending the same prepared transfer while the outcome is unknown, then ask status.
+async fn send(c: &Clients, prepared: &PreparedTransfer) -> (Belief, Option<String>) {
+    let result = resend_while_unknown(
+        || c.transfer.send(prepared),
+        |r| matches!(r, Ok(SendOutcome::Pending { .. })) || failed_unknown(r),
+    )
+    .await;
     match result {
         Ok(SendOutcome::Sent(s)) => (Belief::Done, Some(s.ltn_number)),
         Ok(SendOutcome::Confirmed { status, .. }) => {
@@ -373,13 +389,7 @@ async fn create(c: &Clients, cents: u32) -> (String, Belief) {
         Err(_) => return (String::new(), Belief::NotDone),
     };
     let id = prepared.external_id().to_string();
-    let mut result = c.collect.create_payment(&prepared).await;
-    for _ in 0..RECONCILE_RESENDS {
-        match &result {
-            Err(e) if e.outcome_unknown() => result = c.collect.create_payment(&prepared).await,
-            _ => break,
-        }
-    }
+    let result = resend_while_unknown(|| c.collect.create_payment(&prepared), failed_unknown).await;
     let belief = match result {
         Ok(_) => Belief::Done,
         Err(e) if !e.outcome_unknown() => Belief::NotDone,
@@ -400,21 +410,11 @@ async fn refund(c: &Clients, id: &str) -> Belief {
     let Ok(external) = ExternalId::new(id) else {
         return Belief::NotDone;
     };
-    let mut result = c
-        .collect
-        .refund(Currency::Usd, &external, Some("soak"))
-        .await;
-    for _ in 0..RECONCILE_RESENDS {
-        match &result {
-            Err(e) if e.outcome_unknown() => {
-                result = c
-                    .collect
-                    .refund(Currency::Usd, &external, Some("soak"))
-                    .await
-            }
-            _ => break,
-        }
-    }
+    let result = resend_while_unknown(
+        || c.collect.refund(Currency::Usd, &external, Some("soak")),
+        failed_unknown,
+    )
+    .await;
     match result {
         Ok(_) => Belief::Done,
         Err(e) if !e.outcome_unknown() => Belief::NotDone,
@@ -433,13 +433,7 @@ async fn pay(c: &Clients, option: usize) -> Option<(String, Belief)> {
     let offer = c.topup.fetch_options(provider, target).await.ok()?;
     let prepared = c.topup.prepare_pay(offer.option(option_id)?).ok()?;
     let id = prepared.external_id().to_string();
-    let mut result = c.topup.pay(&prepared).await;
-    for _ in 0..RECONCILE_RESENDS {
-        match &result {
-            Err(e) if e.outcome_unknown() => result = c.topup.pay(&prepared).await,
-            _ => break,
-        }
-    }
+    let result = resend_while_unknown(|| c.topup.pay(&prepared), failed_unknown).await;
     let belief = match result {
         Ok(PayOutcome::Paid(_)) => Belief::Done,
         Ok(_) => Belief::Unknown,
