@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{Error, SECRET_KEY, TestCode};
@@ -52,22 +50,9 @@ fn assert_clean(what: &str, text: &str) {
     }
 }
 
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn no_secret_in_debug_display_or_trace_output() {
-    let buf = Buf::default();
+    let buf = whish_testkit::LogCapture::default();
     let writer = buf.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
@@ -153,7 +138,7 @@ fn no_secret_in_debug_display_or_trace_output() {
             );
         });
     });
-    let out = String::from_utf8(buf.0.lock().expect("lock").clone()).expect("utf8");
+    let out = buf.text();
     assert!(out.contains("whish.call"), "the call span is logged");
     assert!(out.contains("endpoint=\"transfer.send\""), "{out}");
     assert!(out.contains("idempotency_key=\"1755770400000001\""));

@@ -5,10 +5,7 @@
 mod common;
 
 use std::fmt::Debug;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
-use tracing_subscriber::fmt::MakeWriter;
 use whish::collect::{CollectClient, CollectUrls, NewPayment};
 use whish::locations::{LocationsClient, ShopFilter};
 use whish::topup::{PayOutcome, TopupClient};
@@ -18,32 +15,12 @@ use whish::transfer::{
 };
 use whish::{Amount, Currency, Decimal, ExternalId, SecretString};
 use whish_sandbox::{Endpoint, Fault, Sandbox};
+use whish_testkit::LogCapture;
 
 const TRANSFER_KEY: &str = "tk-Q7v9-SECRET-transfer-key";
 const COLLECT_SECRET: &str = "cs-M2x8-SECRET-collect";
 const TOPUP_SESSION: &str = "ss-P4k1-SECRET-session";
 const TOPUP_TOKEN: &str = "tt-Z9w3-SECRET-token";
-
-/// Everything the subscriber writes, shared with the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 /// Every error and result text the calls produced.
 #[derive(Default)]
@@ -228,10 +205,11 @@ async fn topup_paths(sb: &Sandbox, t: &mut Texts) {
 
 #[tokio::test]
 async fn no_credential_or_pin_in_logs_errors_or_debug_output() {
-    let captured = Captured::default();
+    let captured = LogCapture::default();
+    let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
-        .with_writer(captured.clone())
+        .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -250,7 +228,7 @@ async fn no_credential_or_pin_in_logs_errors_or_debug_output() {
 
     let pins: Vec<String> = sb.sales().iter().filter_map(|s| s.pin.clone()).collect();
     assert!(!pins.is_empty(), "a voucher with a PIN was sold");
-    let logs = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    let logs = captured.text();
     // The capture is real: the calls, their resends and the transport below them were logged.
     assert!(
         logs.contains("whish.call") && logs.contains("TRACE"),
