@@ -211,6 +211,30 @@ fn send() -> impl Strategy<Value = SendRequest> {
     prop_oneof![2 => send_of(false), 3 => send_of(true)]
 }
 
+/// What one generated input came to.
+enum Verdict {
+    /// The builder refused it: nothing was sent.
+    RefusedLocally,
+    /// Sent, and the service did what was asked.
+    Accepted,
+    /// Sent, and the service refused it with this code (`HTTP 403` for a bare status).
+    Refused(String),
+    /// Sent, with no answer either way (a transport error).
+    Unanswered,
+}
+
+impl Verdict {
+    fn of<T, C>(r: &Result<T, Error<C>>) -> Verdict {
+        match r {
+            Ok(_) => Verdict::Accepted,
+            Err(Error::Validation(_)) => Verdict::RefusedLocally,
+            Err(Error::Failed(f)) => Verdict::Refused(f.raw.clone()),
+            Err(Error::Http(h)) => Verdict::Refused(format!("HTTP {}", h.status)),
+            Err(_) => Verdict::Unanswered,
+        }
+    }
+}
+
 /// Counts that show a run exercised both sides of the local checks.
 #[derive(Default, Debug)]
 struct Tally {
@@ -223,31 +247,54 @@ fn bump(c: &Cell<u32>) {
     c.set(c.get() + 1);
 }
 
-impl Tally {
-    fn assert_not_vacuous(&self, what: &str) {
-        eprintln!("{what}: {self:?}");
-        assert!(
-            self.refused_locally.get() > 0 && self.sent.get() > 0 && self.accepted.get() > 0,
-            "{what}: the run did not exercise both sides: {self:?}"
-        );
-    }
-}
-
-fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
+/// Run `cases` inputs from `strategy` through `case`, on a blocking thread (`case` drives the
+/// clients with the runtime handle it is given). Fail when the service refuses an input with a
+/// code that `is_local` says the builder checks; then check the run refused some inputs locally,
+/// sent some, and had some accepted.
+async fn check<S, V>(
+    what: &'static str,
+    cases: u32,
+    strategy: impl FnOnce() -> S + Send + 'static,
+    case: impl Fn(&tokio::runtime::Handle, &V) -> Verdict + Send + 'static,
+    is_local: impl Fn(&V, &str) -> bool + Send + 'static,
+) where
+    S: Strategy<Value = V>,
+    V: std::fmt::Debug,
+{
+    let tally = tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Handle::current();
+        let tally = Tally::default();
+        TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        })
+        .run(&strategy(), |input| {
+            let verdict = case(&rt, &input);
+            if !matches!(verdict, Verdict::RefusedLocally) {
+                bump(&tally.sent);
+            }
+            match verdict {
+                Verdict::RefusedLocally => bump(&tally.refused_locally),
+                Verdict::Accepted => bump(&tally.accepted),
+                Verdict::Refused(code) => prop_assert!(
+                    !is_local(&input, &code),
+                    "the builder let through {input:?}, which the service refused with {code}"
+                ),
+                Verdict::Unanswered => {}
+            }
+            Ok(())
+        })
+        .expect("no locally checkable refusal");
+        tally
     })
-}
-
-/// The refusal code of a call, if the service refused it.
-fn refusal<T, C>(r: &Result<T, Error<C>>) -> Option<String> {
-    match r {
-        Err(Error::Failed(f)) => Some(f.raw.clone()),
-        Err(Error::Http(h)) => Some(format!("HTTP {}", h.status)),
-        _ => None,
-    }
+    .await
+    .expect("runner");
+    eprintln!("{what}: {tally:?}");
+    assert!(
+        tally.refused_locally.get() > 0 && tally.sent.get() > 0 && tally.accepted.get() > 0,
+        "{what}: the run did not exercise both sides: {tally:?}"
+    );
 }
 
 fn public_client(sb: &Sandbox) -> TransferClient {
@@ -276,39 +323,22 @@ async fn sends_that_pass_the_builder_pass_the_service_checks() {
         .await
         .expect("sandbox");
     let client = public_client(&sb);
-    let tally = tokio::task::spawn_blocking(move || {
-        let rt = tokio::runtime::Handle::current();
-        let tally = Tally::default();
-        runner(192)
-            .run(&send(), |request| {
-                let Ok(prepared) = client.prepare_send(request.clone()) else {
-                    bump(&tally.refused_locally);
-                    return Ok(());
-                };
-                bump(&tally.sent);
-                let result = rt.block_on(client.send(&prepared));
-                let code = match &result {
-                    Ok(SendOutcome::Failed { raw, .. }) => Some(raw.clone()),
-                    Ok(_) => {
-                        bump(&tally.accepted);
-                        None
-                    }
-                    other => refusal(other),
-                };
-                if let Some(code) = code {
-                    prop_assert!(
-                        !SEND_LOCAL.contains(&code.as_str()),
-                        "the builder let through {request:?}, which the service refused with {code}"
-                    );
-                }
-                Ok(())
-            })
-            .expect("no locally checkable refusal");
-        tally
-    })
-    .await
-    .expect("runner");
-    tally.assert_not_vacuous("send");
+    check(
+        "send",
+        192,
+        send,
+        move |rt, request| {
+            let Ok(prepared) = client.prepare_send(request.clone()) else {
+                return Verdict::RefusedLocally;
+            };
+            match rt.block_on(client.send(&prepared)) {
+                Ok(SendOutcome::Failed { raw, .. }) => Verdict::Refused(raw),
+                other => Verdict::of(&other),
+            }
+        },
+        |_, code| SEND_LOCAL.contains(&code),
+    )
+    .await;
     sb.shutdown().await;
 }
 
@@ -316,45 +346,32 @@ async fn sends_that_pass_the_builder_pass_the_service_checks() {
 async fn quotes_that_pass_the_builder_pass_the_service_checks() {
     let sb = Sandbox::start().await.expect("sandbox");
     let client = public_client(&sb);
-    let tally = tokio::task::spawn_blocking(move || {
-        let strategy = prop_oneof![
-            (
-                country(false),
-                currency(false),
-                amount(false),
-                any::<bool>()
-            ),
-            (country(true), currency(true), amount(true), any::<bool>()),
-        ];
-        let rt = tokio::runtime::Handle::current();
-        let tally = Tally::default();
-        runner(128)
-            .run(&strategy, |(from, currency, amount, deduct)| {
-                let request = FeeRequest::new(from, currency, amount).deduct_fees(deduct);
-                let result = rt.block_on(client.fees(&request));
-                if matches!(result, Err(Error::Validation(_))) {
-                    bump(&tally.refused_locally);
-                    return Ok(());
-                }
-                bump(&tally.sent);
-                match refusal(&result) {
-                    None => bump(&tally.accepted),
-                    Some(code) => {
-                        // amount.not_allowed is local only without deductFees (a non-positive
-                        // amount); with it, it means the amount does not cover the fee.
-                        let local = ["400", "currency.not_supported"].contains(&code.as_str())
-                            || (!deduct && code == "amount.not_allowed");
-                        prop_assert!(!local, "{request:?} was refused with {code}");
-                    }
-                }
-                Ok(())
-            })
-            .expect("no locally checkable refusal");
-        tally
-    })
-    .await
-    .expect("runner");
-    tally.assert_not_vacuous("fees");
+    check(
+        "fees",
+        128,
+        || {
+            prop_oneof![
+                (
+                    country(false),
+                    currency(false),
+                    amount(false),
+                    any::<bool>()
+                ),
+                (country(true), currency(true), amount(true), any::<bool>()),
+            ]
+        },
+        move |rt, &(from, ref currency, amount, deduct)| {
+            let request = FeeRequest::new(from, currency.clone(), amount).deduct_fees(deduct);
+            Verdict::of(&rt.block_on(client.fees(&request)))
+        },
+        // amount.not_allowed is local only without deductFees (a non-positive amount); with it,
+        // it means the amount does not cover the fee.
+        |&(_, _, _, deduct), code| {
+            ["400", "currency.not_supported"].contains(&code)
+                || (!deduct && code == "amount.not_allowed")
+        },
+    )
+    .await;
     sb.shutdown().await;
 }
 
@@ -377,66 +394,50 @@ async fn payments_that_pass_the_builder_pass_the_strict_service() {
     .policy(common::policy(0))
     .build()
     .expect("client");
-    let tally = tokio::task::spawn_blocking(move || {
-        let good = "https://shop\\.example\\.com/whish/(ok|ko|thanks)\\?order=[0-9]{1,4}";
-        let url = prop_oneof![
-            4 => good,
-            1 => Just(" https://shop.example.com/padded ".to_owned()),
-            1 => Just("http://127.0.0.1:9/cb".to_owned()),
-            1 => Just("http://shop.example.com/cb".to_owned()),
-            1 => Just("https://10.0.0.7/cb".to_owned()),
-            1 => Just("https://localhost/cb".to_owned()),
-            1 => Just(String::new()),
-            1 => ".{0,12}",
-        ];
-        let strategy = prop_oneof![
-            2 => (
-                amount(false),
-                currency(false),
-                [good, good, good, good].prop_map(|u| u.map(|r| r.to_owned())).boxed(),
-                prop::option::of("[A-Za-z0-9 #-]{0,20}"),
-            ),
-            3 => (
-                amount(true),
-                currency(true),
-                [url.clone(), url.clone(), url.clone(), url].boxed(),
-                prop::option::of(".{0,20}"),
-            ),
-        ];
-        let rt = tokio::runtime::Handle::current();
-        let tally = Tally::default();
-        runner(160)
-            .run(
-                &strategy,
-                |(amount, currency, [sc, fc, sr, fr], invoice)| {
-                    let mut payment =
-                        NewPayment::new(amount, currency, CollectUrls::new(sc, fc, sr, fr));
-                    if let Some(i) = invoice {
-                        payment = payment.invoice(i);
-                    }
-                    let Ok(prepared) = client.prepare_payment(payment.clone()) else {
-                        bump(&tally.refused_locally);
-                        return Ok(());
-                    };
-                    bump(&tally.sent);
-                    let result = rt.block_on(client.create_payment(&prepared));
-                    match refusal(&result) {
-                        None => bump(&tally.accepted),
-                        Some(code) => {
-                            let local = ["400", "HTTP 403", "currency.not_supported"]
-                                .contains(&code.as_str());
-                            prop_assert!(!local, "{payment:?} was refused with {code}");
-                        }
-                    }
-                    Ok(())
-                },
-            )
-            .expect("no locally checkable refusal");
-        tally
-    })
-    .await
-    .expect("runner");
-    tally.assert_not_vacuous("collect create");
+    check(
+        "collect create",
+        160,
+        || {
+            let good = "https://shop\\.example\\.com/whish/(ok|ko|thanks)\\?order=[0-9]{1,4}";
+            let url = prop_oneof![
+                4 => good,
+                1 => Just(" https://shop.example.com/padded ".to_owned()),
+                1 => Just("http://127.0.0.1:9/cb".to_owned()),
+                1 => Just("http://shop.example.com/cb".to_owned()),
+                1 => Just("https://10.0.0.7/cb".to_owned()),
+                1 => Just("https://localhost/cb".to_owned()),
+                1 => Just(String::new()),
+                1 => ".{0,12}",
+            ];
+            prop_oneof![
+                2 => (
+                    amount(false),
+                    currency(false),
+                    [good, good, good, good].prop_map(|u| u.map(|r| r.to_owned())).boxed(),
+                    prop::option::of("[A-Za-z0-9 #-]{0,20}"),
+                ),
+                3 => (
+                    amount(true),
+                    currency(true),
+                    [url.clone(), url.clone(), url.clone(), url].boxed(),
+                    prop::option::of(".{0,20}"),
+                ),
+            ]
+        },
+        move |rt, (amount, currency, [sc, fc, sr, fr], invoice)| {
+            let urls = CollectUrls::new(sc.clone(), fc.clone(), sr.clone(), fr.clone());
+            let mut payment = NewPayment::new(*amount, currency.clone(), urls);
+            if let Some(i) = invoice {
+                payment = payment.invoice(i.clone());
+            }
+            let Ok(prepared) = client.prepare_payment(payment) else {
+                return Verdict::RefusedLocally;
+            };
+            Verdict::of(&rt.block_on(client.create_payment(&prepared)))
+        },
+        |_, code| ["400", "HTTP 403", "currency.not_supported"].contains(&code),
+    )
+    .await;
     sb.shutdown().await;
 }
 
