@@ -11,6 +11,7 @@ use whish_core::{
     Amount, Code, Currency, DateTime, DayMonthYear, Decimal, Envelope, EpochMillis, ExternalId,
     RequestId,
 };
+use whish_testkit::arbitrary::any_json;
 
 /// Every decimal with up to 2 places strictly between -10^12 and 10^12.
 fn money() -> impl Strategy<Value = Decimal> {
@@ -66,8 +67,8 @@ proptest! {
     }
 
     #[test]
-    fn envelope_never_panics_on_json(status in any::<Option<bool>>(), code in json(), data in json(),
-                                     dialog in json(), retrieved in json()) {
+    fn envelope_never_panics_on_json(status in any::<Option<bool>>(), code in any_json(), data in any_json(),
+                                     dialog in any_json(), retrieved in any_json()) {
         let mut body = serde_json::Map::new();
         if let Some(s) = status {
             body.insert("status".into(), Value::Bool(s));
@@ -134,24 +135,4 @@ proptest! {
         let _ = Currency::from_code(&s);
         let _ = serde_json::from_value::<Amount>(Value::String(s));
     }
-}
-
-fn json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
-        ".{0,10}".prop_map(Value::String),
-        Just(Value::String("500".into())),
-        Just(Value::String("2026-11-21 10:00:00".into())),
-    ];
-    leaf.prop_recursive(3, 16, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::hash_map("[a-z]{1,6}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
 }
