@@ -17,6 +17,18 @@ pub struct CodeFile {
     pub doc: String,
     #[serde(rename = "code")]
     pub codes: Vec<CodeRow>,
+    /// HTTP statuses the service documents answering without the envelope.
+    #[serde(default)]
+    pub http: Vec<HttpRow>,
+}
+
+/// A documented HTTP status answered without the envelope (the collect 403).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpRow {
+    pub status: u16,
+    pub meaning: String,
+    pub handling: String,
 }
 
 /// One documented code.
@@ -254,12 +266,20 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "impl<'de> serde::Deserialize<'de> for {e} {{\n    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {{\n        let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;\n        Ok(<Self as whish_core::ErrorCode>::parse(&s))\n    }}\n}}\n"
+        "impl<'de> serde::Deserialize<'de> for {e} {{\n    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {{\n        whish_core::de::with_str(d, \"a string\", |s| Ok::<_, std::convert::Infallible>(<Self as whish_core::ErrorCode>::parse(s)))\n    }}\n}}\n"
     );
     let _ = writeln!(
         s,
-        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
-        lit(&file.service)
+        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn http_status_hint(status: u16) -> Option<&'static str> {{\n        match status {{\n{}            _ => None,\n        }}\n    }}\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
+        lit(&file.service),
+        file.http
+            .iter()
+            .map(|h| format!(
+                "            {} => Some({}),\n",
+                h.status,
+                lit(&format!("{}: {}", h.meaning, h.handling))
+            ))
+            .collect::<String>()
     );
     Ok(s)
 }
@@ -299,6 +319,12 @@ pub fn render_markdown(files: &[CodeFile]) -> String {
                 r.endpoints.join(", "),
                 fin
             );
+        }
+        if !f.http.is_empty() {
+            s.push_str("\nAnswered without the envelope:\n\n| HTTP status | Meaning | Handling |\n|---|---|---|\n");
+            for h in &f.http {
+                let _ = writeln!(s, "| {} | {} | {} |", h.status, h.meaning, h.handling);
+            }
         }
     }
     s

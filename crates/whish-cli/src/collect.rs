@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use whish::ExternalId;
 use whish::collect::{CollectUrls, NewPayment};
-use whish::topup::{PayOptions, PayOutcome, SoldItem};
+use whish::topup::{PayOutcome, PayRequest, SoldItem};
 
 use crate::cli::{CollectCmd, TopupCmd};
 use crate::output::{self, Done, PENDING, usage};
@@ -34,10 +34,10 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
             invoice,
         } => {
             let urls = CollectUrls::new(
-                success_callback_url,
-                failure_callback_url,
-                success_redirect_url,
-                failure_redirect_url,
+                whish::collect::SuccessCallbackUrl::new(&success_callback_url).map_err(usage)?,
+                whish::collect::FailureCallbackUrl::new(&failure_callback_url).map_err(usage)?,
+                whish::collect::SuccessRedirectUrl::new(&success_redirect_url).map_err(usage)?,
+                whish::collect::FailureRedirectUrl::new(&failure_redirect_url).map_err(usage)?,
             );
             let mut p = NewPayment::new(amount(&a)?, currency(c), urls);
             if let Some(i) = invoice {
@@ -162,13 +162,11 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
                     ids.join(", ")
                 )));
             };
-            let mut opts = PayOptions::default();
+            let mut request = PayRequest::new(option);
             if let Some(x) = external_id(x)? {
-                opts = opts.external_id(x);
+                request = request.external_id(x);
             }
-            let prepared = client
-                .prepare_pay_with(option, opts)
-                .map_err(|e| report(&e))?;
+            let prepared = client.prepare_pay(request).map_err(|e| report(&e))?;
             eprintln!(
                 "whish: externalId {}: store it; a retry of this payment must reuse it (--external-id)",
                 prepared.external_id()

@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Uri};
-use whish::collect::{
-    CollectClient, CollectStatus, CollectUrls, NewPayment, callback as collect_callback,
-};
+use whish::collect::{CollectClient, CollectStatus, CollectUrls, NewPayment};
 use whish::locations::{LocationsClient, ShopFilter};
 use whish::topup::{PayOutcome, TopupClient};
 use whish::transfer::callback::{CallbackReceiver, SignedInput};
@@ -79,12 +77,16 @@ fn ensure(ok: bool, why: impl Into<String>) -> Result<(), String> {
 
 fn cash(amount_text: &str) -> CashCollectionSend {
     CashCollectionSend::new(
-        1,
+        whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount(amount_text),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", "+96170123456"),
-        "07-03-1990",
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::CashReceiver::new(
+            Customer::new("Rami", "Haddad", "+96170123456"),
+            whish::transfer::Identity::new(
+                whish::transfer::DateOfBirth::parse("07-03-1990").expect("a fixed past date"),
+            ),
+        ),
         Reason::FamilySupport,
         SourceOfFunds::Salary,
     )
@@ -92,11 +94,11 @@ fn cash(amount_text: &str) -> CashCollectionSend {
 
 fn wallet(phone: &str) -> MobileWalletSend {
     MobileWalletSend::new(
-        1,
+        whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("50"),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", phone),
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::WalletReceiver::new(Customer::new("Rami", "Haddad", phone)),
         Reason::Education,
         SourceOfFunds::Savings,
     )
@@ -134,40 +136,39 @@ fn clients(sb: &Sandbox) -> Result<Clients, String> {
     let u = sb.topup_credentials();
     Ok(Clients {
         transfer: TransferClient::builder(
-            sb.transfer_base_url(),
-            t.username.clone(),
-            SecretString::from(t.key.clone()),
+            whish::ClientSettings::new(sb.transfer_base_url())
+                .allow_local_callbacks()
+                .policy(policy),
         )
-        .allow_local_callbacks()
-        .policy(policy)
+        .username(t.username.clone())
+        .key(SecretString::from(t.key.clone()))
         .build()
         .map_err(e)?,
         locations: LocationsClient::builder(
-            sb.transfer_base_url(),
-            t.username.clone(),
-            SecretString::from(t.key.clone()),
+            whish::ClientSettings::new(sb.transfer_base_url()).policy(policy),
         )
-        .policy(policy)
+        .username(t.username.clone())
+        .key(SecretString::from(t.key.clone()))
         .build()
         .map_err(e)?,
         collect: CollectClient::builder(
-            sb.collect_base_url(),
-            c.channel.clone(),
-            SecretString::from(c.secret.clone()),
-            c.website_url.clone(),
-            ua.clone(),
+            whish::ClientSettings::new(sb.collect_base_url())
+                .allow_local_callbacks()
+                .policy(policy)
+                .user_agent(ua.clone()),
         )
-        .allow_local_callbacks()
-        .policy(policy)
+        .channel(c.channel.clone())
+        .secret(SecretString::from(c.secret.clone()))
+        .website_url(c.website_url.clone())
         .build()
         .map_err(e)?,
         topup: TopupClient::builder(
-            sb.topup_base_url(),
-            SecretString::from(u.session_id.clone()),
-            SecretString::from(u.token.clone()),
-            ua,
+            whish::ClientSettings::new(sb.topup_base_url())
+                .policy(policy)
+                .user_agent(ua),
         )
-        .policy(policy)
+        .session_id(SecretString::from(u.session_id.clone()))
+        .token(SecretString::from(u.token.clone()))
         .build()
         .map_err(e)?,
     })
@@ -267,12 +268,23 @@ pub async fn run(tty: bool) -> Done {
 async fn quote(c: &Clients) -> Step {
     let q = c
         .transfer
-        .fees(&FeeRequest::new(1, Currency::Usd, amount("100")))
+        .fees(&FeeRequest::new(
+            whish::transfer::CountryId::LEBANON,
+            Currency::Usd,
+            amount("100"),
+        ))
         .await
         .map_err(e)?;
     let d = c
         .transfer
-        .fees(&FeeRequest::new(1, Currency::Usd, amount("100")).deduct_fees(true))
+        .fees(
+            &FeeRequest::new(
+                whish::transfer::CountryId::LEBANON,
+                Currency::Usd,
+                amount("100"),
+            )
+            .deduct_fees(true),
+        )
         .await
         .map_err(e)?;
     ensure(
@@ -375,9 +387,9 @@ async fn wallets(c: &Clients, sb: &Sandbox) -> Step {
         .transfer
         .prepare_send(wallet(&phones.failing))
         .map_err(e)?;
-    let failed = match c.transfer.send(&p).await.map_err(e)? {
-        SendOutcome::Failed { raw, .. } => raw,
-        other => return Err(format!("expected a failure, got {other:?}")),
+    let failed = match c.transfer.send(&p).await {
+        Err(whish::core::Error::Failed(f)) => f.raw,
+        other => return Err(format!("expected a refusal, got {other:?}")),
     };
     Ok(format!(
         "credited at once (transaction {:?}, final, no callback); the other wallet fails with `{failed}`",
@@ -430,12 +442,14 @@ async fn locations(c: &Clients) -> Step {
 
 async fn create_payment(c: &Clients, cb_base: &str) -> Result<(String, String), String> {
     let urls = CollectUrls::new(
-        collect_callback::with_reference(&format!("{cb_base}/collect/ok"), "order", "D-2")
-            .map_err(e)?,
-        collect_callback::with_reference(&format!("{cb_base}/collect/ko"), "order", "D-2")
-            .map_err(e)?,
-        "https://shop.example.com/thanks",
-        "https://shop.example.com/retry",
+        whish::collect::SuccessCallbackUrl::new(&format!("{cb_base}/collect/ok"))
+            .map_err(e)?
+            .with_reference("order", "D-2"),
+        whish::collect::FailureCallbackUrl::new(&format!("{cb_base}/collect/ko"))
+            .map_err(e)?
+            .with_reference("order", "D-2"),
+        whish::collect::SuccessRedirectUrl::new("https://shop.example.com/thanks").map_err(e)?,
+        whish::collect::FailureRedirectUrl::new("https://shop.example.com/retry").map_err(e)?,
     );
     let prepared = c
         .collect

@@ -79,11 +79,7 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
         ),
         Error::Http(h) => out.failure(
             &json!({"httpStatus": h.status, "body": h.body_prefix, "endpoint": h.endpoint}),
-            &if h.status == 403 {
-                "HTTP 403: the service refused the request (for collect: a non-public callback or redirect address)".to_owned()
-            } else {
-                format!("HTTP {} without the service's envelope; check the base URL or retry later", h.status)
-            },
+            &format!("{e}: {}", e.hint()),
             if h.status >= 500 { TRANSPORT } else { FAILED },
         ),
         Error::Transport(t) => out.failure(
@@ -106,6 +102,7 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
             TRANSPORT,
         ),
         Error::Validation(v) => usage(v),
+        Error::Setup(s) => usage(s),
         other => out.failure(
             &json!({"error": "decode", "message": other.to_string()}),
             "the reply could not be read; the outcome is unknown: check status before retrying",

@@ -7,7 +7,7 @@ use whish::collect::CollectClient;
 use whish::locations::LocationsClient;
 use whish::topup::TopupClient;
 use whish::transfer::TransferClient;
-use whish::{Policy, SecretString, UserAgent};
+use whish::{ClientSettings, Policy, SecretString, UserAgent};
 
 use crate::cli::{Global, Settings};
 use crate::output::usage;
@@ -65,35 +65,43 @@ impl Ctx {
         }
     }
 
-    pub fn transfer(&self) -> Result<TransferClient, u8> {
-        let s = &self.settings;
-        let mut b = TransferClient::builder(
-            need(&s.transfer_base_url, "WHISH_TRANSFER_BASE_URL")?,
-            need(&s.transfer_username, "WHISH_TRANSFER_USERNAME")?,
-            SecretString::from(need(&s.transfer_key, "WHISH_TRANSFER_KEY")?),
-        )
-        .policy(self.policy);
-        if let Some(ua) = self.user_agent(false)? {
-            b = b.user_agent(ua);
+    /// The shared settings of a client at `base`: policy, User-Agent, local callbacks.
+    /// `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` are honoured as reqwest reads them.
+    fn client_settings(&self, base: String, ua_required: bool) -> Result<ClientSettings, u8> {
+        let mut settings = ClientSettings::new(base).policy(self.policy);
+        if let Some(ua) = self.user_agent(ua_required)? {
+            settings = settings.user_agent(ua);
         }
         if self.allow_local_callbacks {
-            b = b.allow_local_callbacks();
+            settings = settings.allow_local_callbacks();
         }
-        b.build().map_err(usage)
+        Ok(settings)
+    }
+
+    pub fn transfer(&self) -> Result<TransferClient, u8> {
+        let s = &self.settings;
+        let base = need(&s.transfer_base_url, "WHISH_TRANSFER_BASE_URL")?;
+        TransferClient::builder(self.client_settings(base, false)?)
+            .username(need(&s.transfer_username, "WHISH_TRANSFER_USERNAME")?)
+            .key(SecretString::from(need(
+                &s.transfer_key,
+                "WHISH_TRANSFER_KEY",
+            )?))
+            .build()
+            .map_err(|e| setup(&e, "TRANSFER"))
     }
 
     pub fn locations(&self) -> Result<LocationsClient, u8> {
         let s = &self.settings;
-        let mut b = LocationsClient::builder(
-            need(&s.transfer_base_url, "WHISH_TRANSFER_BASE_URL")?,
-            need(&s.transfer_username, "WHISH_TRANSFER_USERNAME")?,
-            SecretString::from(need(&s.transfer_key, "WHISH_TRANSFER_KEY")?),
-        )
-        .policy(self.policy);
-        if let Some(ua) = self.user_agent(false)? {
-            b = b.user_agent(ua);
-        }
-        b.build().map_err(usage)
+        let base = need(&s.transfer_base_url, "WHISH_TRANSFER_BASE_URL")?;
+        LocationsClient::builder(self.client_settings(base, false)?)
+            .username(need(&s.transfer_username, "WHISH_TRANSFER_USERNAME")?)
+            .key(SecretString::from(need(
+                &s.transfer_key,
+                "WHISH_TRANSFER_KEY",
+            )?))
+            .build()
+            .map_err(|e| setup(&e, "TRANSFER"))
     }
 
     pub fn collect(&self) -> Result<CollectClient, u8> {
@@ -102,12 +110,12 @@ impl Ctx {
         let channel = need(&s.collect_channel, "WHISH_COLLECT_CHANNEL")?;
         let secret = SecretString::from(need(&s.collect_secret, "WHISH_COLLECT_SECRET")?);
         let site = need(&s.collect_website_url, "WHISH_COLLECT_WEBSITE_URL")?;
-        let ua = self.user_agent(true)?.ok_or(crate::output::USAGE)?;
-        let mut b = CollectClient::builder(base, channel, secret, site, ua).policy(self.policy);
-        if self.allow_local_callbacks {
-            b = b.allow_local_callbacks();
-        }
-        b.build().map_err(usage)
+        CollectClient::builder(self.client_settings(base, true)?)
+            .channel(channel)
+            .secret(secret)
+            .website_url(site)
+            .build()
+            .map_err(|e| setup(&e, "COLLECT"))
     }
 
     pub fn topup(&self) -> Result<TopupClient, u8> {
@@ -115,10 +123,21 @@ impl Ctx {
         let base = need(&s.topup_base_url, "WHISH_TOPUP_BASE_URL")?;
         let session = SecretString::from(need(&s.topup_session_id, "WHISH_TOPUP_SESSION_ID")?);
         let token = SecretString::from(need(&s.topup_token, "WHISH_TOPUP_TOKEN")?);
-        let ua = self.user_agent(true)?.ok_or(crate::output::USAGE)?;
-        TopupClient::builder(base, session, token, ua)
-            .policy(self.policy)
+        TopupClient::builder(self.client_settings(base, true)?)
+            .session_id(session)
+            .token(token)
             .build()
-            .map_err(usage)
+            .map_err(|e| setup(&e, "TOPUP"))
     }
+}
+
+/// A client setting the library refused, reported with the command's own name for it: the
+/// library names the setting (`base_url`), the command maps it to its variable.
+fn setup(e: &whish::SetupError, service: &str) -> u8 {
+    let var = match e.setting.as_str() {
+        "user_agent" => "WHISH_USER_AGENT".to_owned(),
+        "allow_local_callbacks" => "--allow-local-callbacks".to_owned(),
+        other => format!("WHISH_{service}_{}", other.to_ascii_uppercase()),
+    };
+    usage(format!("{var}: {}", e.reason))
 }

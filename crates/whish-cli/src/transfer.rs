@@ -3,8 +3,9 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 use whish::transfer::{
-    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, PaymentMode, Reason, ReportRange,
-    SendOutcome, SendRequest, SourceOfFunds, StatusQuery, reconcile,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
+    MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome, SendRequest, Sender,
+    SourceOfFunds, StatusQuery, WalletReceiver, reconcile,
 };
 use whish::{Amount, Currency, RequestId};
 
@@ -42,8 +43,12 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             deduct_fees,
             phone_number,
         } => {
-            let mut q =
-                FeeRequest::new(from_country, currency(c), amount(&a)?).deduct_fees(deduct_fees);
+            let mut q = FeeRequest::new(
+                whish::transfer::CountryId::new(from_country).map_err(usage)?,
+                currency(c),
+                amount(&a)?,
+            )
+            .deduct_fees(deduct_fees);
             if let Some(m) = payment_mode {
                 q = q.payment_mode(match m {
                     Mode::CashCollection => PaymentMode::CashCollection,
@@ -59,15 +64,11 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
         TransferCmd::Send { body, request_id } => {
             let text = std::fs::read_to_string(&body)
                 .map_err(|e| usage(format!("cannot read {}: {e}", body.display())))?;
-            let request = parse_send(&text)?;
-            let prepared = match request_id {
-                Some(n) => {
-                    let id = RequestId::new(n).map_err(usage)?;
-                    client.prepare_send_with_id(request, id)
-                }
-                None => client.prepare_send(request),
+            let mut request = parse_send(&text)?;
+            if let Some(n) = request_id {
+                request = request.request_id(RequestId::new(n).map_err(usage)?);
             }
-            .map_err(|e| report(&e))?;
+            let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
             let id = prepared.request_id();
             eprintln!("whish: Request-id {id}: store it; a resend must use it (--request-id {id})");
             let outcome = client.send(&prepared).await.map_err(|e| report(&e))?;
@@ -166,18 +167,6 @@ fn send_outcome(out: &output::Out, o: SendOutcome) -> u8 {
             "requestId": request_id,
             "status": to_json(&status),
         })),
-        SendOutcome::Pending { request_id, dialog } => out.failure(
-            &json!({"code": "500", "dialog": dialog, "requestId": request_id}),
-            &format!(
-                "Pending: the outcome is unknown, not failed; resend the same body with --request-id {request_id}, then check `whish transfer status --request-id {request_id}`"
-            ),
-            PENDING,
-        ),
-        SendOutcome::Failed { code, raw, dialog, .. } => out.failure(
-            &json!({"code": raw, "dialog": dialog}),
-            &format!("the transfer was not created (`{raw}`): {}", whish::core::ErrorCode::handling(&code)),
-            FAILED,
-        ),
         other => out.failure(
             &json!({"outcome": format!("{other:?}")}),
             "an outcome this version does not know; check status",
@@ -221,7 +210,9 @@ struct IdentityFile {
 }
 
 impl CustomerFile {
-    fn build(self) -> (Customer, Option<String>) {
+    /// The customer and its identity; an identity must carry a real `dateBirth` (the service
+    /// checks it whenever an identity is sent).
+    fn build(self, role: &str) -> Result<(Customer, Option<Identity>), u8> {
         let mut c = Customer::new(self.first_name, self.last_name, self.phone);
         if let Some(m) = self.middle_name {
             c = c.middle_name(m);
@@ -229,14 +220,24 @@ impl CustomerFile {
         if let Some(x) = self.extra_information {
             c = c.extra_information(x);
         }
-        let mut birth = None;
-        if let Some(i) = self.identity {
-            if let Some(n) = i.nationality {
-                c = c.nationality(n);
+        let identity = match self.identity {
+            None => None,
+            Some(i) => {
+                let birth = i.date_birth.ok_or_else(|| {
+                    usage(format!(
+                        "send body: {role}.identity needs dateBirth (dd-MM-yyyy), or leave identity out"
+                    ))
+                })?;
+                let birth = DateOfBirth::parse(&birth)
+                    .map_err(|e| usage(format!("send body: {role}.{e}")))?;
+                let mut identity = Identity::new(birth);
+                if let Some(n) = i.nationality {
+                    identity = identity.nationality(n);
+                }
+                Some(identity)
             }
-            birth = i.date_birth;
-        }
-        (c, birth)
+        };
+        Ok((c, identity))
     }
 }
 
@@ -258,25 +259,25 @@ fn parse_send(text: &str) -> Result<SendRequest, u8> {
         .map_err(|e| usage(format!("send body: amount: {e}")))?;
     let reason: Reason = f.reason.parse().map_err(usage)?;
     let source: SourceOfFunds = f.source_of_funds.parse().map_err(usage)?;
-    let (sender, sender_birth) = f.sender.build();
-    let sender = match sender_birth {
-        Some(b) => sender.date_birth(b),
+    let from = CountryId::new(f.from_country).map_err(usage)?;
+    let (sender, sender_identity) = f.sender.build("sender")?;
+    let sender = Sender::new(match sender_identity {
+        Some(i) => sender.identity(i),
         None => sender,
-    };
-    let (receiver, receiver_birth) = f.receiver.build();
+    });
+    let (receiver, receiver_identity) = f.receiver.build("receiver")?;
     let deduct = f.deduct_fees.unwrap_or(false);
     match f.payment_mode.as_deref().unwrap_or("CASH_COLLECTION") {
         "CASH_COLLECTION" => {
-            let birth = receiver_birth.ok_or_else(|| {
+            let identity = receiver_identity.ok_or_else(|| {
                 usage("send body: a cash-collection receiver needs identity.dateBirth (dd-MM-yyyy)")
             })?;
             let mut s = CashCollectionSend::new(
-                f.from_country,
+                from,
                 currency,
                 amount,
                 sender,
-                receiver,
-                birth,
+                CashReceiver::new(receiver, identity),
                 reason,
                 source,
             )
@@ -290,16 +291,16 @@ fn parse_send(text: &str) -> Result<SendRequest, u8> {
             if f.callback_url.is_some() {
                 return Err(usage("send body: a mobile-wallet send has no callbackUrl"));
             }
-            let receiver = match receiver_birth {
-                Some(b) => receiver.date_birth(b),
+            let receiver = match receiver_identity {
+                Some(i) => receiver.identity(i),
                 None => receiver,
             };
             Ok(MobileWalletSend::new(
-                f.from_country,
+                from,
                 currency,
                 amount,
                 sender,
-                receiver,
+                WalletReceiver::new(receiver),
                 reason,
                 source,
             )

@@ -37,6 +37,13 @@ pub trait ErrorCode:
         false
     }
 
+    /// The documented meaning of an HTTP status this service answers without the envelope (the
+    /// collect service's 403 for non-public callback addresses), from the service's data file.
+    fn http_status_hint(status: u16) -> Option<&'static str> {
+        let _ = status;
+        None
+    }
+
     /// True when this code is not one of the documented ones.
     fn is_unknown(&self) -> bool;
 

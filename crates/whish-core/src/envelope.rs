@@ -139,6 +139,16 @@ pub struct Dialog {
     pub other: BTreeMap<String, Value>,
 }
 
+impl Dialog {
+    /// The text to show in one line: the message, or the title when there is no message.
+    pub fn text(&self) -> Option<&str> {
+        self.message
+            .as_deref()
+            .filter(|m| !m.trim().is_empty())
+            .or(self.title.as_deref().filter(|t| !t.trim().is_empty()))
+    }
+}
+
 impl fmt::Display for Dialog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.title, &self.message) {

@@ -2,10 +2,15 @@
 //!
 //! It keeps apart what the caller must handle differently: a documented failure code, Pending
 //! (outcome unknown), a transport failure (and whether the request may have reached the service),
-//! an HTTP reply that is not the envelope, a reply whose data did not decode, and a request that
-//! was refused locally before anything was sent.
+//! an HTTP reply that is not the envelope, a reply whose data did not decode, a request that was
+//! refused locally before anything was sent, and a client that could not be set up.
+//!
+//! `Display` is one line: the endpoint, what happened, the code and the service's message. What to
+//! do next is [`Error::hint`]; the underlying cause, where there is one, is
+//! [`source`](std::error::Error::source).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -14,6 +19,15 @@ use crate::envelope::Dialog;
 use crate::validation::ValidationError;
 
 /// Everything that can go wrong with a call. `C` is the service's error-code enum.
+///
+/// Read it through the predicates, the same way in every service:
+///
+/// | predicate | meaning | what to do |
+/// |---|---|---|
+/// | [`code`](Self::code) is `Some` | the service refused: final, nothing done | a new attempt needs a new key |
+/// | [`is_pending`](Self::is_pending) | code 500: outcome unknown, **not failed** | keep the key; follow up with status |
+/// | [`outcome_unknown`](Self::outcome_unknown) | the request may have been applied | resend the same prepared request, then status |
+/// | [`nothing_sent`](Self::nothing_sent) | nothing reached the service | fix the input or retry freely |
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error<C> {
@@ -25,14 +39,17 @@ pub enum Error<C> {
     Transport(TransportError),
     /// The service (or a proxy in front of it) answered something other than the envelope.
     Http(HttpError),
-    /// The envelope arrived but its data did not have the documented shape.
+    /// A reply arrived but it was not the documented envelope or data.
     Decode(DecodeError),
     /// The SDK refused the request before sending anything.
     Validation(ValidationError),
+    /// The HTTP client or the request could not be set up; nothing was sent.
+    Setup(SetupError),
 }
 
 /// A documented (or new) failure code.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Failure<C> {
     /// The code, typed. Unknown strings are in its `Unknown` arm.
     pub code: C,
@@ -57,6 +74,7 @@ pub struct Failure<C> {
 
 /// A Pending reply (code 500).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PendingReply {
     /// The service's display message.
     pub dialog: Option<Dialog>,
@@ -82,18 +100,19 @@ pub enum TransportErrorKind {
     Timeout,
     /// The connection broke after the request was written, or another I/O error.
     Io,
-    /// The HTTP client could not be built or the request could not be formed.
-    Setup,
+    /// The reply body was larger than the client's `max_reply_bytes`; reading stopped there.
+    ReplyTooLarge,
 }
 
 /// A request that did not complete.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct TransportError {
     /// What failed.
     pub kind: TransportErrorKind,
     /// True when the request may have reached the service and been applied.
     pub may_have_reached: bool,
-    /// The underlying error, as text (never carries a header value).
+    /// The underlying error chain, as text (never carries a header value).
     pub message: String,
     /// The endpoint that was called.
     pub endpoint: &'static str,
@@ -101,11 +120,58 @@ pub struct TransportError {
     pub idempotency_key: Option<String>,
     /// How many attempts were made, resends included.
     pub attempts: u32,
+    /// The underlying error, returned by `source()`.
+    pub(crate) source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl TransportError {
+    /// A transport error without an underlying cause (for tests and for other transports).
+    pub fn new(
+        kind: TransportErrorKind,
+        may_have_reached: bool,
+        message: impl Into<String>,
+        endpoint: &'static str,
+    ) -> TransportError {
+        TransportError {
+            kind,
+            may_have_reached,
+            message: message.into(),
+            endpoint,
+            idempotency_key: None,
+            attempts: 1,
+            source: None,
+        }
+    }
+}
+
+impl fmt::Debug for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportError")
+            .field("kind", &self.kind)
+            .field("may_have_reached", &self.may_have_reached)
+            .field("message", &self.message)
+            .field("endpoint", &self.endpoint)
+            .field("idempotency_key", &self.idempotency_key)
+            .field("attempts", &self.attempts)
+            .finish()
+    }
+}
+
+impl PartialEq for TransportError {
+    fn eq(&self, o: &Self) -> bool {
+        self.kind == o.kind
+            && self.may_have_reached == o.may_have_reached
+            && self.message == o.message
+            && self.endpoint == o.endpoint
+            && self.idempotency_key == o.idempotency_key
+            && self.attempts == o.attempts
+    }
 }
 
 /// An HTTP reply that is not the envelope, such as the collect service's 403 for non-public
 /// callback addresses or a proxy's HTML 502.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpError {
     /// The HTTP status.
     pub status: u16,
@@ -124,9 +190,8 @@ impl HttpError {
     /// Keep at most [`BODY_PREFIX_LIMIT`] bytes of `body`, cut on a character boundary.
     pub fn prefix_of(body: &[u8]) -> String {
         let cut = &body[..body.len().min(BODY_PREFIX_LIMIT)];
-        let text = String::from_utf8_lossy(cut).into_owned();
         // A cut through a multi-byte character ends in U+FFFD; that is fine, and still bounded.
-        text
+        String::from_utf8_lossy(cut).into_owned()
     }
 
     /// True for 5xx and 429: the reply came from something that was overloaded or broken.
@@ -135,12 +200,13 @@ impl HttpError {
     }
 }
 
-/// An envelope whose data does not match the documented shape.
+/// A reply that arrived but is not the documented envelope or data.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DecodeError {
     /// The JSON path that failed, e.g. `data.list[3].amount`.
     pub path: String,
-    /// What was wrong there.
+    /// What was wrong there (a short excerpt, never a whole value).
     pub message: String,
     /// The HTTP status of the reply.
     pub http_status: u16,
@@ -150,6 +216,119 @@ pub struct DecodeError {
     pub idempotency_key: Option<String>,
 }
 
+/// The longest decode message kept, in characters: enough to say what was wrong, never a whole
+/// value (which could be huge, or hold a PIN).
+pub const DECODE_MESSAGE_LIMIT: usize = 160;
+
+impl DecodeError {
+    /// A decode error; `message` is cut to [`DECODE_MESSAGE_LIMIT`] characters.
+    pub fn new(
+        path: impl Into<String>,
+        message: impl Into<String>,
+        http_status: u16,
+        endpoint: &'static str,
+        idempotency_key: Option<String>,
+    ) -> DecodeError {
+        DecodeError {
+            path: path.into(),
+            message: excerpt(&message.into(), DECODE_MESSAGE_LIMIT),
+            http_status,
+            endpoint,
+            idempotency_key,
+        }
+    }
+}
+
+/// A client or a request that could not be set up: a missing or invalid setting, or an HTTP
+/// client the TLS stack could not build. Nothing was sent.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SetupError {
+    /// The setting, as the builder names it (`base_url`, `username`, `proxy`).
+    pub setting: String,
+    /// What was wrong.
+    pub reason: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl SetupError {
+    /// A setting that is required and missing.
+    pub fn missing(setting: impl Into<String>) -> SetupError {
+        SetupError::invalid(setting, "is required")
+    }
+
+    /// A setting with a bad value.
+    pub fn invalid(setting: impl Into<String>, reason: impl Into<String>) -> SetupError {
+        SetupError {
+            setting: setting.into(),
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// With the underlying error.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+}
+
+impl From<ValidationError> for SetupError {
+    fn from(v: ValidationError) -> Self {
+        SetupError {
+            setting: v.field.clone(),
+            reason: v.kind.to_string(),
+            source: None,
+        }
+    }
+}
+
+impl fmt::Debug for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetupError")
+            .field("setting", &self.setting)
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+
+impl PartialEq for SetupError {
+    fn eq(&self, o: &Self) -> bool {
+        self.setting == o.setting && self.reason == o.reason
+    }
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "setting `{}` {}", self.setting, self.reason)
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// At most `limit` characters of `text`, control characters escaped, `…` when cut.
+pub(crate) fn excerpt(text: &str, limit: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == limit {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl<C: ErrorCode> Error<C> {
     /// True for Pending: reconcile (status endpoint, or resend with the same key); never mark
     /// the operation failed.
@@ -157,21 +336,40 @@ impl<C: ErrorCode> Error<C> {
         matches!(self, Error::Pending(_))
     }
 
-    /// True when nothing was sent (validation refused the request).
+    /// True when nothing was sent: refused locally, a client that could not be set up, or a
+    /// connection that never opened. Safe to fix and try again.
     pub fn nothing_sent(&self) -> bool {
-        matches!(self, Error::Validation(_))
+        matches!(self, Error::Validation(_) | Error::Setup(_))
             || matches!(self, Error::Transport(t) if !t.may_have_reached)
     }
 
-    /// True when the outcome is unknown: Pending, or a transport failure after which the request
-    /// may have been applied, or an unreadable reply. Reconcile before acting.
+    /// True when the outcome is unknown: Pending, a transport failure after which the request
+    /// may have been applied, or a reply that could not be read. Keep the idempotency key,
+    /// resend the same prepared request (or ask the status endpoint) before doing anything else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use whish_core::{Error, ErrorCode};
+    ///
+    /// /// What a caller does with an error of any service.
+    /// fn next_step<C: ErrorCode>(e: &Error<C>) -> &'static str {
+    ///     if e.outcome_unknown() {
+    ///         "keep the key; resend the same prepared request, then confirm with status"
+    ///     } else if e.nothing_sent() {
+    ///         "nothing reached the service: fix the input and try again"
+    ///     } else {
+    ///         "refused: final; a new attempt needs a new key"
+    ///     }
+    /// }
+    /// ```
     pub fn outcome_unknown(&self) -> bool {
         match self {
             Error::Pending(_) => true,
             Error::Transport(t) => t.may_have_reached,
             Error::Http(h) => h.is_server_side(),
             Error::Decode(_) => true,
-            Error::Failed(_) | Error::Validation(_) => false,
+            Error::Failed(_) | Error::Validation(_) | Error::Setup(_) => false,
         }
     }
 
@@ -183,6 +381,18 @@ impl<C: ErrorCode> Error<C> {
         }
     }
 
+    /// The endpoint the error is about (`transfer.send`); `None` for setup and validation.
+    pub fn endpoint(&self) -> Option<&'static str> {
+        match self {
+            Error::Failed(f) => Some(f.endpoint),
+            Error::Pending(p) => Some(p.endpoint),
+            Error::Transport(t) => Some(t.endpoint),
+            Error::Http(h) => Some(h.endpoint),
+            Error::Decode(d) => Some(d.endpoint),
+            Error::Validation(_) | Error::Setup(_) => None,
+        }
+    }
+
     /// The idempotency key of the request (Request-id or externalId), when it carried one.
     pub fn idempotency_key(&self) -> Option<&str> {
         match self {
@@ -191,7 +401,7 @@ impl<C: ErrorCode> Error<C> {
             Error::Transport(t) => t.idempotency_key.as_deref(),
             Error::Http(h) => h.idempotency_key.as_deref(),
             Error::Decode(d) => d.idempotency_key.as_deref(),
-            Error::Validation(_) => None,
+            Error::Validation(_) | Error::Setup(_) => None,
         }
     }
 
@@ -212,6 +422,41 @@ impl<C: ErrorCode> Error<C> {
             _ => None,
         }
     }
+
+    /// What to do next, in one sentence: the documented handling of a failure code, or the
+    /// reconciliation rule for an unknown outcome.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Error::Failed(f) if f.code.is_unknown() => {
+                "an undocumented code: treat it as a final failure and show the dialog"
+            }
+            Error::Failed(f) => f.code.handling(),
+            Error::Pending(_) => {
+                "the outcome is unknown, not failed: keep the idempotency key and follow up with \
+                 the status endpoint (or resend the same request where the service says so); \
+                 never create a new one"
+            }
+            Error::Transport(t) if t.may_have_reached => {
+                "the request may have been applied: resend the same prepared request (same key), \
+                 or confirm with the status endpoint, before doing anything else"
+            }
+            Error::Transport(_) => "nothing reached the service; it is safe to try again",
+            Error::Http(h) => match C::http_status_hint(h.status) {
+                Some(hint) => hint,
+                None if h.is_server_side() => {
+                    "a proxy or the service is failing; the request may have been applied: \
+                     reconcile with the same idempotency key before retrying"
+                }
+                None => "check the base URL, the credentials and any proxy in between",
+            },
+            Error::Decode(_) => {
+                "the reply could not be read, so the call may have succeeded: confirm with the \
+                 status endpoint (or resend with the same key), and report this reply"
+            }
+            Error::Validation(_) => "nothing was sent: correct the value and call again",
+            Error::Setup(_) => "nothing was sent: correct the client settings",
+        }
+    }
 }
 
 impl<C> From<ValidationError> for Error<C> {
@@ -220,99 +465,127 @@ impl<C> From<ValidationError> for Error<C> {
     }
 }
 
-fn key_note(key: &Option<String>) -> String {
-    key.as_ref()
-        .map(|k| format!(" (idempotency key {k})"))
-        .unwrap_or_default()
+impl<C> From<SetupError> for Error<C> {
+    fn from(e: SetupError) -> Self {
+        Error::Setup(e)
+    }
 }
+
+fn attempts(n: u32) -> &'static str {
+    if n == 1 { "attempt" } else { "attempts" }
+}
+
+impl<C: ErrorCode> fmt::Display for Failure<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: refused with {}",
+            self.endpoint,
+            excerpt(&self.raw, 80)
+        )?;
+        if let Some(text) = self.dialog.as_ref().and_then(Dialog::text) {
+            write!(f, ": {:?}", excerpt(text, 200))?;
+        }
+        if self.retrieved == Some(true) {
+            f.write_str(" (replayed)")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for PendingReply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: pending (code 500) after {} {}, outcome unknown",
+            self.endpoint,
+            self.attempts,
+            attempts(self.attempts)
+        )?;
+        if let Some(k) = &self.idempotency_key {
+            write!(f, ", idempotency key {k}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            TransportErrorKind::Connect => "could not connect",
+            TransportErrorKind::Tls => "tls handshake failed",
+            TransportErrorKind::Timeout => "timed out",
+            TransportErrorKind::Io => "connection failed",
+            TransportErrorKind::ReplyTooLarge => "reply too large",
+        };
+        write!(
+            f,
+            "{}: {what} after {} {}",
+            self.endpoint,
+            self.attempts,
+            attempts(self.attempts)
+        )?;
+        if self.may_have_reached {
+            f.write_str(", the request may have been applied")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: http {} without the service envelope",
+            self.endpoint, self.status
+        )
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: unreadable reply at `{}`: {}",
+            self.endpoint, self.path, self.message
+        )
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+impl std::error::Error for HttpError {}
+impl std::error::Error for DecodeError {}
+impl std::error::Error for PendingReply {}
+impl<C: ErrorCode> std::error::Error for Failure<C> {}
 
 impl<C: ErrorCode> fmt::Display for Error<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Failed(x) => {
-                write!(f, "{} answered failure code `{}`", x.endpoint, x.raw)?;
-                if let Some(d) = x
-                    .dialog
-                    .as_ref()
-                    .filter(|d| d.title.is_some() || d.message.is_some())
-                {
-                    write!(f, " ({d})")?;
-                }
-                if x.retrieved == Some(true) {
-                    f.write_str(", replayed from an earlier identical request")?;
-                }
-                write!(f, "{}. ", key_note(&x.idempotency_key))?;
-                if x.code.is_unknown() {
-                    f.write_str(
-                        "This code is not documented; treat it as a failure and check the dialog",
-                    )
-                } else {
-                    write!(f, "Next: {}", x.code.handling())
-                }
-            }
-            Error::Pending(p) => write!(
-                f,
-                "{} answered Pending (code 500) after {} attempt(s){}: the outcome is unknown, not failed. \
-                 Do not mark it failed and do not create a new one; reconcile with the same idempotency key",
-                p.endpoint,
-                p.attempts,
-                key_note(&p.idempotency_key)
-            ),
-            Error::Transport(t) => {
-                let what = match t.kind {
-                    TransportErrorKind::Connect => "could not connect",
-                    TransportErrorKind::Tls => "TLS handshake failed",
-                    TransportErrorKind::Timeout => "timed out",
-                    TransportErrorKind::Io => "connection failed",
-                    TransportErrorKind::Setup => "could not prepare the request",
-                };
-                write!(
-                    f,
-                    "{} {what} after {} attempt(s){}: {}. ",
-                    t.endpoint,
-                    t.attempts,
-                    key_note(&t.idempotency_key),
-                    t.message
-                )?;
-                if t.may_have_reached {
-                    f.write_str(
-                        "The request may have been applied: resend it with the same idempotency key, \
-                         or confirm with the status endpoint, before doing anything else",
-                    )
-                } else {
-                    f.write_str("Nothing reached the service; it is safe to try again")
-                }
-            }
-            Error::Http(h) => write!(
-                f,
-                "{} answered HTTP {} without the service envelope{}: {:?}. {}",
-                h.endpoint,
-                h.status,
-                key_note(&h.idempotency_key),
-                h.body_prefix,
-                if h.status == 403 {
-                    "The collect service answers 403 for loopback or non-public callback and redirect \
-                     addresses: use public addresses"
-                } else if h.is_server_side() {
-                    "A proxy or the service is failing; the request may have been applied, reconcile \
-                     with the same idempotency key before retrying"
-                } else {
-                    "Check the base URL and credentials"
-                }
-            ),
-            Error::Decode(d) => write!(
-                f,
-                "{} answered HTTP {} with data that does not match the documented shape at `{}`: {}{}. \
-                 The call may have succeeded: confirm with the status endpoint, and report this reply",
-                d.endpoint,
-                d.http_status,
-                d.path,
-                d.message,
-                key_note(&d.idempotency_key)
-            ),
-            Error::Validation(v) => write!(f, "request refused before sending: {v}"),
+            Error::Failed(x) => x.fmt(f),
+            Error::Pending(p) => p.fmt(f),
+            Error::Transport(t) => t.fmt(f),
+            Error::Http(h) => h.fmt(f),
+            Error::Decode(d) => d.fmt(f),
+            Error::Validation(v) => write!(f, "refused before sending: {v}"),
+            Error::Setup(s) => s.fmt(f),
         }
     }
 }
 
-impl<C: ErrorCode> std::error::Error for Error<C> {}
+impl<C: ErrorCode> std::error::Error for Error<C> {
+    /// The underlying error: the I/O or TLS error of a transport failure, the cause of a setup
+    /// failure. The variants' own text is already this error's `Display`.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Transport(t) => std::error::Error::source(t),
+            Error::Setup(s) => std::error::Error::source(s),
+            _ => None,
+        }
+    }
+}

@@ -7,9 +7,12 @@
 //! - [`envelope`]: the reply envelope every service answers with (`code` 500 is **Pending**,
 //!   never a failure);
 //! - [`error`]: the one error type, which keeps a failure code, Pending, transport failures, non-
-//!   envelope replies, decode errors and local validation apart;
-//! - [`transport`] and [`retry`]: HTTPS transport with bounded, jittered resends of safe requests
-//!   carrying the same idempotency key;
+//!   envelope replies, decode errors, local validation and setup failures apart;
+//! - [`settings`]: the one settings builder every client wraps (base URL, policy, User-Agent,
+//!   proxy, root certificates, pool, reply cap);
+//! - [`request`], [`transport`] and [`retry`]: HTTPS transport with bounded, jittered resends of
+//!   safe requests carrying the same idempotency key;
+//! - [`open_enum!`]: the one pattern for the services' open string sets;
 //! - [`ids`], [`money`], [`dates`], [`address`], [`user_agent`]: the typed values of the specs.
 //!
 //! Credentials are [`secrecy::SecretString`]; no `Debug`, `Display`, error or tracing field shows
@@ -25,8 +28,11 @@ pub mod envelope;
 pub mod error;
 pub mod ids;
 pub mod money;
+mod open_enum;
 pub mod path;
+pub mod request;
 pub mod retry;
+pub mod settings;
 pub mod transport;
 pub mod user_agent;
 pub mod validation;
@@ -36,13 +42,22 @@ pub use code::ErrorCode;
 pub use dates::{DateTime, DayMonthYear, EpochMillis};
 pub use envelope::{Code, Dialog, Envelope, Outcome};
 pub use error::{
-    DecodeError, Error, Failure, HttpError, PendingReply, TransportError, TransportErrorKind,
+    DecodeError, Error, Failure, HttpError, PendingReply, SetupError, TransportError,
+    TransportErrorKind,
 };
 pub use ids::{ExternalId, RequestId};
 pub use money::{Amount, Currency};
+pub use request::{CallOptions, Policy, Reply, Request};
 pub use retry::{Resend, RetryPolicy, Timeouts};
 pub use rust_decimal::Decimal;
 pub use secrecy::{ExposeSecret, SecretString};
-pub use transport::{CallOptions, Policy, Reply, Request, Transport};
+pub use settings::{ClientSettings, ServiceHeaders};
+pub use transport::Transport;
+
+#[doc(hidden)]
+pub mod __private {
+    //! What the exported macros expand to; not part of the API.
+    pub use serde;
+}
 pub use user_agent::UserAgent;
 pub use validation::{ValidationError, ValidationKind};

@@ -13,27 +13,25 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::validation::{ValidationError, ValidationKind};
 
-/// A currency as the services name it. Transfers use numeric ids (LBP 1, USD 2); the collect
-/// service and the reports use the ISO code.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Currency {
-    /// Lebanese pound, id 1.
-    Lbp,
-    /// US dollar, id 2.
-    Usd,
-    /// Any other code (the top-up service prices options in AED).
-    Other(String),
+fn normalize_currency(code: &str) -> String {
+    code.trim().to_ascii_uppercase()
+}
+
+crate::open_enum! {
+    /// A currency as the services name it. Transfers use numeric ids (LBP 1, USD 2); the collect
+    /// service and the reports use the ISO code. Codes are read case-insensitively.
+    pub Currency normalize = normalize_currency {
+        /// Lebanese pound, id 1.
+        Lbp => "LBP",
+        /// US dollar, id 2.
+        Usd => "USD",
+    }
 }
 
 impl Currency {
     /// The ISO code.
     pub fn code(&self) -> &str {
-        match self {
-            Currency::Lbp => "LBP",
-            Currency::Usd => "USD",
-            Currency::Other(s) => s,
-        }
+        self.as_str()
     }
 
     /// The transfer service's `currencyId`: LBP 1, USD 2, none for others.
@@ -54,13 +52,9 @@ impl Currency {
         }
     }
 
-    /// A currency from its code; never fails (unknown codes are `Other`).
+    /// A currency from its code, case-insensitively; never fails (unknown codes are `Other`).
     pub fn from_code(code: &str) -> Currency {
-        match code.trim() {
-            c if c.eq_ignore_ascii_case("USD") => Currency::Usd,
-            c if c.eq_ignore_ascii_case("LBP") => Currency::Lbp,
-            c => Currency::Other(c.to_owned()),
-        }
+        Currency::parse(code)
     }
 
     /// USD or LBP, the two currencies the transfer and collect services accept; a clear error
@@ -73,32 +67,6 @@ impl Currency {
                 ValidationKind::UnsupportedCurrency,
             )),
         }
-    }
-}
-
-impl fmt::Display for Currency {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.code())
-    }
-}
-
-impl FromStr for Currency {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Currency::from_code(s))
-    }
-}
-
-impl Serialize for Currency {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.code())
-    }
-}
-
-impl<'de> Deserialize<'de> for Currency {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Ok(Currency::from_code(&s))
     }
 }
 

@@ -95,6 +95,10 @@ pub enum AttemptOutcome {
     ConnectFailed,
     /// The TLS handshake failed (a certificate problem does not fix itself).
     TlsFailed,
+    /// The request could not be formed; nothing was sent.
+    SetupFailed,
+    /// The reply was larger than the client's cap; reading stopped.
+    ReplyTooLarge,
     /// The attempt timed out.
     TimedOut,
     /// The connection broke after sending.
@@ -126,7 +130,11 @@ pub fn is_retryable(resend: Resend, outcome: AttemptOutcome) -> bool {
         | AttemptOutcome::TimedOut
         | AttemptOutcome::ConnectionBroken => true,
         AttemptOutcome::NoEnvelope { status } => status >= 500 || status == 429,
-        AttemptOutcome::TlsFailed | AttemptOutcome::Answered | AttemptOutcome::Pending => false,
+        AttemptOutcome::TlsFailed
+        | AttemptOutcome::SetupFailed
+        | AttemptOutcome::ReplyTooLarge
+        | AttemptOutcome::Answered
+        | AttemptOutcome::Pending => false,
     };
     match resend {
         Resend::Never => false,

@@ -1,299 +1,33 @@
-//! The HTTP transport every service client uses.
+//! The attempt loop every service client uses.
 //!
 //! It composes URLs as base + path, sends each service's own header set, applies connect and
 //! per-attempt timeouts, resends safe requests with the same bytes and the same idempotency key
-//! under a bounded, jittered backoff, decodes the envelope and sorts the outcome into a reply or
-//! an [`Error`]. One `tracing` span per call records service, endpoint, idempotency key, attempt,
-//! outcome and duration, never a header value.
+//! under a bounded, jittered backoff, reads at most `max_reply_bytes` of a reply, decodes the
+//! envelope and sorts the outcome into a reply or an [`Error`]. One `tracing` span per call
+//! records service, endpoint, idempotency key, attempt, outcome and duration, never a header
+//! value. The request and reply types are in [`crate::request`]; the transport is built by
+//! [`ClientSettings::build_transport`](crate::ClientSettings::build_transport).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
-use secrecy::{ExposeSecret, SecretString};
+use http::header::{CONTENT_TYPE, HeaderMap};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use tracing::Instrument;
 
-pub use bytes::Bytes;
-pub use http::Method;
-
-use crate::address::BaseUrl;
-use crate::code::ErrorCode;
-use crate::envelope::{Dialog, Envelope, Outcome};
-use crate::error::{
-    DecodeError, Error, Failure, HttpError, PendingReply, TransportError, TransportErrorKind,
+pub use crate::request::{
+    Bytes, CallOptions, HeaderName, HeaderValue, Method, Policy, Reply, Request,
 };
-use crate::retry::{AttemptOutcome, Decision, Resend, RetryPolicy, Timeouts, decide};
-use crate::user_agent::UserAgent;
-use crate::validation::ValidationError;
 
-/// Retry and timeout settings of a client; each call may override them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Policy {
-    /// Resends.
-    pub retry: RetryPolicy,
-    /// Timeouts.
-    pub timeouts: Timeouts,
-}
-
-/// Per-call overrides of the client's [`Policy`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CallOptions {
-    /// Resends for this call only.
-    pub retry: Option<RetryPolicy>,
-    /// Per-attempt timeout for this call only.
-    pub attempt_timeout: Option<Duration>,
-}
-
-/// One request, described once and sent as many times as the policy allows.
-#[derive(Debug, Clone)]
-pub struct Request {
-    /// The endpoint's name for errors and tracing, e.g. `transfer.send`.
-    pub endpoint: &'static str,
-    /// The HTTP method.
-    pub method: Method,
-    /// The path appended to the base URL, starting with `/`, already percent-encoded.
-    pub path: String,
-    /// Query parameters, encoded by the transport.
-    pub query: Vec<(&'static str, String)>,
-    /// The JSON body, serialized once; every resend carries these same bytes.
-    pub body: Option<Bytes>,
-    /// Headers of this request only (such as `Request-id`).
-    pub headers: HeaderMap,
-    /// The idempotency key, for errors and tracing.
-    pub idempotency_key: Option<String>,
-    /// Whether and when the request may be resent.
-    pub resend: Resend,
-    /// Overrides of the client policy.
-    pub options: CallOptions,
-}
-
-impl Request {
-    /// A request without body, query or extra headers, never resent.
-    pub fn new(endpoint: &'static str, method: Method, path: impl Into<String>) -> Request {
-        Request {
-            endpoint,
-            method,
-            path: path.into(),
-            query: Vec::new(),
-            body: None,
-            headers: HeaderMap::new(),
-            idempotency_key: None,
-            resend: Resend::Never,
-            options: CallOptions::default(),
-        }
-    }
-
-    /// Serialize `body` as the JSON body.
-    pub fn json<B: serde::Serialize>(mut self, body: &B) -> Result<Request, ValidationError> {
-        let bytes = serde_json::to_vec(body)
-            .map_err(|e| ValidationError::invalid("body", e.to_string()))?;
-        self.body = Some(Bytes::from(bytes));
-        Ok(self)
-    }
-
-    /// Use `body` (already serialized JSON) as the body, byte for byte.
-    pub fn json_bytes(mut self, body: Bytes) -> Request {
-        self.body = Some(body);
-        self
-    }
-
-    /// Add a query parameter.
-    pub fn query(mut self, name: &'static str, value: impl Into<String>) -> Request {
-        self.query.push((name, value.into()));
-        self
-    }
-
-    /// Add a header of this request.
-    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Request {
-        self.headers.insert(name, value);
-        self
-    }
-
-    /// Carry the transfer service's `Request-id` header, and use it as the idempotency key.
-    pub fn request_id(mut self, id: crate::ids::RequestId) -> Request {
-        self.headers.insert(
-            HeaderName::from_static("request-id"),
-            HeaderValue::from(id.get()),
-        );
-        self.idempotency_key = Some(id.to_string());
-        self
-    }
-
-    /// Set the idempotency key shown in errors and spans.
-    pub fn idempotency_key(mut self, key: impl Into<String>) -> Request {
-        self.idempotency_key = Some(key.into());
-        self
-    }
-
-    /// Set the resend rule.
-    pub fn resend(mut self, resend: Resend) -> Request {
-        self.resend = resend;
-        self
-    }
-
-    /// Set per-call overrides.
-    pub fn options(mut self, options: CallOptions) -> Request {
-        self.options = options;
-        self
-    }
-}
-
-/// A successful reply (`status: true`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reply<T> {
-    /// The payload, when not null.
-    pub data: Option<T>,
-    /// The dialog (some successes carry an informational one).
-    pub dialog: Option<Dialog>,
-    /// Reserved `extra`, as sent.
-    pub extra: Option<Value>,
-    /// Reserved `actions`, as sent.
-    pub actions: Option<Value>,
-    /// True when the reply replays an already-processed request.
-    pub retrieved: Option<bool>,
-    /// How many attempts were made.
-    pub attempts: u32,
-    /// True when an attempt before the last may have reached the service.
-    pub resent_after_possible_delivery: bool,
-    /// The endpoint.
-    pub endpoint: &'static str,
-    /// The idempotency key, if any.
-    pub idempotency_key: Option<String>,
-}
-
-impl<T> Reply<T> {
-    /// The payload, or a decode error when the service sent no data where the spec promises some.
-    pub fn require_data<C>(self) -> Result<T, Error<C>> {
-        match self.data {
-            Some(d) => Ok(d),
-            None => Err(Error::Decode(DecodeError {
-                path: "data".into(),
-                message: "missing or null where the specification documents a payload".into(),
-                http_status: 200,
-                endpoint: self.endpoint,
-                idempotency_key: self.idempotency_key,
-            })),
-        }
-    }
-
-    /// The same reply with its payload mapped.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Reply<U> {
-        Reply {
-            data: self.data.map(f),
-            dialog: self.dialog,
-            extra: self.extra,
-            actions: self.actions,
-            retrieved: self.retrieved,
-            attempts: self.attempts,
-            resent_after_possible_delivery: self.resent_after_possible_delivery,
-            endpoint: self.endpoint,
-            idempotency_key: self.idempotency_key,
-        }
-    }
-}
-
-/// A header whose value is a secret: marked sensitive so it never shows in `Debug`.
-pub fn secret_header(value: &SecretString, name: &str) -> Result<HeaderValue, ValidationError> {
-    let mut v = HeaderValue::from_str(value.expose_secret())
-        .map_err(|_| ValidationError::invalid(name, "holds characters not allowed in a header"))?;
-    v.set_sensitive(true);
-    Ok(v)
-}
-
-/// Builds a [`Transport`].
-pub struct TransportBuilder {
-    service: &'static str,
-    base: BaseUrl,
-    headers: HeaderMap,
-    policy: Policy,
-    error: Option<ValidationError>,
-}
-
-impl TransportBuilder {
-    /// A plain header sent on every request.
-    pub fn header(mut self, name: &'static str, value: &str) -> Self {
-        match HeaderValue::from_str(value) {
-            Ok(v) => {
-                self.headers.insert(HeaderName::from_static(name), v);
-            }
-            Err(_) => {
-                self.error.get_or_insert(ValidationError::invalid(
-                    name,
-                    "holds characters not allowed in a header",
-                ));
-            }
-        }
-        self
-    }
-
-    /// A secret header sent on every request; it never shows in `Debug` or tracing.
-    pub fn secret_header(mut self, name: &'static str, value: &SecretString) -> Self {
-        if secrecy::ExposeSecret::expose_secret(value)
-            .trim()
-            .is_empty()
-        {
-            self.error.get_or_insert(ValidationError::new(
-                name,
-                crate::validation::ValidationKind::Missing,
-            ));
-            return self;
-        }
-        match secret_header(value, name) {
-            Ok(v) => {
-                self.headers.insert(HeaderName::from_static(name), v);
-            }
-            Err(e) => {
-                self.error.get_or_insert(e);
-            }
-        }
-        self
-    }
-
-    /// The `User-Agent` header.
-    pub fn user_agent(mut self, ua: &UserAgent) -> Self {
-        match HeaderValue::from_str(&ua.to_string()) {
-            Ok(v) => {
-                self.headers.insert(USER_AGENT, v);
-            }
-            Err(_) => {
-                self.error.get_or_insert(ValidationError::invalid(
-                    "User-Agent",
-                    "holds characters not allowed in a header",
-                ));
-            }
-        }
-        self
-    }
-
-    /// Retry and timeout settings.
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// Build the transport and its HTTP client (rustls, no redirects, HTTPS-only unless the base
-    /// is loopback).
-    pub fn build(self) -> Result<Transport, ValidationError> {
-        if let Some(e) = self.error {
-            return Err(e);
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(self.policy.timeouts.connect)
-            .redirect(reqwest::redirect::Policy::none())
-            .https_only(!self.base.is_loopback())
-            .build()
-            .map_err(|e| ValidationError::invalid("http client", e.to_string()))?;
-        Ok(Transport {
-            service: self.service,
-            base: self.base,
-            headers: self.headers,
-            policy: self.policy,
-            client,
-        })
-    }
-}
+use crate::address::{BaseUrl, CallbackAddresses};
+use crate::code::ErrorCode;
+use crate::envelope::{Envelope, Outcome};
+use crate::error::{
+    DecodeError, Error, Failure, HttpError, PendingReply, SetupError, TransportError,
+    TransportErrorKind,
+};
+use crate::retry::{AttemptOutcome, Decision, decide};
 
 /// A service's HTTP transport. Cheap to clone; clones share the connection pool.
 #[derive(Clone)]
@@ -303,6 +37,8 @@ pub struct Transport {
     headers: HeaderMap,
     policy: Policy,
     client: reqwest::Client,
+    callbacks: CallbackAddresses,
+    max_reply_bytes: usize,
 }
 
 impl fmt::Debug for Transport {
@@ -327,21 +63,35 @@ enum Attempt {
         kind: TransportErrorKind,
         may_have_reached: bool,
         message: String,
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
     },
+    Setup(SetupError),
 }
 
 impl Transport {
-    /// Start building a transport for `service` (a short name such as `transfer`).
-    pub fn builder(service: &'static str, base: BaseUrl) -> TransportBuilder {
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        TransportBuilder {
+    pub(crate) fn new(
+        service: &'static str,
+        base: BaseUrl,
+        headers: HeaderMap,
+        policy: Policy,
+        client: reqwest::Client,
+        callbacks: CallbackAddresses,
+        max_reply_bytes: usize,
+    ) -> Transport {
+        Transport {
             service,
             base,
             headers,
-            policy: Policy::default(),
-            error: None,
+            policy,
+            client,
+            callbacks,
+            max_reply_bytes,
         }
+    }
+
+    /// Which callback addresses the client accepts (checked against the base URL).
+    pub fn callbacks(&self) -> CallbackAddresses {
+        self.callbacks
     }
 
     /// The base URL.
@@ -397,6 +147,7 @@ impl Transport {
             Err(Error::Http(h)) => format!("http:{}", h.status),
             Err(Error::Decode(_)) => "decode".to_owned(),
             Err(Error::Validation(_)) => "validation".to_owned(),
+            Err(Error::Setup(_)) => "setup".to_owned(),
         };
         span.record("outcome", outcome.as_str());
         span.record("duration_ms", started.elapsed().as_millis() as u64);
@@ -470,25 +221,50 @@ impl Transport {
         if let Some(body) = &request.body {
             builder = builder.body(body.clone());
         }
-        let response = match builder.send().await {
+        let mut response = match builder.send().await {
             Ok(r) => r,
-            Err(e) => return classify(&e),
+            Err(e) => return classify(e),
         };
         let status = response.status().as_u16();
-        match response.bytes().await {
-            Ok(body) => Attempt::Body { status, body },
-            Err(e) => match classify(&e) {
-                Attempt::Failed { kind, message, .. } => Attempt::Failed {
-                    kind: if kind == TransportErrorKind::Timeout {
-                        kind
-                    } else {
-                        TransportErrorKind::Io
-                    },
-                    may_have_reached: true,
-                    message,
-                },
-                other => other,
-            },
+        let limit = self.max_reply_bytes;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return too_large(limit);
+        }
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > limit {
+                        return too_large(limit);
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return match classify(e) {
+                        Attempt::Failed {
+                            kind,
+                            message,
+                            source,
+                            ..
+                        } => Attempt::Failed {
+                            kind: if kind == TransportErrorKind::Timeout {
+                                kind
+                            } else {
+                                TransportErrorKind::Io
+                            },
+                            may_have_reached: true,
+                            message,
+                            source,
+                        },
+                        other => other,
+                    };
+                }
+            }
+        }
+        Attempt::Body {
+            status,
+            body: Bytes::from(body),
         }
     }
 
@@ -503,17 +279,19 @@ impl Transport {
         let key = request.idempotency_key.clone();
         let (status, body) = match attempt {
             Attempt::Body { status, body } => (status, body),
+            Attempt::Setup(e) => return (AttemptOutcome::SetupFailed, Err(Error::Setup(e))),
             Attempt::Failed {
                 kind,
                 may_have_reached,
                 message,
+                source,
             } => {
                 let outcome = match kind {
                     TransportErrorKind::Connect => AttemptOutcome::ConnectFailed,
                     TransportErrorKind::Tls => AttemptOutcome::TlsFailed,
                     TransportErrorKind::Timeout => AttemptOutcome::TimedOut,
                     TransportErrorKind::Io => AttemptOutcome::ConnectionBroken,
-                    TransportErrorKind::Setup => AttemptOutcome::TlsFailed,
+                    TransportErrorKind::ReplyTooLarge => AttemptOutcome::ReplyTooLarge,
                 };
                 return (
                     outcome,
@@ -524,13 +302,17 @@ impl Transport {
                         endpoint,
                         idempotency_key: key,
                         attempts,
+                        source,
                     })),
                 );
             }
         };
         let envelope = match Envelope::<T>::from_slice(&body) {
             Ok(e) => e,
-            Err(e) if e.not_an_envelope => {
+            // A 2xx reply that is not the envelope (truncated JSON, `{}`, a proxy's HTML page)
+            // may still follow a request the service applied: the outcome is unknown, exactly
+            // as for an envelope whose data cannot be read.
+            Err(e) if e.not_an_envelope && !(200..300).contains(&status) => {
                 return (
                     AttemptOutcome::NoEnvelope { status },
                     Err(Error::Http(HttpError {
@@ -544,13 +326,9 @@ impl Transport {
             Err(e) => {
                 return (
                     AttemptOutcome::Answered,
-                    Err(Error::Decode(DecodeError {
-                        path: e.path,
-                        message: e.message,
-                        http_status: status,
-                        endpoint,
-                        idempotency_key: key,
-                    })),
+                    Err(Error::Decode(DecodeError::new(
+                        e.path, e.message, status, endpoint, key,
+                    ))),
                 );
             }
         };
@@ -600,9 +378,23 @@ impl Transport {
     }
 }
 
+fn too_large(limit: usize) -> Attempt {
+    Attempt::Failed {
+        kind: TransportErrorKind::ReplyTooLarge,
+        may_have_reached: true,
+        message: format!("the reply is larger than max_reply_bytes ({limit} bytes)"),
+        source: None,
+    }
+}
+
 /// Sort a reqwest error into a transport failure kind and whether the request may have arrived.
-fn classify(e: &reqwest::Error) -> Attempt {
-    let message = error_chain(e);
+fn classify(e: reqwest::Error) -> Attempt {
+    let message = error_chain(&e);
+    if e.is_builder() {
+        return Attempt::Setup(
+            SetupError::invalid("request", "could not be formed").with_source(e),
+        );
+    }
     let lower = message.to_ascii_lowercase();
     let tls = lower.contains("certificate")
         || lower.contains("tls")
@@ -616,8 +408,6 @@ fn classify(e: &reqwest::Error) -> Attempt {
         }
     } else if e.is_timeout() {
         (TransportErrorKind::Timeout, true)
-    } else if e.is_builder() {
-        (TransportErrorKind::Setup, false)
     } else {
         (TransportErrorKind::Io, true)
     };
@@ -625,6 +415,7 @@ fn classify(e: &reqwest::Error) -> Attempt {
         kind,
         may_have_reached,
         message,
+        source: Some(Arc::new(e)),
     }
 }
 

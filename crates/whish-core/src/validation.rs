@@ -47,6 +47,7 @@ pub enum ValidationKind {
 
 /// A request the SDK refused to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ValidationError {
     /// The field, as the service names it (`receiver.identity.dateBirth`).
     pub field: String,
@@ -74,42 +75,41 @@ impl ValidationError {
     }
 }
 
-impl fmt::Display for ValidationError {
+impl fmt::Display for ValidationKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let field = &self.field;
-        match &self.kind {
-            ValidationKind::Missing => write!(f, "`{field}` is required"),
-            ValidationKind::NotPositive => write!(f, "`{field}` must be greater than zero"),
+        match self {
+            ValidationKind::Missing => f.write_str("is required"),
+            ValidationKind::NotPositive => f.write_str("must be greater than zero"),
             ValidationKind::BelowMinimum { minimum } => {
-                write!(f, "`{field}` is below the minimum of {minimum}")
+                write!(f, "is below the minimum of {minimum}")
             }
-            ValidationKind::TooManyDecimals { allowed: 0 } => {
-                write!(f, "`{field}` must be a whole number")
-            }
+            ValidationKind::TooManyDecimals { allowed: 0 } => f.write_str("must be a whole number"),
             ValidationKind::TooManyDecimals { allowed } => {
-                write!(f, "`{field}` has more than {allowed} decimals")
+                write!(f, "has more than {allowed} decimals")
             }
-            ValidationKind::UnsupportedCurrency => {
-                write!(f, "`{field}`: only USD and LBP are accepted")
-            }
+            ValidationKind::UnsupportedCurrency => f.write_str("accepts only USD and LBP"),
             ValidationKind::BadDate { format } => {
-                write!(f, "`{field}` is not a real date in the format {format}")
+                write!(f, "is not a real date in the format {format}")
             }
-            ValidationKind::DateInFuture => write!(f, "`{field}` is in the future"),
-            ValidationKind::NotEnglish => write!(
-                f,
-                "`{field}` must be written in English (Latin letters, space, hyphen, apostrophe, dot)"
+            ValidationKind::DateInFuture => f.write_str("is in the future"),
+            ValidationKind::NotEnglish => f.write_str(
+                "must be written in English (Latin letters, space, hyphen, apostrophe, dot)",
             ),
-            ValidationKind::InsecureUrl => write!(
-                f,
-                "`{field}` must use https (plain http is allowed only for loopback hosts)"
-            ),
+            ValidationKind::InsecureUrl => {
+                f.write_str("must use https (plain http only for loopback hosts)")
+            }
             ValidationKind::NotPublicUrl { reason } => {
-                write!(f, "`{field}` is not a public address: {reason}")
+                write!(f, "is not a public address: {reason}")
             }
-            ValidationKind::Invalid { reason } => write!(f, "`{field}` is invalid: {reason}"),
-        }?;
-        f.write_str("; nothing was sent, correct the value and call again")
+            ValidationKind::Invalid { reason } => write!(f, "is invalid: {reason}"),
+        }
+    }
+}
+
+impl fmt::Display for ValidationError {
+    /// One line: the field as the service names it, and what is wrong with it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` {}", self.field, self.kind)
     }
 }
 

@@ -8,18 +8,15 @@ use std::time::Duration;
 use common::{Error, SECRET_KEY, TestCode};
 use whish_core::retry::{Resend, RetryPolicy, Timeouts};
 use whish_core::transport::{Method, Policy, Request, Transport};
-use whish_core::{BaseUrl, SecretString, UserAgent};
+use whish_core::{ClientSettings, SecretString, ServiceHeaders, UserAgent};
 use whish_testkit::{ScriptedServer, Step, fixture};
 
 fn transport(base: &str) -> Transport {
     let ua: UserAgent = "WhishTests/1.0 (https://tests.example.com; dev@example.com)"
         .parse()
         .expect("ua");
-    Transport::builder("test", BaseUrl::parse(base, "base_url").expect("base"))
-        .header("username", "merchant-7")
-        .secret_header("key", &SecretString::from(SECRET_KEY))
-        .secret_header("token", &SecretString::from("tok_SECOND_SECRET_987"))
-        .user_agent(&ua)
+    ClientSettings::new(base)
+        .user_agent(ua)
         .policy(Policy {
             retry: RetryPolicy {
                 max_retries: 1,
@@ -31,7 +28,17 @@ fn transport(base: &str) -> Transport {
                 attempt: Duration::from_millis(200),
             },
         })
-        .build()
+        .build_transport(
+            "test",
+            ServiceHeaders::new()
+                .required("username", "username", Some("merchant-7"))
+                .secret("key", "key", Some(&SecretString::from(SECRET_KEY)))
+                .secret(
+                    "token",
+                    "token",
+                    Some(&SecretString::from("tok_SECOND_SECRET_987")),
+                ),
+        )
         .expect("transport")
 }
 
@@ -148,16 +155,35 @@ fn no_secret_in_debug_display_or_trace_output() {
 
 #[test]
 fn invalid_or_empty_secrets_are_refused_without_showing_them() {
-    let base = BaseUrl::parse("https://h.example.com", "base_url").expect("base");
-    let err = Transport::builder("test", base.clone())
-        .secret_header("key", &SecretString::from("bad\nvalue-SECRET"))
-        .build()
+    let settings = ClientSettings::new("https://h.example.com");
+    let err = settings
+        .clone()
+        .build_transport(
+            "test",
+            ServiceHeaders::new().secret(
+                "key",
+                "key",
+                Some(&SecretString::from("bad\nvalue-SECRET")),
+            ),
+        )
         .expect_err("newline");
     assert!(!err.to_string().contains("SECRET"));
     assert!(!format!("{err:?}").contains("SECRET"));
-    let err = Transport::builder("test", base)
-        .secret_header("key", &SecretString::from("  "))
-        .build()
+    let err = settings
+        .build_transport(
+            "test",
+            ServiceHeaders::new().secret("key", "key", Some(&SecretString::from("  "))),
+        )
         .expect_err("empty");
-    assert_eq!(err.field, "key");
+    assert_eq!(err.setting, "key");
+    // A proxy URL may carry a password: it never shows either.
+    let with_proxy =
+        ClientSettings::new("https://h.example.com").proxy("http://u:pw-SECRET@proxy:3128");
+    assert!(!format!("{with_proxy:?}").contains("SECRET"));
+    let err = ClientSettings::new("https://h.example.com")
+        .proxy("::not a url pw-SECRET")
+        .build_transport("test", ServiceHeaders::new())
+        .expect_err("bad proxy");
+    assert_eq!(err.setting, "proxy");
+    assert!(!err.to_string().contains("SECRET") && !format!("{err:?}").contains("SECRET"));
 }

@@ -9,35 +9,18 @@
 //! call [`CollectClient::status`](crate::CollectClient::status) and fulfil only when it says
 //! `success`. A failure callback means one attempt failed; the link stays payable.
 
-use url::Url;
-use whish_core::{CallbackAddresses, ValidationError};
-
-/// Append `name=value` to the query of `url` (percent-encoding both), keeping any query it
-/// already has. `url` must be an http(s) address; whether it must also be public is checked when
-/// the payment is prepared, by the client's rule
-/// ([`allow_local_callbacks`](crate::CollectClientBuilder::allow_local_callbacks)).
-///
-/// ```
-/// use whish_hosted_collect::callback::{reference, with_reference};
-/// let url = with_reference("https://shop.example.com/cb?src=whish", "order", "A&B 17/é").unwrap();
-/// assert_eq!(url, "https://shop.example.com/cb?src=whish&order=A%26B+17%2F%C3%A9");
-/// assert_eq!(reference(&url, "order").as_deref(), Some("A&B 17/é"));
-/// ```
-pub fn with_reference(url: &str, name: &str, value: &str) -> Result<String, ValidationError> {
-    with_references(url, &[(name, value)])
-}
-
-/// Append several `name=value` pairs; see [`with_reference`].
-pub fn with_references(url: &str, pairs: &[(&str, &str)]) -> Result<String, ValidationError> {
-    let mut parsed: Url = CallbackAddresses::AllowLocal.check(url, "callback URL")?;
-    {
-        let mut q = parsed.query_pairs_mut();
-        for (k, v) in pairs {
-            q.append_pair(k, v);
-        }
-    }
-    Ok(parsed.to_string())
-}
+//!
+//! Put the reference in with [`SuccessCallbackUrl::with_reference`](crate::SuccessCallbackUrl::with_reference)
+//! (and its three siblings); read it back with [`reference`]:
+//!
+//! ```
+//! use whish_hosted_collect::{SuccessCallbackUrl, callback::reference};
+//! let url = SuccessCallbackUrl::new("https://shop.example.com/cb?src=whish")?
+//!     .with_reference("order", "A&B 17/é");
+//! assert_eq!(url.as_str(), "https://shop.example.com/cb?src=whish&order=A%26B+17%2F%C3%A9");
+//! assert_eq!(reference(url.as_str(), "order").as_deref(), Some("A&B 17/é"));
+//! # Ok::<(), whish_core::ValidationError>(())
+//! ```
 
 /// Read the value of query parameter `name` from the URI (or path-and-query) of a callback
 /// request, decoded. `None` when absent.
@@ -55,6 +38,7 @@ pub fn reference(uri: &str, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SuccessCallbackUrl;
 
     #[test]
     fn round_trip_with_characters_that_need_escaping() {
@@ -67,8 +51,10 @@ mod tests {
             "+plus+",
             "line\nbreak",
         ] {
-            let url =
-                with_reference("https://shop.example.com/whish/ok", "order", value).expect("ok");
+            let url = SuccessCallbackUrl::new("https://shop.example.com/whish/ok")
+                .expect("ok")
+                .with_reference("order", value)
+                .to_string();
             assert!(!url[url.find('?').expect("query")..].contains(' '));
             assert_eq!(reference(&url, "order").as_deref(), Some(value), "{url}");
             let target = &url[url.find("/whish").expect("path")..];
@@ -78,11 +64,11 @@ mod tests {
 
     #[test]
     fn keeps_existing_query_and_several_pairs() {
-        let url = with_references(
-            "https://shop.example.com/cb?src=whish",
-            &[("order", "7"), ("try", "2")],
-        )
-        .expect("ok");
+        let url = SuccessCallbackUrl::new("https://shop.example.com/cb?src=whish")
+            .expect("ok")
+            .with_reference("order", "7")
+            .with_reference("try", "2")
+            .to_string();
         assert_eq!(url, "https://shop.example.com/cb?src=whish&order=7&try=2");
         assert_eq!(reference(&url, "src").as_deref(), Some("whish"));
         assert_eq!(reference(&url, "missing"), None);
@@ -92,9 +78,9 @@ mod tests {
     #[test]
     fn takes_any_http_address_and_leaves_the_public_rule_to_prepare() {
         // Whether the address must be public is the client's rule, checked at prepare.
-        assert!(with_reference("http://localhost/cb", "order", "1").is_ok());
-        assert!(with_reference("http://192.168.1.5/cb", "order", "1").is_ok());
-        assert!(with_reference("ftp://shop.example.com/cb", "order", "1").is_err());
-        assert!(with_reference("not a url", "order", "1").is_err());
+        assert!(SuccessCallbackUrl::new("http://localhost/cb").is_ok());
+        assert!(SuccessCallbackUrl::new("http://192.168.1.5/cb").is_ok());
+        assert!(SuccessCallbackUrl::new("ftp://shop.example.com/cb").is_err());
+        assert!(SuccessCallbackUrl::new("not a url").is_err());
     }
 }

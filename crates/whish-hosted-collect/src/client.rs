@@ -2,69 +2,54 @@
 
 use serde::Deserialize;
 use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Policy, Request, Transport};
-use whish_core::{
-    BaseUrl, CallbackAddresses, Currency, ExternalId, SecretString, UserAgent, ValidationError,
-};
+use whish_core::transport::{CallOptions, Method, Request, Transport};
+use whish_core::{ClientSettings, Currency, ExternalId, SecretString, ServiceHeaders, SetupError};
 
 use crate::Error;
 use crate::code::CollectCode;
 use crate::create::{CreatedPayment, NewPayment, PreparedPayment, prepare};
 use crate::model::{BalanceData, CollectBalance, PaymentStatus, Refund};
 
-/// Builds a [`CollectClient`].
+/// Builds a [`CollectClient`]: the shared [`ClientSettings`] (which must carry a `user_agent`:
+/// the service requires one) plus the issued `channel`, `secret` and `website_url`.
 #[derive(Debug)]
+#[must_use = "a builder does nothing until build() is called"]
 pub struct CollectClientBuilder {
-    base_url: String,
-    channel: String,
-    secret: SecretString,
-    website_url: String,
-    user_agent: UserAgent,
-    policy: Policy,
-    callbacks: CallbackAddresses,
+    settings: ClientSettings,
+    channel: Option<String>,
+    secret: Option<SecretString>,
+    website_url: Option<String>,
 }
 
 impl CollectClientBuilder {
-    /// Retry and timeout settings.
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
+    /// The `channel` issued to the merchant.
+    pub fn channel(mut self, channel: impl Into<String>) -> Self {
+        self.channel = Some(channel.into());
         self
     }
 
-    /// Accept loopback or private callback and redirect addresses (a listener on this machine).
-    /// Only for the local sandbox: [`build`](Self::build) refuses it unless the base URL is
-    /// loopback, and the real service answers HTTP 403 for such addresses.
-    pub fn allow_local_callbacks(mut self) -> Self {
-        self.callbacks = CallbackAddresses::AllowLocal;
+    /// The `secret` issued to the merchant. It never shows in `Debug`, errors or logs.
+    pub fn secret(mut self, secret: SecretString) -> Self {
+        self.secret = Some(secret);
         self
     }
 
-    /// Check the settings and build the client. Nothing is sent.
-    pub fn build(self) -> Result<CollectClient, ValidationError> {
-        let base = BaseUrl::parse(&self.base_url, "WHISH_COLLECT_BASE_URL")?;
-        let callbacks = self.callbacks.for_base(&base, "successCallbackUrl")?;
-        if self.channel.trim().is_empty() {
-            return Err(ValidationError::new(
-                "WHISH_COLLECT_CHANNEL",
-                whish_core::ValidationKind::Missing,
-            ));
-        }
-        if self.website_url.trim().is_empty() {
-            return Err(ValidationError::new(
-                "WHISH_COLLECT_WEBSITE_URL",
-                whish_core::ValidationKind::Missing,
-            ));
-        }
-        let transport = Transport::builder("hosted-collect", base)
-            .header("channel", self.channel.trim())
-            .secret_header("secret", &self.secret)
-            .header("websiteurl", self.website_url.trim())
-            .user_agent(&self.user_agent)
-            .policy(self.policy)
-            .build()?;
+    /// The `websiteUrl`, exactly as issued with the keys.
+    pub fn website_url(mut self, website_url: impl Into<String>) -> Self {
+        self.website_url = Some(website_url.into());
+        self
+    }
+
+    /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    pub fn build(self) -> Result<CollectClient, SetupError> {
+        let headers = ServiceHeaders::new()
+            .required("channel", "channel", self.channel.as_deref())
+            .secret("secret", "secret", self.secret.as_ref())
+            .required("websiteurl", "website_url", self.website_url.as_deref())
+            .require("user_agent", self.settings.user_agent_value().is_some());
         Ok(CollectClient {
-            transport,
-            callbacks,
+            transport: self.settings.build_transport("hosted-collect", headers)?,
+            options: CallOptions::default(),
         })
     }
 }
@@ -73,7 +58,7 @@ impl CollectClientBuilder {
 #[derive(Debug, Clone)]
 pub struct CollectClient {
     transport: Transport,
-    callbacks: CallbackAddresses,
+    options: CallOptions,
 }
 
 #[derive(serde::Serialize)]
@@ -86,42 +71,50 @@ struct ByExternalId<'a> {
 }
 
 impl CollectClient {
-    /// Start building a client from the base URL, the issued `channel` and `secret`, the
-    /// `websiteUrl` exactly as issued with the keys, and your `User-Agent`.
-    pub fn builder(
-        base_url: impl Into<String>,
-        channel: impl Into<String>,
-        secret: SecretString,
-        website_url: impl Into<String>,
-        user_agent: UserAgent,
-    ) -> CollectClientBuilder {
+    /// Start building a client for the service at `settings`: a [`ClientSettings`] with your
+    /// `User-Agent` (the service requires one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use whish_core::{ClientSettings, SecretString, UserAgent};
+    /// use whish_hosted_collect::CollectClient;
+    ///
+    /// let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
+    /// let client = CollectClient::builder(
+    ///     ClientSettings::new("https://collect.example.com/api").user_agent(ua),
+    /// )
+    /// .channel("my-channel")
+    /// .secret(SecretString::from("my-secret"))
+    /// .website_url("shop.example.com")
+    /// .build()?;
+    /// # let _ = client;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(settings: impl Into<ClientSettings>) -> CollectClientBuilder {
         CollectClientBuilder {
-            base_url: base_url.into(),
-            channel: channel.into(),
-            secret,
-            website_url: website_url.into(),
-            user_agent,
-            policy: Policy::default(),
-            callbacks: CallbackAddresses::PublicOnly,
+            settings: settings.into(),
+            channel: None,
+            secret: None,
+            website_url: None,
+        }
+    }
+
+    /// A client whose calls use these retry and timeout overrides; it shares the connection pool.
+    pub fn with_options(&self, options: CallOptions) -> CollectClient {
+        CollectClient {
+            transport: self.transport.clone(),
+            options,
         }
     }
 
     /// The account balance in `currency` (USD or LBP). A read: resent after transient failures.
     pub async fn balance(&self, currency: Currency) -> Result<CollectBalance, Error> {
-        self.balance_with(currency, CallOptions::default()).await
-    }
-
-    /// [`balance`](Self::balance) with per-call retry and timeout settings.
-    pub async fn balance_with(
-        &self,
-        currency: Currency,
-        options: CallOptions,
-    ) -> Result<CollectBalance, Error> {
         currency.require_usd_or_lbp("currency")?;
         let req = Request::new("collect.balance", Method::GET, "/payment/account/balance")
             .query("currency", currency.code())
             .resend(Resend::Read)
-            .options(options);
+            .options(self.options);
         let data = self
             .transport
             .call::<BalanceData, CollectCode>(req)
@@ -138,27 +131,34 @@ impl CollectClient {
     /// (USD at least 1.00 with at most 2 decimals; LBP a whole number, at least 1000), and any of
     /// the four addresses that is not a public http(s) address.
     pub fn prepare_payment(&self, payment: NewPayment) -> Result<PreparedPayment, Error> {
-        Ok(prepare(payment, self.callbacks)?)
+        Ok(prepare(payment, self.transport.callbacks())?)
     }
 
-    /// Create the payment. The result is the hosted page address; it does **not** mean the payer
+    /// Create the payment. `Ok` is the hosted page address; it does **not** mean the payer
     /// paid. Resent with the same bytes and externalId after a timeout, a dropped reply or
-    /// Pending; a Pending that outlasts the policy comes back as `Error::Pending` carrying the
-    /// externalId: reconcile with [`status`](Self::status), never create a second payment for
-    /// the same order.
+    /// Pending (the spec: retry a 500 with backoff using the same externalId). A Pending that
+    /// outlasts the policy is `Err` with [`is_pending`](whish_core::Error::is_pending), a
+    /// refusal `Err` with its [`code`](whish_core::Error::code): reconcile with
+    /// [`status`](Self::status), never create a second payment for the same order.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_hosted_collect::CollectClient,
+    /// #              payment: whish_hosted_collect::NewPayment) -> Result<(), whish_hosted_collect::Error> {
+    /// let prepared = client.prepare_payment(payment)?;
+    /// let external_id = prepared.external_id().clone(); // store it with the order, now
+    /// # let _ = external_id;
+    /// match client.create_payment(&prepared).await {
+    ///     Ok(created) => println!("send the payer to {}", created.collect_url),
+    ///     Err(e) if e.outcome_unknown() => println!("create again with the same prepared payment"),
+    ///     Err(e) => return Err(e), // refused: final
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn create_payment(
         &self,
         prepared: &PreparedPayment,
-    ) -> Result<CreatedPayment, Error> {
-        self.create_payment_with(prepared, CallOptions::default())
-            .await
-    }
-
-    /// [`create_payment`](Self::create_payment) with per-call retry and timeout settings.
-    pub async fn create_payment_with(
-        &self,
-        prepared: &PreparedPayment,
-        options: CallOptions,
     ) -> Result<CreatedPayment, Error> {
         #[derive(Deserialize)]
         struct Data {
@@ -169,7 +169,7 @@ impl CollectClient {
             .json_bytes(prepared.body.clone())
             .idempotency_key(prepared.external_id.as_str())
             .resend(Resend::SameKey { on_pending: true })
-            .options(options);
+            .options(self.options);
         let reply = self.transport.call::<Data, CollectCode>(req).await?;
         let retrieved = reply.retrieved == Some(true);
         let data = reply.require_data()?;
@@ -188,17 +188,6 @@ impl CollectClient {
         currency: Currency,
         external_id: &ExternalId,
     ) -> Result<PaymentStatus, Error> {
-        self.status_with(currency, external_id, CallOptions::default())
-            .await
-    }
-
-    /// [`status`](Self::status) with per-call retry and timeout settings.
-    pub async fn status_with(
-        &self,
-        currency: Currency,
-        external_id: &ExternalId,
-        options: CallOptions,
-    ) -> Result<PaymentStatus, Error> {
         currency.require_usd_or_lbp("currency")?;
         let req = Request::new("collect.status", Method::POST, "/payment/collect/status")
             .json(&ByExternalId {
@@ -208,7 +197,7 @@ impl CollectClient {
             })?
             .idempotency_key(external_id.as_str())
             .resend(Resend::Read)
-            .options(options);
+            .options(self.options);
         self.transport
             .call::<PaymentStatus, CollectCode>(req)
             .await?
@@ -216,26 +205,28 @@ impl CollectClient {
     }
 
     /// Refund a successful payment, by its original externalId. The service accepts refunds only
-    /// from the source IP addresses registered for the account. Resent with the same externalId
+    /// from the source IP addresses registered for the account (see
+    /// [`ClientSettings::proxy`] for a fixed-egress proxy). Resent with the same externalId
     /// after a timeout or Pending; a duplicate comes back with `retrieved` true and refunds
     /// nothing twice.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_hosted_collect::CollectClient,
+    /// #              external_id: whish_core::ExternalId) -> Result<(), whish_hosted_collect::Error> {
+    /// use whish_core::Currency;
+    /// let refund = client.refund(Currency::Usd, &external_id, Some("returned goods")).await?;
+    /// if refund.retrieved {
+    ///     println!("already refunded before; nothing refunded twice");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn refund(
         &self,
         currency: Currency,
         external_id: &ExternalId,
         refund_reason: Option<&str>,
-    ) -> Result<Refund, Error> {
-        self.refund_with(currency, external_id, refund_reason, CallOptions::default())
-            .await
-    }
-
-    /// [`refund`](Self::refund) with per-call retry and timeout settings.
-    pub async fn refund_with(
-        &self,
-        currency: Currency,
-        external_id: &ExternalId,
-        refund_reason: Option<&str>,
-        options: CallOptions,
     ) -> Result<Refund, Error> {
         currency.require_usd_or_lbp("currency")?;
         let req = Request::new("collect.refund", Method::POST, "/payment/svc/refund")
@@ -246,7 +237,7 @@ impl CollectClient {
             })?
             .idempotency_key(external_id.as_str())
             .resend(Resend::SameKey { on_pending: true })
-            .options(options);
+            .options(self.options);
         let reply = self
             .transport
             .call::<serde_json::Value, CollectCode>(req)

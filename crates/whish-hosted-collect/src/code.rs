@@ -529,13 +529,23 @@ impl serde::Serialize for CollectCode {
 
 impl<'de> serde::Deserialize<'de> for CollectCode {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
-        Ok(<Self as whish_core::ErrorCode>::parse(&s))
+        whish_core::de::with_str(d, "a string", |s| {
+            Ok::<_, std::convert::Infallible>(<Self as whish_core::ErrorCode>::parse(s))
+        })
     }
 }
 
 impl whish_core::ErrorCode for CollectCode {
     const SERVICE: &'static str = "hosted-collect";
+
+    fn http_status_hint(status: u16) -> Option<&'static str> {
+        match status {
+            403 => Some(
+                "the service refuses loopback or non-public callback and redirect addresses: use public addresses for all four (a sandbox run needs the client's allow_local_callbacks)",
+            ),
+            _ => None,
+        }
+    }
 
     fn as_str(&self) -> &str {
         CollectCode::as_str(self)

@@ -1,40 +1,131 @@
 //! Creating a payment.
 
 use serde::Serialize;
+use url::Url;
 use whish_core::transport::Bytes;
-use whish_core::{
-    Amount, CallbackAddresses, Currency, ExternalId, ValidationError, ValidationKind,
-};
+use whish_core::{Amount, CallbackAddresses, Currency, ExternalId, ValidationError};
 
-/// The four addresses every payment needs. The callbacks receive bodiless GETs; the redirects are
-/// where the payer's browser goes. All four must be public http(s) addresses: the service answers
-/// HTTP 403 for loopback, private or local ones, and the SDK refuses them before sending.
+macro_rules! address {
+    ($(#[$m:meta])* $name:ident, $field:literal) => {
+        $(#[$m])*
+        ///
+        /// Its own type, so it cannot be passed where another of the four addresses is expected.
+        /// Built from an `http`/`https` address with a host; what is sent is the parsed URL's
+        /// own serialization, exactly what was checked. Whether it must be public is the
+        /// client's rule, checked when the payment is prepared.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name(Url);
+
+        impl $name {
+            /// Parse and keep the address.
+            pub fn new(url: &str) -> Result<$name, ValidationError> {
+                CallbackAddresses::AllowLocal
+                    .check(url, $field)
+                    .map($name)
+            }
+
+            /// The same address with `name=value` appended to its query (percent-encoded), for
+            /// your own reference: the service adds none of its own. Read it back with
+            /// [`callback::reference`](crate::callback::reference).
+            pub fn with_reference(mut self, name: &str, value: &str) -> $name {
+                self.0.query_pairs_mut().append_pair(name, value);
+                self
+            }
+
+            /// The address as it will be sent.
+            pub fn as_str(&self) -> &str {
+                self.0.as_str()
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = ValidationError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $name::new(s)
+            }
+        }
+    };
+}
+
+address!(
+    /// `successCallbackUrl`: the service calls it with a bodiless GET when the link is paid.
+    SuccessCallbackUrl,
+    "successCallbackUrl"
+);
+address!(
+    /// `failureCallbackUrl`: the service calls it with a bodiless GET when one attempt fails (the
+    /// link stays payable).
+    FailureCallbackUrl,
+    "failureCallbackUrl"
+);
+address!(
+    /// `successRedirectUrl`: the payer's browser goes here after paying.
+    SuccessRedirectUrl,
+    "successRedirectUrl"
+);
+address!(
+    /// `failureRedirectUrl`: the payer's browser goes here after a failed attempt.
+    FailureRedirectUrl,
+    "failureRedirectUrl"
+);
+
+/// The four addresses every payment needs. All four must be public http(s) addresses: the
+/// service answers HTTP 403 for loopback, private or local ones, and the SDK refuses them before
+/// sending.
+///
+/// Each address has its own type, so swapping two of them does not compile:
+///
+/// ```compile_fail
+/// use whish_hosted_collect::{CollectUrls, FailureCallbackUrl, SuccessCallbackUrl, SuccessRedirectUrl, FailureRedirectUrl};
+/// let ok = SuccessCallbackUrl::new("https://shop.example.com/ok").unwrap();
+/// let ko = FailureCallbackUrl::new("https://shop.example.com/ko").unwrap();
+/// let thanks = SuccessRedirectUrl::new("https://shop.example.com/thanks").unwrap();
+/// let retry = FailureRedirectUrl::new("https://shop.example.com/retry").unwrap();
+/// let urls = CollectUrls::new(ko, ok, thanks, retry); // success and failure swapped
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectUrls {
     /// GET when the link is paid.
-    pub success_callback_url: String,
+    pub success_callback_url: SuccessCallbackUrl,
     /// GET when an attempt fails (the link stays payable).
-    pub failure_callback_url: String,
+    pub failure_callback_url: FailureCallbackUrl,
     /// The payer's browser goes here after success.
-    pub success_redirect_url: String,
+    pub success_redirect_url: SuccessRedirectUrl,
     /// The payer's browser goes here after failure.
-    pub failure_redirect_url: String,
+    pub failure_redirect_url: FailureRedirectUrl,
 }
 
 impl CollectUrls {
-    /// The four addresses, in the order success callback, failure callback, success redirect,
-    /// failure redirect.
+    /// The four addresses.
+    ///
+    /// ```
+    /// use whish_hosted_collect::{CollectUrls, FailureCallbackUrl, FailureRedirectUrl, SuccessCallbackUrl, SuccessRedirectUrl};
+    /// let urls = CollectUrls::new(
+    ///     SuccessCallbackUrl::new("https://shop.example.com/whish/ok")?.with_reference("order", "A-17"),
+    ///     FailureCallbackUrl::new("https://shop.example.com/whish/ko")?.with_reference("order", "A-17"),
+    ///     SuccessRedirectUrl::new("https://shop.example.com/thanks")?,
+    ///     FailureRedirectUrl::new("https://shop.example.com/retry")?,
+    /// );
+    /// assert_eq!(urls.success_callback_url.as_str(), "https://shop.example.com/whish/ok?order=A-17");
+    /// # Ok::<(), whish_core::ValidationError>(())
+    /// ```
     pub fn new(
-        success_callback_url: impl Into<String>,
-        failure_callback_url: impl Into<String>,
-        success_redirect_url: impl Into<String>,
-        failure_redirect_url: impl Into<String>,
+        success_callback_url: SuccessCallbackUrl,
+        failure_callback_url: FailureCallbackUrl,
+        success_redirect_url: SuccessRedirectUrl,
+        failure_redirect_url: FailureRedirectUrl,
     ) -> CollectUrls {
         CollectUrls {
-            success_callback_url: success_callback_url.into(),
-            failure_callback_url: failure_callback_url.into(),
-            success_redirect_url: success_redirect_url.into(),
-            failure_redirect_url: failure_redirect_url.into(),
+            success_callback_url,
+            failure_callback_url,
+            success_redirect_url,
+            failure_redirect_url,
         }
     }
 }
@@ -42,6 +133,7 @@ impl CollectUrls {
 /// A payment to create: amount, currency and the four addresses are required; invoice and
 /// externalId are optional (an externalId is generated when you give none).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a payment does nothing until it is prepared and created"]
 pub struct NewPayment {
     amount: Amount,
     currency: Currency,
@@ -79,6 +171,7 @@ impl NewPayment {
 /// [`external_id`](Self::external_id) with your order **before** sending: it is what status,
 /// refund and a resend use.
 #[derive(Debug, Clone, PartialEq)]
+#[must_use = "a prepared payment does nothing until it is created"]
 pub struct PreparedPayment {
     pub(crate) external_id: ExternalId,
     pub(crate) currency: Currency,
@@ -128,16 +221,14 @@ pub(crate) fn prepare(
     p.amount.check_rules(&p.currency, "amount")?;
     let u = &p.urls;
     let urls = [
-        ("successCallbackUrl", &u.success_callback_url),
-        ("failureCallbackUrl", &u.failure_callback_url),
-        ("successRedirectUrl", &u.success_redirect_url),
-        ("failureRedirectUrl", &u.failure_redirect_url),
+        ("successCallbackUrl", &u.success_callback_url.0),
+        ("failureCallbackUrl", &u.failure_callback_url.0),
+        ("successRedirectUrl", &u.success_redirect_url.0),
+        ("failureRedirectUrl", &u.failure_redirect_url.0),
     ];
     for (field, url) in urls {
-        if url.trim().is_empty() {
-            return Err(ValidationError::new(field, ValidationKind::Missing));
-        }
-        callbacks.check(url, field)?;
+        // The client's rule (public only, unless the sandbox opt-in) on the parsed address.
+        callbacks.check(url.as_str(), field)?;
     }
     if let Some(inv) = &p.invoice
         && inv.chars().any(|c| c.is_control() && c != '\n')
@@ -154,10 +245,10 @@ pub(crate) fn prepare(
         currency: &p.currency,
         invoice: p.invoice.as_deref(),
         external_id: &external_id,
-        success_callback_url: u.success_callback_url.trim(),
-        failure_callback_url: u.failure_callback_url.trim(),
-        success_redirect_url: u.success_redirect_url.trim(),
-        failure_redirect_url: u.failure_redirect_url.trim(),
+        success_callback_url: u.success_callback_url.as_str(),
+        failure_callback_url: u.failure_callback_url.as_str(),
+        success_redirect_url: u.success_redirect_url.as_str(),
+        failure_redirect_url: u.failure_redirect_url.as_str(),
     })
     .map_err(|e| ValidationError::invalid("body", e.to_string()))?;
     Ok(PreparedPayment {

@@ -18,26 +18,26 @@
 //!   loopback or private ones, and this crate refuses them before sending.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), whish_hosted_collect::Error> {
-//! use whish_core::{Amount, Currency, SecretString, UserAgent};
-//! use whish_hosted_collect::{CollectClient, CollectUrls, NewPayment, callback};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use whish_core::{Amount, ClientSettings, Currency, SecretString, UserAgent};
+//! use whish_hosted_collect::{
+//!     CollectClient, CollectUrls, FailureCallbackUrl, FailureRedirectUrl, NewPayment,
+//!     SuccessCallbackUrl, SuccessRedirectUrl,
+//! };
 //!
 //! let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
-//! let client = CollectClient::builder(
-//!     "https://collect.example.com/api",
-//!     "my-channel",
-//!     SecretString::from("secret"),
-//!     "shop.example.com",
-//!     ua,
-//! )
-//! .build()?;
+//! let client = CollectClient::builder(ClientSettings::new("https://collect.example.com/api").user_agent(ua))
+//!     .channel("my-channel")
+//!     .secret(SecretString::from("secret"))
+//!     .website_url("shop.example.com")
+//!     .build()?;
 //! let urls = CollectUrls::new(
-//!     callback::with_reference("https://shop.example.com/whish/ok", "order", "A-17")?,
-//!     callback::with_reference("https://shop.example.com/whish/ko", "order", "A-17")?,
-//!     "https://shop.example.com/thanks",
-//!     "https://shop.example.com/retry",
+//!     SuccessCallbackUrl::new("https://shop.example.com/whish/ok")?.with_reference("order", "A-17"),
+//!     FailureCallbackUrl::new("https://shop.example.com/whish/ko")?.with_reference("order", "A-17"),
+//!     SuccessRedirectUrl::new("https://shop.example.com/thanks")?,
+//!     FailureRedirectUrl::new("https://shop.example.com/retry")?,
 //! );
-//! let amount: Amount = "25.50".parse().expect("amount");
+//! let amount: Amount = "25.50".parse()?;
 //! let prepared = client.prepare_payment(NewPayment::new(amount, Currency::Usd, urls))?;
 //! let external_id = prepared.external_id().clone(); // store it with the order, now
 //! let created = client.create_payment(&prepared).await?;
@@ -56,7 +56,10 @@ mod model;
 
 pub use client::{CollectClient, CollectClientBuilder};
 pub use code::CollectCode;
-pub use create::{CollectUrls, CreatedPayment, NewPayment, PreparedPayment};
+pub use create::{
+    CollectUrls, CreatedPayment, FailureCallbackUrl, FailureRedirectUrl, NewPayment,
+    PreparedPayment, SuccessCallbackUrl, SuccessRedirectUrl,
+};
 pub use model::{CollectBalance, CollectStatus, PaymentStatus, Refund};
 
 /// The error type of this service's calls.

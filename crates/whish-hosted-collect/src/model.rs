@@ -1,8 +1,6 @@
 //! The collect service's data.
 
-use std::fmt;
-
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use whish_core::{Amount, Currency, ExternalId};
 
 /// The account balance in one currency.
@@ -20,37 +18,23 @@ pub(crate) struct BalanceData {
     pub(crate) balance: Amount,
 }
 
-/// `collectStatus`: where a payment link stands.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CollectStatus {
-    /// The link is still payable, including after a failed attempt. Not a failure.
-    Pending,
-    /// Paid; the link is now expired. Settled.
-    Success,
-    /// The link expired without being paid. Settled.
-    Failed,
-    /// A successful payment was refunded.
-    Refunded,
-    /// The final state could not be determined; ask again later or contact the operator.
-    Unknown,
-    /// A value the specification does not list, kept as sent.
-    Other(String),
+whish_core::open_enum! {
+    /// `collectStatus`: where a payment link stands.
+    pub CollectStatus {
+        /// The link is still payable, including after a failed attempt. Not a failure.
+        Pending => "pending",
+        /// Paid; the link is now expired. Settled.
+        Success => "success",
+        /// The link expired without being paid. Settled.
+        Failed => "failed",
+        /// A successful payment was refunded.
+        Refunded => "refunded",
+        /// The final state could not be determined; ask again later or contact the operator.
+        Unknown => "unknown",
+    }
 }
 
 impl CollectStatus {
-    /// The string as the service writes it.
-    pub fn as_str(&self) -> &str {
-        match self {
-            CollectStatus::Pending => "pending",
-            CollectStatus::Success => "success",
-            CollectStatus::Failed => "failed",
-            CollectStatus::Refunded => "refunded",
-            CollectStatus::Unknown => "unknown",
-            CollectStatus::Other(s) => s,
-        }
-    }
-
     /// Only `success` and `failed` are settled outcomes.
     pub fn is_settled(&self) -> bool {
         matches!(self, CollectStatus::Success | CollectStatus::Failed)
@@ -59,37 +43,6 @@ impl CollectStatus {
     /// True only for `success`: the one state in which to fulfil the order.
     pub fn is_paid(&self) -> bool {
         matches!(self, CollectStatus::Success)
-    }
-
-    fn parse(s: &str) -> CollectStatus {
-        match s {
-            "pending" => CollectStatus::Pending,
-            "success" => CollectStatus::Success,
-            "failed" => CollectStatus::Failed,
-            "refunded" => CollectStatus::Refunded,
-            "unknown" => CollectStatus::Unknown,
-            other => CollectStatus::Other(other.to_owned()),
-        }
-    }
-}
-
-impl fmt::Display for CollectStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for CollectStatus {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        whish_core::de::with_str(d, "a string", |s| {
-            Ok::<_, std::convert::Infallible>(CollectStatus::parse(s))
-        })
-    }
-}
-
-impl serde::Serialize for CollectStatus {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
     }
 }
 

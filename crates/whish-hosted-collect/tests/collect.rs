@@ -5,7 +5,8 @@ use whish_core::{
     Amount, Currency, Error as CoreError, ExternalId, SecretString, UserAgent, ValidationKind,
 };
 use whish_hosted_collect::{
-    CollectClient, CollectCode, CollectStatus, CollectUrls, NewPayment, callback,
+    CollectClient, CollectCode, CollectStatus, CollectUrls, FailureCallbackUrl, FailureRedirectUrl,
+    NewPayment, SuccessCallbackUrl, SuccessRedirectUrl, callback,
 };
 use whish_testkit::{ScriptedServer, Step, fixture};
 
@@ -16,25 +17,27 @@ fn client(base: &str, retries: u32) -> CollectClient {
         .parse()
         .expect("ua");
     CollectClient::builder(
-        base,
-        "chan-42",
-        SecretString::from(SECRET),
-        "shop.example.com",
-        ua,
+        whish_core::ClientSettings::new(base)
+            .policy(whish_testkit::fast_policy(retries))
+            .user_agent(ua),
     )
-    .policy(whish_testkit::fast_policy(retries))
+    .channel("chan-42")
+    .secret(SecretString::from(SECRET))
+    .website_url("shop.example.com")
     .build()
     .expect("client")
 }
 
 fn urls() -> CollectUrls {
     CollectUrls::new(
-        callback::with_reference("https://shop.example.com/whish/ok", "order", "A&B 17")
-            .expect("url"),
-        callback::with_reference("https://shop.example.com/whish/ko", "order", "A&B 17")
-            .expect("url"),
-        "https://shop.example.com/thanks",
-        "https://shop.example.com/retry",
+        SuccessCallbackUrl::new("https://shop.example.com/whish/ok")
+            .expect("url")
+            .with_reference("order", "A&B 17"),
+        FailureCallbackUrl::new("https://shop.example.com/whish/ko")
+            .expect("url")
+            .with_reference("order", "A&B 17"),
+        SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+        FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
     )
 }
 
@@ -283,10 +286,10 @@ async fn refusals_send_nothing() {
                 "10".parse().expect("a"),
                 Currency::Usd,
                 CollectUrls::new(
-                    "http://localhost/cb",
-                    "https://shop.example.com/ko",
-                    "https://shop.example.com/a",
-                    "https://shop.example.com/b",
+                    SuccessCallbackUrl::new("http://localhost/cb").expect("url"),
+                    FailureCallbackUrl::new("https://shop.example.com/ko").expect("url"),
+                    SuccessRedirectUrl::new("https://shop.example.com/a").expect("url"),
+                    FailureRedirectUrl::new("https://shop.example.com/b").expect("url"),
                 ),
             ),
             "successCallbackUrl",
@@ -296,10 +299,10 @@ async fn refusals_send_nothing() {
                 "10".parse().expect("a"),
                 Currency::Usd,
                 CollectUrls::new(
-                    "https://shop.example.com/ok",
-                    "http://10.0.0.7/ko",
-                    "https://shop.example.com/a",
-                    "https://shop.example.com/b",
+                    SuccessCallbackUrl::new("https://shop.example.com/ok").expect("url"),
+                    FailureCallbackUrl::new("http://10.0.0.7/ko").expect("url"),
+                    SuccessRedirectUrl::new("https://shop.example.com/a").expect("url"),
+                    FailureRedirectUrl::new("https://shop.example.com/b").expect("url"),
                 ),
             ),
             "failureCallbackUrl",
@@ -309,28 +312,19 @@ async fn refusals_send_nothing() {
                 "10".parse().expect("a"),
                 Currency::Usd,
                 CollectUrls::new(
-                    "https://shop.example.com/ok",
-                    "https://shop.example.com/ko",
-                    "http://127.0.0.1:3000/a",
-                    "https://shop.example.com/b",
+                    SuccessCallbackUrl::new("https://shop.example.com/ok").expect("url"),
+                    FailureCallbackUrl::new("https://shop.example.com/ko").expect("url"),
+                    SuccessRedirectUrl::new("http://127.0.0.1:3000/a").expect("url"),
+                    FailureRedirectUrl::new("https://shop.example.com/b").expect("url"),
                 ),
             ),
             "successRedirectUrl",
         ),
-        (
-            NewPayment::new(
-                "10".parse().expect("a"),
-                Currency::Usd,
-                CollectUrls::new(
-                    "https://shop.example.com/ok",
-                    "https://shop.example.com/ko",
-                    "https://shop.example.com/a",
-                    "",
-                ),
-            ),
-            "failureRedirectUrl",
-        ),
     ];
+    // An empty or non-http address cannot even be built.
+    let e = FailureRedirectUrl::new("").expect_err("empty");
+    assert_eq!(e.field, "failureRedirectUrl");
+    assert!(SuccessCallbackUrl::new("ftp://shop.example.com/cb").is_err());
     for (p, field) in cases {
         let err = c.prepare_payment(p).expect_err(field);
         match &err {
@@ -358,12 +352,10 @@ async fn refusals_send_nothing() {
 #[test]
 fn callback_reference_round_trip_through_the_request_target() {
     let value = "A&B 17/é?#%+";
-    let url = callback::with_reference(
-        "https://shop.example.com/whish/ok?src=whish",
-        "order",
-        value,
-    )
-    .expect("url");
+    let url = SuccessCallbackUrl::new("https://shop.example.com/whish/ok?src=whish")
+        .expect("url")
+        .with_reference("order", value)
+        .to_string();
     // What an HTTP server receives as the request target of the GET callback:
     let target = &url["https://shop.example.com".len()..];
     assert_eq!(callback::reference(target, "order").as_deref(), Some(value));
@@ -377,15 +369,21 @@ fn client_debug_shows_no_secret() {
     assert!(!text.contains(SECRET), "{text}");
     let ua: UserAgent = "A/1 (w.example; a@b.co)".parse().expect("ua");
     let e = CollectClient::builder(
-        "https://c.example.com",
-        " ",
-        SecretString::from("s"),
-        "w",
-        ua,
+        whish_core::ClientSettings::new("https://c.example.com").user_agent(ua),
     )
+    .channel(" ")
+    .secret(SecretString::from("s"))
+    .website_url("w")
     .build()
     .expect_err("no channel");
-    assert_eq!(e.field, "WHISH_COLLECT_CHANNEL");
+    assert_eq!(e.setting, "channel");
+    let e = CollectClient::builder("https://c.example.com")
+        .channel("c")
+        .secret(SecretString::from("s"))
+        .website_url("w")
+        .build()
+        .expect_err("no user agent");
+    assert_eq!(e.setting, "user_agent");
 }
 
 #[test]
@@ -395,23 +393,23 @@ fn local_callbacks_are_an_opt_in_for_a_loopback_base_only() {
         .expect("ua");
     let build = |base: &str| {
         CollectClient::builder(
-            base,
-            "chan-42",
-            SecretString::from(SECRET),
-            "shop.example.com",
-            ua.clone(),
+            whish_core::ClientSettings::new(base)
+                .allow_local_callbacks()
+                .user_agent(ua.clone()),
         )
-        .allow_local_callbacks()
+        .channel("chan-42")
+        .secret(SecretString::from(SECRET))
+        .website_url("shop.example.com")
         .build()
     };
     let err = build("https://collect.example.com").expect_err("not loopback");
-    assert_eq!(err.field, "successCallbackUrl");
+    assert_eq!(err.setting, "allow_local_callbacks");
     let c = build("http://127.0.0.1:9").expect("loopback base");
     let local = CollectUrls::new(
-        "http://127.0.0.1:8080/ok?order=1",
-        "http://127.0.0.1:8080/ko?order=1",
-        "http://localhost:8080/thanks",
-        "http://10.0.0.7/retry",
+        SuccessCallbackUrl::new("http://127.0.0.1:8080/ok?order=1").expect("url"),
+        FailureCallbackUrl::new("http://127.0.0.1:8080/ko?order=1").expect("url"),
+        SuccessRedirectUrl::new("http://localhost:8080/thanks").expect("url"),
+        FailureRedirectUrl::new("http://10.0.0.7/retry").expect("url"),
     );
     let prepared = c
         .prepare_payment(NewPayment::new(
@@ -429,8 +427,9 @@ fn local_callbacks_are_an_opt_in_for_a_loopback_base_only() {
 
 #[test]
 fn a_reference_on_a_local_address_is_refused_by_the_default_client_at_prepare() {
-    let url = callback::with_reference("http://127.0.0.1:8080/ok", "order", "A-1")
-        .expect("any http address takes a reference");
+    let url = SuccessCallbackUrl::new("http://127.0.0.1:8080/ok")
+        .expect("any http address takes a reference")
+        .with_reference("order", "A-1");
     let c = client("https://collect.example.com/api", 0);
     let err = c
         .prepare_payment(NewPayment::new(
@@ -438,9 +437,9 @@ fn a_reference_on_a_local_address_is_refused_by_the_default_client_at_prepare() 
             Currency::Usd,
             CollectUrls::new(
                 url,
-                "https://shop.example.com/ko",
-                "https://shop.example.com/a",
-                "https://shop.example.com/b",
+                FailureCallbackUrl::new("https://shop.example.com/ko").expect("url"),
+                SuccessRedirectUrl::new("https://shop.example.com/a").expect("url"),
+                FailureRedirectUrl::new("https://shop.example.com/b").expect("url"),
             ),
         ))
         .expect_err("not public");

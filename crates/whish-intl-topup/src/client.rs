@@ -1,53 +1,57 @@
 //! The top-up client.
 
 use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Policy, Request, Transport};
+use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
-    BaseUrl, Error as CoreError, SecretString, UserAgent, ValidationError, ValidationKind,
+    ClientSettings, Error as CoreError, SecretString, ServiceHeaders, SetupError, ValidationError,
+    ValidationKind,
 };
 
 use crate::code::TopupCode;
 use crate::model::{Balance, BalanceData, FetchData, FetchedOptions, TopupOption};
-use crate::pay::{Challenge, PayOptions, PayOutcome, Payment, PreparedPay, prepare};
+use crate::pay::{Challenge, PayOutcome, PayRequest, Payment, PreparedPay, prepare};
 use crate::{Error, model::SoldItem};
 
-/// Builds a [`TopupClient`].
+/// Builds a [`TopupClient`]: the shared [`ClientSettings`] (which must carry a `user_agent`: the
+/// service requires one) plus the session's `session_id` and `token`.
 #[derive(Debug)]
+#[must_use = "a builder does nothing until build() is called"]
 pub struct TopupClientBuilder {
-    base_url: String,
-    session_id: SecretString,
-    token: SecretString,
-    user_agent: UserAgent,
+    settings: ClientSettings,
+    session_id: Option<SecretString>,
+    token: Option<SecretString>,
     language: Option<String>,
-    policy: Policy,
 }
 
 impl TopupClientBuilder {
+    /// The `sessionId` issued to the account (tied to one currency). Kept secret.
+    pub fn session_id(mut self, session_id: SecretString) -> Self {
+        self.session_id = Some(session_id);
+        self
+    }
+
+    /// The `token` issued to the account. Kept secret.
+    pub fn token(mut self, token: SecretString) -> Self {
+        self.token = Some(token);
+        self
+    }
+
     /// Send a `language` header (the service's sample carries one; its meaning is not described).
     pub fn language(mut self, language: impl Into<String>) -> Self {
         self.language = Some(language.into());
         self
     }
 
-    /// Retry and timeout settings.
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// Check the settings and build the client. Nothing is sent.
-    pub fn build(self) -> Result<TopupClient, ValidationError> {
-        let base = BaseUrl::parse(&self.base_url, "WHISH_TOPUP_BASE_URL")?;
-        let mut t = Transport::builder("intl-topup", base)
-            .secret_header("sessionid", &self.session_id)
-            .secret_header("token", &self.token)
-            .user_agent(&self.user_agent)
-            .policy(self.policy);
-        if let Some(lang) = &self.language {
-            t = t.header("language", lang);
-        }
+    /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    pub fn build(self) -> Result<TopupClient, SetupError> {
+        let headers = ServiceHeaders::new()
+            .secret("sessionid", "session_id", self.session_id.as_ref())
+            .secret("token", "token", self.token.as_ref())
+            .optional("language", "language", self.language.as_deref())
+            .require("user_agent", self.settings.user_agent_value().is_some());
         Ok(TopupClient {
-            transport: t.build()?,
+            transport: self.settings.build_transport("intl-topup", headers)?,
+            options: CallOptions::default(),
         })
     }
 }
@@ -56,6 +60,7 @@ impl TopupClientBuilder {
 #[derive(Debug, Clone)]
 pub struct TopupClient {
     transport: Transport,
+    options: CallOptions,
 }
 
 pub(crate) fn check_target(target: &str) -> Result<String, ValidationError> {
@@ -73,34 +78,45 @@ pub(crate) fn check_target(target: &str) -> Result<String, ValidationError> {
 }
 
 impl TopupClient {
-    /// Start building a client from the base URL, the session's `sessionId` and `token` (both
-    /// secret) and your `User-Agent`.
-    pub fn builder(
-        base_url: impl Into<String>,
-        session_id: SecretString,
-        token: SecretString,
-        user_agent: UserAgent,
-    ) -> TopupClientBuilder {
+    /// Start building a client for the service at `settings`: a [`ClientSettings`] with your
+    /// `User-Agent` (the service requires one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use whish_core::{ClientSettings, SecretString, UserAgent};
+    /// use whish_intl_topup::TopupClient;
+    ///
+    /// let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
+    /// let client = TopupClient::builder(ClientSettings::new("https://topup.example.com").user_agent(ua))
+    ///     .session_id(SecretString::from("session-id"))
+    ///     .token(SecretString::from("token"))
+    ///     .build()?;
+    /// # let _ = client;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(settings: impl Into<ClientSettings>) -> TopupClientBuilder {
         TopupClientBuilder {
-            base_url: base_url.into(),
-            session_id,
-            token,
-            user_agent,
+            settings: settings.into(),
+            session_id: None,
+            token: None,
             language: None,
-            policy: Policy::default(),
+        }
+    }
+
+    /// A client whose calls use these retry and timeout overrides; it shares the connection pool.
+    pub fn with_options(&self, options: CallOptions) -> TopupClient {
+        TopupClient {
+            transport: self.transport.clone(),
+            options,
         }
     }
 
     /// The account balance, in the session's currency. `void_balance` is not cash.
     pub async fn balance(&self) -> Result<Balance, Error> {
-        self.balance_with(CallOptions::default()).await
-    }
-
-    /// [`balance`](Self::balance) with per-call retry and timeout settings.
-    pub async fn balance_with(&self, options: CallOptions) -> Result<Balance, Error> {
         let req = Request::new("topup.balance", Method::GET, "/account/balance")
             .resend(Resend::Read)
-            .options(options);
+            .options(self.options);
         let reply = self.transport.call::<BalanceData, TopupCode>(req).await?;
         Ok(reply.require_data()?.balance_details)
     }
@@ -112,23 +128,12 @@ impl TopupClient {
         provider: &str,
         target: &str,
     ) -> Result<FetchedOptions, Error> {
-        self.fetch_options_with(provider, target, CallOptions::default())
-            .await
-    }
-
-    /// [`fetch_options`](Self::fetch_options) with per-call retry and timeout settings.
-    pub async fn fetch_options_with(
-        &self,
-        provider: &str,
-        target: &str,
-        options: CallOptions,
-    ) -> Result<FetchedOptions, Error> {
         let segment = whish_core::path::segment(provider, "provider")?;
         let target = check_target(target)?;
         let req = Request::new("topup.fetch", Method::POST, format!("/v2/{segment}/fetch"))
             .json(&serde_json::json!({ "target": target }))?
             .resend(Resend::Read)
-            .options(options);
+            .options(self.options);
         let data = self
             .transport
             .call::<FetchData, TopupCode>(req)
@@ -157,37 +162,43 @@ impl TopupClient {
         })
     }
 
-    /// Prepare a payment for a fetched option, with a new externalId. Store
-    /// [`PreparedPay::external_id`] before calling [`pay`](Self::pay).
-    pub fn prepare_pay(&self, option: &TopupOption) -> Result<PreparedPay, Error> {
-        self.prepare_pay_with(option, PayOptions::default())
+    /// Prepare a payment for a fetched option (`&option`), or a [`PayRequest`] with your own
+    /// externalId or another target. Nothing is sent. Store [`PreparedPay::external_id`]
+    /// before calling [`pay`](Self::pay).
+    pub fn prepare_pay(&self, request: impl Into<PayRequest>) -> Result<PreparedPay, Error> {
+        let request = request.into();
+        let segment = whish_core::path::segment(&request.option.provider, "provider")?;
+        Ok(prepare(request, segment)?)
     }
 
-    /// Prepare a payment with your own externalId or, when the operator instructs it, another
-    /// target.
-    pub fn prepare_pay_with(
-        &self,
-        option: &TopupOption,
-        options: PayOptions,
-    ) -> Result<PreparedPay, Error> {
-        let segment = whish_core::path::segment(&option.provider, "provider")?;
-        Ok(prepare(option, segment, options)?)
-    }
-
-    /// Pay. Resends the same bytes with the same externalId after a timeout, a dropped reply or
-    /// Pending, within the policy; a replay comes back with `retrieved` true. If the outcome is
-    /// still unknown when the policy runs out (`Error::Pending` or a transport error with
-    /// `may_have_reached`), call `pay` again later with the same `PreparedPay`.
+    /// Pay. `Ok` means paid ([`PayOutcome::Paid`], with the sold items) or a documented
+    /// challenge ([`PayOutcome::Challenge`], an expected next step). A refusal is `Err` with its
+    /// [`code`](whish_core::Error::code).
+    ///
+    /// The service has no status endpoint: after a timeout, a dropped reply or Pending the same
+    /// bytes are resent with the same externalId (it replays the original result with
+    /// `retrieved` true and never charges twice). If the outcome is still unknown when the
+    /// policy runs out ([`outcome_unknown`](whish_core::Error::outcome_unknown)), call `pay`
+    /// again later with the same `PreparedPay`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_intl_topup::TopupClient) -> Result<(), whish_intl_topup::Error> {
+    /// use whish_intl_topup::PayOutcome;
+    /// let offer = client.fetch_options("example-provider", "971501234567").await?;
+    /// let prepared = client.prepare_pay(&offer.options()[0])?;
+    /// let external_id = prepared.external_id().clone(); // store it now
+    /// # let _ = external_id;
+    /// match client.pay(&prepared).await {
+    ///     Ok(PayOutcome::Paid(payment)) => println!("{} item(s) sold", payment.sold_items().len()),
+    ///     Ok(other) => println!("next step: {other:?}"),
+    ///     Err(e) if e.outcome_unknown() => println!("pay again later with the same prepared pay"),
+    ///     Err(e) => return Err(e), // refused: final
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn pay(&self, prepared: &PreparedPay) -> Result<PayOutcome, Error> {
-        self.pay_with(prepared, CallOptions::default()).await
-    }
-
-    /// [`pay`](Self::pay) with per-call retry and timeout settings.
-    pub async fn pay_with(
-        &self,
-        prepared: &PreparedPay,
-        options: CallOptions,
-    ) -> Result<PayOutcome, Error> {
         #[derive(serde::Deserialize)]
         struct PayData {
             #[serde(rename = "listOfSoldItems", default)]
@@ -201,7 +212,7 @@ impl TopupClient {
         .json_bytes(prepared.body.clone())
         .idempotency_key(prepared.external_id.as_str())
         .resend(Resend::SameKey { on_pending: true })
-        .options(options);
+        .options(self.options);
         match self.transport.call::<PayData, TopupCode>(req).await {
             Ok(reply) => {
                 let retrieved = reply.retrieved == Some(true);

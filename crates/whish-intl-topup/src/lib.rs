@@ -18,18 +18,15 @@
 //! 4. Store each sold item's [`transaction_id`](SoldItem::transaction_id).
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), whish_intl_topup::Error> {
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use whish_intl_topup::{PayOutcome, TopupClient};
-//! use whish_core::{SecretString, UserAgent};
+//! use whish_core::{ClientSettings, SecretString, UserAgent};
 //!
 //! let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
-//! let client = TopupClient::builder(
-//!     "https://topup.example.com/api",
-//!     SecretString::from("session-id"),
-//!     SecretString::from("token"),
-//!     ua,
-//! )
-//! .build()?;
+//! let client = TopupClient::builder(ClientSettings::new("https://topup.example.com/api").user_agent(ua))
+//!     .session_id(SecretString::from("session-id"))
+//!     .token(SecretString::from("token"))
+//!     .build()?;
 //! let offer = client.fetch_options("example-provider", "971501234567").await?;
 //! let option = &offer.options()[0];
 //! let prepared = client.prepare_pay(option)?;
@@ -57,7 +54,7 @@ mod pay;
 pub use client::{TopupClient, TopupClientBuilder};
 pub use code::TopupCode;
 pub use model::{Balance, FetchedOptions, Pin, SoldItem, TopupOption};
-pub use pay::{Challenge, PayOptions, PayOutcome, Payment, PreparedPay};
+pub use pay::{Challenge, PayOutcome, PayRequest, Payment, PreparedPay};
 
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<TopupCode>;

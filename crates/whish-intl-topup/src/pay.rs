@@ -15,6 +15,7 @@ use crate::model::{SoldItem, TopupOption};
 /// payment whose reply was lost (pay again with the same `PreparedPay`; the service replays the
 /// original result instead of charging twice).
 #[derive(Debug, Clone, PartialEq)]
+#[must_use = "a prepared pay does nothing until it is paid"]
 pub struct PreparedPay {
     pub(crate) provider: String,
     pub(crate) provider_segment: String,
@@ -61,18 +62,34 @@ pub(crate) struct PayBody<'a> {
     pub(crate) external_id: &'a ExternalId,
 }
 
-/// Options of [`TopupClient::prepare_pay_with`](crate::TopupClient::prepare_pay_with).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PayOptions {
-    /// Your own externalId (unique per payment); one is generated when `None`.
-    pub external_id: Option<ExternalId>,
-    /// A target other than the fetched one, only when the operator instructs it.
-    pub target: Option<String>,
+/// A payment to prepare: a fetched option, and optionally your own externalId or (only when the
+/// operator instructs it) another target. `&TopupOption` converts into one.
+///
+/// ```no_run
+/// # fn f(client: whish_intl_topup::TopupClient, option: whish_intl_topup::TopupOption) -> Result<(), whish_intl_topup::Error> {
+/// use whish_core::ExternalId;
+/// use whish_intl_topup::PayRequest;
+/// let prepared = client.prepare_pay(PayRequest::new(&option).external_id(ExternalId::new("order-17")?))?;
+/// # let _ = prepared; Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a pay request does nothing until it is prepared and paid"]
+pub struct PayRequest {
+    pub(crate) option: TopupOption,
+    pub(crate) external_id: Option<ExternalId>,
+    pub(crate) target: Option<String>,
 }
 
-impl PayOptions {
-    /// Use this externalId.
+impl PayRequest {
+    /// Pay for this fetched option, at exactly its fetched amount.
+    pub fn new(option: &TopupOption) -> PayRequest {
+        PayRequest {
+            option: option.clone(),
+            external_id: None,
+            target: None,
+        }
+    }
+    /// Use this externalId (unique per payment); one is generated when you give none.
     pub fn external_id(mut self, id: ExternalId) -> Self {
         self.external_id = Some(id);
         self
@@ -84,13 +101,19 @@ impl PayOptions {
     }
 }
 
+impl From<&TopupOption> for PayRequest {
+    fn from(option: &TopupOption) -> Self {
+        PayRequest::new(option)
+    }
+}
+
 pub(crate) fn prepare(
-    option: &TopupOption,
+    request: PayRequest,
     provider_segment: String,
-    options: PayOptions,
 ) -> Result<PreparedPay, whish_core::ValidationError> {
-    let external_id = options.external_id.unwrap_or_else(ExternalId::generate);
-    let target = match options.target {
+    let option = &request.option;
+    let external_id = request.external_id.unwrap_or_else(ExternalId::generate);
+    let target = match request.target {
         Some(t) => crate::client::check_target(&t)?,
         None => option.target.clone(),
     };
@@ -149,9 +172,10 @@ pub struct Challenge {
     pub external_id: ExternalId,
 }
 
-/// What a pay call produced, when it was not an error.
+/// What an accepted pay call produced. A refusal and Pending are `Err`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[must_use = "the outcome holds the sold items: store their transaction ids"]
 pub enum PayOutcome {
     /// Paid: the sold items.
     Paid(Payment),

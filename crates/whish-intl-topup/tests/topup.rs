@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use whish_core::{Error as CoreError, ExternalId, SecretString, UserAgent};
-use whish_intl_topup::{PayOptions, PayOutcome, TopupClient, TopupCode};
+use whish_intl_topup::{PayOutcome, PayRequest, TopupClient, TopupCode};
 use whish_testkit::{ScriptedServer, Step, fixture};
 
 const SESSION: &str = "sess-SECRET-4471";
@@ -15,13 +15,13 @@ fn client(base: &str, retries: u32) -> TopupClient {
         .parse()
         .expect("ua");
     TopupClient::builder(
-        base,
-        SecretString::from(SESSION),
-        SecretString::from(TOKEN),
-        ua,
+        whish_core::ClientSettings::new(base)
+            .policy(whish_testkit::fast_policy(retries))
+            .user_agent(ua),
     )
+    .session_id(SecretString::from(SESSION))
+    .token(SecretString::from(TOKEN))
     .language("en")
-    .policy(whish_testkit::fast_policy(retries))
     .build()
     .expect("client")
 }
@@ -85,9 +85,9 @@ async fn pay_sends_the_fetched_amount_exactly() {
     let offer = fetched(&server).await;
     let c = client(&server.base, 0);
     let prepared = c
-        .prepare_pay_with(
-            offer.option("opt-third").expect("option"),
-            PayOptions::default().external_id(ExternalId::new("order-1001").expect("id")),
+        .prepare_pay(
+            PayRequest::new(offer.option("opt-third").expect("option"))
+                .external_id(ExternalId::new("order-1001").expect("id")),
         )
         .expect("prepared");
     assert_eq!(prepared.external_id().as_str(), "order-1001");
@@ -192,7 +192,8 @@ async fn failure_codes_are_failures() {
     let prepared = c.prepare_pay(&offer.options()[0]).expect("prepared");
     let err = c.pay(&prepared).await.expect_err("mismatch");
     assert_eq!(err.code(), Some(&TopupCode::ExternalAmountMismatch));
-    assert!(err.to_string().contains("exactly as fetched"), "{err}");
+    assert!(err.hint().contains("exactly as fetched"), "{}", err.hint());
+    assert!(err.to_string().starts_with("topup.pay: refused with external.amount.mismatch"), "{err}");
     let err = c.fetch_options("nope", "1").await.expect_err("unknown");
     assert_eq!(err.code(), Some(&TopupCode::ExternalUnknownProvider));
     let err = c.fetch_options("p", "1").await.expect_err("no offers");
@@ -240,7 +241,7 @@ async fn pay_for_a_slashed_provider_stays_one_segment() {
         .await
         .expect("fetch");
     let prepared = c.prepare_pay(&offer.options()[0]).expect("prepared");
-    c.pay(&prepared).await.expect("paid");
+    let _ = c.pay(&prepared).await.expect("paid");
     assert_eq!(server.requests()[1].path, "/v2/..%2Faccount/pay");
 }
 
@@ -275,7 +276,7 @@ async fn refusals_send_nothing() {
     any.assert_calls_async(0).await;
     let offer = c.fetch_options("p", "9715").await.expect("fetch");
     assert!(
-        c.prepare_pay_with(&offer.options()[0], PayOptions::default().target(""))
+        c.prepare_pay(PayRequest::new(&offer.options()[0]).target(""))
             .is_err()
     );
     assert!(ExternalId::new("").is_err());
@@ -323,21 +324,19 @@ async fn sold_item_pin_never_in_debug() {
 fn bad_settings_are_refused() {
     let ua: UserAgent = "A/1 (w.example; a@b.co)".parse().expect("ua");
     let e = TopupClient::builder(
-        "http://topup.example.com",
-        SecretString::from("s"),
-        SecretString::from("t"),
-        ua.clone(),
+        whish_core::ClientSettings::new("http://topup.example.com").user_agent(ua.clone()),
     )
+    .session_id(SecretString::from("s"))
+    .token(SecretString::from("t"))
     .build()
     .expect_err("http to a public host");
-    assert_eq!(e.field, "WHISH_TOPUP_BASE_URL");
+    assert_eq!(e.setting, "base_url");
     assert!(
         TopupClient::builder(
-            "https://t.example.com",
-            SecretString::from(""),
-            SecretString::from("t"),
-            ua
+            whish_core::ClientSettings::new("https://t.example.com").user_agent(ua)
         )
+        .session_id(SecretString::from(""))
+        .token(SecretString::from("t"))
         .build()
         .is_err()
     );

@@ -107,13 +107,20 @@ impl serde::Serialize for LocationsCode {
 
 impl<'de> serde::Deserialize<'de> for LocationsCode {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
-        Ok(<Self as whish_core::ErrorCode>::parse(&s))
+        whish_core::de::with_str(d, "a string", |s| {
+            Ok::<_, std::convert::Infallible>(<Self as whish_core::ErrorCode>::parse(s))
+        })
     }
 }
 
 impl whish_core::ErrorCode for LocationsCode {
     const SERVICE: &'static str = "locations";
+
+    fn http_status_hint(status: u16) -> Option<&'static str> {
+        match status {
+            _ => None,
+        }
+    }
 
     fn as_str(&self) -> &str {
         LocationsCode::as_str(self)

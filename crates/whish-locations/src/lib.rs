@@ -8,11 +8,13 @@
 //! instead of hard-coding it.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), whish_locations::Error> {
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use whish_core::SecretString;
 //! use whish_locations::{LocationsClient, ShopFilter};
 //!
-//! let client = LocationsClient::builder("https://transfer.example.com/api", "user", SecretString::from("key"))
+//! let client = LocationsClient::builder("https://transfer.example.com/api")
+//!     .username("user")
+//!     .key(SecretString::from("key"))
 //!     .build()?;
 //! for g in client.governorates().await? {
 //!     println!("{} ({} districts)", g.label, g.districts.len());
@@ -28,8 +30,10 @@ pub mod code;
 mod model;
 
 use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Policy, Request, Transport};
-use whish_core::{BaseUrl, RequestId, SecretString, UserAgent, ValidationError, ValidationKind};
+use whish_core::transport::{CallOptions, HeaderName, HeaderValue, Method, Request, Transport};
+use whish_core::{
+    ClientSettings, RequestId, SecretString, ServiceHeaders, SetupError, ValidationError,
+};
 
 pub use code::LocationsCode;
 pub use model::{District, Governorate, Shop, ShopType};
@@ -37,45 +41,34 @@ pub use model::{District, Governorate, Shop, ShopType};
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<LocationsCode>;
 
-/// Builds a [`LocationsClient`].
+/// Builds a [`LocationsClient`]: the shared [`ClientSettings`] plus the money-transfer account's
+/// `username` and secret `key`.
 #[derive(Debug)]
+#[must_use = "a builder does nothing until build() is called"]
 pub struct LocationsClientBuilder {
-    base_url: String,
-    username: String,
-    key: SecretString,
-    user_agent: Option<UserAgent>,
-    policy: Policy,
+    settings: ClientSettings,
+    username: Option<String>,
+    key: Option<SecretString>,
 }
 
 impl LocationsClientBuilder {
-    /// Send a `User-Agent`.
-    pub fn user_agent(mut self, ua: UserAgent) -> Self {
-        self.user_agent = Some(ua);
+    /// The account username (setting `username`).
+    pub fn username(mut self, username: impl Into<String>) -> Self {
+        self.username = Some(username.into());
         self
     }
-    /// Retry and timeout settings.
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
+    /// The secret API key (setting `key`).
+    pub fn key(mut self, key: SecretString) -> Self {
+        self.key = Some(key);
         self
     }
-    /// Check the settings and build the client. Nothing is sent.
-    pub fn build(self) -> Result<LocationsClient, ValidationError> {
-        let base = BaseUrl::parse(&self.base_url, "WHISH_TRANSFER_BASE_URL")?;
-        if self.username.trim().is_empty() {
-            return Err(ValidationError::new(
-                "WHISH_TRANSFER_USERNAME",
-                ValidationKind::Missing,
-            ));
-        }
-        let mut t = Transport::builder("locations", base)
-            .header("username", self.username.trim())
-            .secret_header("key", &self.key)
-            .policy(self.policy);
-        if let Some(ua) = &self.user_agent {
-            t = t.user_agent(ua);
-        }
+    /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    pub fn build(self) -> Result<LocationsClient, SetupError> {
+        let headers = ServiceHeaders::new()
+            .required("username", "username", self.username.as_deref())
+            .secret("key", "key", self.key.as_ref());
         Ok(LocationsClient {
-            transport: t.build()?,
+            transport: self.settings.build_transport("locations", headers)?,
             options: CallOptions::default(),
         })
     }
@@ -109,18 +102,26 @@ pub struct LocationsClient {
 }
 
 impl LocationsClient {
-    /// Start building a client with the money-transfer base URL and credentials.
-    pub fn builder(
-        base_url: impl Into<String>,
-        username: impl Into<String>,
-        key: SecretString,
-    ) -> LocationsClientBuilder {
+    /// Start building a client with the money-transfer base URL (or [`ClientSettings`]); the
+    /// credentials are the money-transfer account's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use whish_core::SecretString;
+    /// use whish_locations::LocationsClient;
+    /// let client = LocationsClient::builder("https://transfer.example.com")
+    ///     .username("my-account")
+    ///     .key(SecretString::from("my-key"))
+    ///     .build()?;
+    /// # let _ = client;
+    /// # Ok::<(), whish_core::SetupError>(())
+    /// ```
+    pub fn builder(settings: impl Into<ClientSettings>) -> LocationsClientBuilder {
         LocationsClientBuilder {
-            base_url: base_url.into(),
-            username: username.into(),
-            key,
-            user_agent: None,
-            policy: Policy::default(),
+            settings: settings.into(),
+            username: None,
+            key: None,
         }
     }
 
@@ -132,12 +133,21 @@ impl LocationsClient {
         }
     }
 
+    fn request(&self, endpoint: &'static str, path: &str) -> Request {
+        let id = RequestId::generate();
+        Request::new(endpoint, Method::GET, path)
+            .header(
+                HeaderName::from_static("request-id"),
+                HeaderValue::from(id.get()),
+            )
+            .idempotency_key(id.to_string())
+            .resend(Resend::Read)
+            .options(self.options)
+    }
+
     /// Every governorate with its districts (an empty list when there is none).
     pub async fn governorates(&self) -> Result<Vec<Governorate>, Error> {
-        let req = Request::new("locations.governorates", Method::GET, "/api/governorates")
-            .request_id(RequestId::generate())
-            .resend(Resend::Read)
-            .options(self.options);
+        let req = self.request("locations.governorates", "/api/governorates");
         Ok(self
             .transport
             .call::<Vec<Governorate>, LocationsCode>(req)
@@ -156,10 +166,7 @@ impl LocationsClient {
                 return Err(ValidationError::invalid(field, "must be a positive id").into());
             }
         }
-        let mut req = Request::new("locations.shops", Method::GET, "/api/shops")
-            .request_id(RequestId::generate())
-            .resend(Resend::Read)
-            .options(self.options);
+        let mut req = self.request("locations.shops", "/api/shops");
         if let Some(g) = filter.governorate_id {
             req = req.query("governorateId", g.to_string());
         }

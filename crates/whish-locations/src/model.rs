@@ -1,8 +1,6 @@
 //! Governorates, districts and shops.
 
-use std::fmt;
-
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 /// A governorate and its districts.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -52,7 +50,8 @@ impl ShopType {
         }
     }
 
-    fn parse(s: &str) -> ShopType {
+    /// Read a value; never fails.
+    pub fn parse(s: &str) -> ShopType {
         if s == "Normal" {
             ShopType::PartnerAgent
         } else if s.ends_with(" Branches") || s == "Branches" {
@@ -63,25 +62,7 @@ impl ShopType {
     }
 }
 
-impl fmt::Display for ShopType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ShopType {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        whish_core::de::with_str(d, "a string", |s| {
-            Ok::<_, std::convert::Infallible>(ShopType::parse(s))
-        })
-    }
-}
-
-impl Serialize for ShopType {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
+whish_core::string_enum_impls!(ShopType);
 
 /// A place where cash can be collected.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

@@ -5,13 +5,11 @@ use whish_locations::{LocationsClient, LocationsCode, ShopFilter, ShopType};
 use whish_testkit::{ScriptedServer, Step, fixture};
 
 fn client(base: &str) -> LocationsClient {
-    LocationsClient::builder(
-        format!("{base}/sandbox/api"),
-        "merchant-7",
-        SecretString::from("loc-SECRET-1"),
-    )
-    .build()
-    .expect("client")
+    LocationsClient::builder(format!("{base}/sandbox/api"))
+        .username("merchant-7")
+        .key(SecretString::from("loc-SECRET-1"))
+        .build()
+        .expect("client")
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ use std::time::Duration;
 use criterion::Criterion;
 use serde::Deserialize;
 use whish_core::{Amount, Currency, Envelope, SecretString};
-use whish_money_transfer::{CurrencyStatement, FeeRequest, TransferClient};
+use whish_money_transfer::{CountryId, CurrencyStatement, FeeRequest, TransferClient};
 
 const FEES_BODY: &str = r#"{"status":true,"code":null,"data":{"fees":5.0,"amount":100.0,"totalAmount":105.0},"dialog":null,"extra":null,"actions":null}"#;
 const KEY: &str = "bench-key";
@@ -268,7 +268,9 @@ fn main() {
         .expect("runtime");
     let base = rt.block_on(server());
     let sdk = Arc::new(
-        TransferClient::builder(base.clone(), USER, SecretString::from(KEY))
+        TransferClient::builder(base.clone())
+            .username(USER)
+            .key(SecretString::from(KEY))
             .build()
             .expect("client"),
     );
@@ -281,7 +283,11 @@ fn main() {
         url: format!("{base}/api/woo/send/money/fees"),
         next_id: AtomicI64::new(1),
     });
-    let request = FeeRequest::new(1, Currency::Usd, "100".parse::<Amount>().expect("amount"));
+    let request = FeeRequest::new(
+        CountryId::LEBANON,
+        Currency::Usd,
+        "100".parse::<Amount>().expect("amount"),
+    );
     // Both answer the same quote before anything is timed.
     let q = rt.block_on(sdk.fees(&request)).expect("sdk quote");
     let b = rt.block_on(baseline.quote());

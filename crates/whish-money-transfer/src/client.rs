@@ -1,10 +1,11 @@
 //! The money-transfer client.
 
+use http::header::{HeaderName, HeaderValue};
 use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Policy, Request, Transport};
+use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
-    Amount, BaseUrl, CallbackAddresses, Currency, DateTime, Error as CoreError, RequestId,
-    SecretString, UserAgent, ValidationError, ValidationKind,
+    Amount, ClientSettings, Currency, DateTime, Error as CoreError, RequestId, SecretString,
+    ServiceHeaders, SetupError, ValidationError, ValidationKind,
 };
 
 use crate::Error;
@@ -14,64 +15,41 @@ use crate::model::{
     SendingCountry, StatusResult,
 };
 use crate::send::{
-    CashSent, LEBANON, PreparedTransfer, SendOutcome, SendRequest, WalletCredited,
+    CashSent, CountryId, LEBANON, PreparedTransfer, SendOutcome, SendRequest, WalletCredited,
     check_common_money,
 };
 
-/// Builds a [`TransferClient`].
+/// Builds a [`TransferClient`]: the shared [`ClientSettings`] plus the account's `username` and
+/// secret `key`.
 #[derive(Debug)]
+#[must_use = "a builder does nothing until build() is called"]
 pub struct TransferClientBuilder {
-    base_url: String,
-    username: String,
-    key: SecretString,
-    user_agent: Option<UserAgent>,
-    policy: Policy,
-    callbacks: CallbackAddresses,
+    settings: ClientSettings,
+    username: Option<String>,
+    key: Option<SecretString>,
 }
 
 impl TransferClientBuilder {
-    /// Send a `User-Agent` (`AppName/version (website; contact-email)`); the transfer service
-    /// does not require one.
-    pub fn user_agent(mut self, ua: UserAgent) -> Self {
-        self.user_agent = Some(ua);
+    /// The account username (setting `username`).
+    pub fn username(mut self, username: impl Into<String>) -> Self {
+        self.username = Some(username.into());
         self
     }
 
-    /// Retry and timeout settings.
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
+    /// The secret API key (setting `key`). It never shows in `Debug`, errors or logs.
+    pub fn key(mut self, key: SecretString) -> Self {
+        self.key = Some(key);
         self
     }
 
-    /// Accept a loopback or private `callbackUrl` (a listener on this machine). Only for the local
-    /// sandbox: [`build`](Self::build) refuses it unless the base URL is loopback, and the real
-    /// service cannot reach such an address.
-    pub fn allow_local_callbacks(mut self) -> Self {
-        self.callbacks = CallbackAddresses::AllowLocal;
-        self
-    }
-
-    /// Check the settings and build the client. Nothing is sent.
-    pub fn build(self) -> Result<TransferClient, ValidationError> {
-        let base = BaseUrl::parse(&self.base_url, "WHISH_TRANSFER_BASE_URL")?;
-        let callbacks = self.callbacks.for_base(&base, "callbackUrl")?;
-        if self.username.trim().is_empty() {
-            return Err(ValidationError::new(
-                "WHISH_TRANSFER_USERNAME",
-                ValidationKind::Missing,
-            ));
-        }
-        let mut t = Transport::builder("money-transfer", base)
-            .header("username", self.username.trim())
-            .secret_header("key", &self.key)
-            .policy(self.policy);
-        if let Some(ua) = &self.user_agent {
-            t = t.user_agent(ua);
-        }
+    /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    pub fn build(self) -> Result<TransferClient, SetupError> {
+        let headers = ServiceHeaders::new()
+            .required("username", "username", self.username.as_deref())
+            .secret("key", "key", self.key.as_ref());
         Ok(TransferClient {
-            transport: t.build()?,
+            transport: self.settings.build_transport("money-transfer", headers)?,
             options: CallOptions::default(),
-            callbacks,
         })
     }
 }
@@ -84,13 +62,22 @@ impl TransferClientBuilder {
 pub struct TransferClient {
     transport: Transport,
     options: CallOptions,
-    callbacks: CallbackAddresses,
 }
+
+/// The `Request-id` header of the transfer service, used as the idempotency key too.
+pub(crate) fn with_request_id(request: Request, id: RequestId) -> Request {
+    request
+        .header(REQUEST_ID, HeaderValue::from(id.get()))
+        .idempotency_key(id.to_string())
+}
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("request-id");
 
 /// A fee quote request. `payment_mode` defaults to cash collection and `deduct_fees` to false.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a fee request does nothing until it is passed to fees()"]
 pub struct FeeRequest {
-    from_country: i64,
+    from_country: CountryId,
     currency: Currency,
     amount: Amount,
     payment_mode: PaymentMode,
@@ -100,7 +87,7 @@ pub struct FeeRequest {
 
 impl FeeRequest {
     /// Quote sending `amount` in `currency` from `from_country` to Lebanon.
-    pub fn new(from_country: i64, currency: Currency, amount: Amount) -> FeeRequest {
+    pub fn new(from_country: CountryId, currency: Currency, amount: Amount) -> FeeRequest {
         FeeRequest {
             from_country,
             currency,
@@ -168,41 +155,59 @@ impl ReportRange {
 }
 
 impl TransferClient {
-    /// Start building a client from the base URL (the sandbox's ends in `/api`), the account
-    /// `username` and the secret `key`.
-    pub fn builder(
-        base_url: impl Into<String>,
-        username: impl Into<String>,
-        key: SecretString,
-    ) -> TransferClientBuilder {
+    /// Start building a client for the service at `settings` (a base URL, or a
+    /// [`ClientSettings`] with proxy, policy and the rest). The sandbox's base URL ends in `/api`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use whish_core::{ClientSettings, SecretString};
+    /// use whish_money_transfer::TransferClient;
+    ///
+    /// let client = TransferClient::builder("https://transfer.example.com")
+    ///     .username("my-account")
+    ///     .key(SecretString::from("my-key"))
+    ///     .build()?;
+    ///
+    /// // A missing setting is named, and nothing is sent.
+    /// let err = TransferClient::builder("https://transfer.example.com").build().unwrap_err();
+    /// assert_eq!(err.setting, "username");
+    /// # let _ = client;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(settings: impl Into<ClientSettings>) -> TransferClientBuilder {
         TransferClientBuilder {
-            base_url: base_url.into(),
-            username: username.into(),
-            key,
-            user_agent: None,
-            policy: Policy::default(),
-            callbacks: CallbackAddresses::PublicOnly,
+            settings: settings.into(),
+            username: None,
+            key: None,
         }
     }
 
-    /// A client whose calls use these retry and timeout overrides.
+    /// A client whose calls use these retry and timeout overrides; it shares the connection pool.
+    ///
+    /// ```
+    /// # fn f(client: whish_money_transfer::TransferClient) {
+    /// use whish_core::{CallOptions, RetryPolicy};
+    /// let no_resends = client.with_options(CallOptions::new().retry(RetryPolicy::NONE));
+    /// # let _ = no_resends; }
+    /// ```
     pub fn with_options(&self, options: CallOptions) -> TransferClient {
         TransferClient {
             transport: self.transport.clone(),
             options,
-            callbacks: self.callbacks,
         }
     }
 
     fn request(&self, endpoint: &'static str, method: Method, path: &str) -> Request {
-        Request::new(endpoint, method, path)
-            .request_id(RequestId::generate())
-            .options(self.options)
+        with_request_id(
+            Request::new(endpoint, method, path).options(self.options),
+            RequestId::generate(),
+        )
     }
 
     /// Quote the fee. Send later with the same amount and currency that were quoted.
     pub async fn fees(&self, q: &FeeRequest) -> Result<FeeQuote, Error> {
-        let currency_id = check_common_money(q.from_country, &q.currency, q.amount)?;
+        let currency_id = check_common_money(&q.currency, q.amount)?;
         if let Some(p) = &q.phone_number
             && p.trim().is_empty()
         {
@@ -229,34 +234,52 @@ impl TransferClient {
             .require_data()
     }
 
-    /// Check a send and fix its Request-id (a new one). Nothing is sent. Store
-    /// [`PreparedTransfer::request_id`] before calling [`send`](Self::send).
+    /// Check a send and fix its Request-id (the one set with `request_id`, or a new one).
+    /// Nothing is sent. Store [`PreparedTransfer::request_id`] before calling
+    /// [`send`](Self::send).
     pub fn prepare_send(&self, request: impl Into<SendRequest>) -> Result<PreparedTransfer, Error> {
-        self.prepare_send_with_id(request, RequestId::generate())
-    }
-
-    /// As [`prepare_send`](Self::prepare_send) with your own numeric reference as Request-id. A
-    /// new transfer needs a new Request-id.
-    pub fn prepare_send_with_id(
-        &self,
-        request: impl Into<SendRequest>,
-        request_id: RequestId,
-    ) -> Result<PreparedTransfer, Error> {
         Ok(PreparedTransfer::new(
             &request.into(),
-            request_id,
-            self.callbacks,
+            self.transport.callbacks(),
         )?)
     }
 
-    /// Send. After a timeout, a dropped reply or Pending the same bytes are resent with the same
-    /// Request-id within the policy; if a resend answers `transfer.already.done`, the earlier
-    /// attempt had arrived, and the outcome is read from status and returned as
-    /// [`SendOutcome::Confirmed`]. On a first attempt, `transfer.already.done` means the
-    /// Request-id was used before: [`SendOutcome::Failed`].
+    /// Send a prepared transfer.
     ///
-    /// Calling `send` again with the same `PreparedTransfer` after an unknown outcome is a
-    /// resend, with the same rules.
+    /// `Ok` means the service accepted it: [`SendOutcome::Sent`] (cash collection, SENT),
+    /// [`SendOutcome::Credited`] (mobile wallet, final) or [`SendOutcome::Confirmed`] (a resend
+    /// met `transfer.already.done`, so the earlier attempt had arrived; its state is read from
+    /// status by Request-id). Everything else is `Err`, read the same way in every service:
+    ///
+    /// - a failure code ([`Error::code`](whish_core::Error::code)): final, nothing created; a new
+    ///   attempt needs a new Request-id. `transfer.already.done` on a first attempt means the
+    ///   Request-id was used before.
+    /// - Pending ([`Error::is_pending`](whish_core::Error::is_pending), code 500): the outcome
+    ///   is unknown, **not failed**; it is not resent (the spec resends after a timeout, not
+    ///   after Pending). Keep the Request-id and follow up with [`status`](Self::status).
+    /// - an unknown outcome ([`Error::outcome_unknown`](whish_core::Error::outcome_unknown)):
+    ///   timeouts and dropped replies are resent with the same bytes and Request-id within the
+    ///   policy; after that, call `send` again with the same `PreparedTransfer` (a resend), then
+    ///   read status.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_money_transfer::TransferClient,
+    /// #              send: whish_money_transfer::CashCollectionSend) -> Result<(), whish_money_transfer::Error> {
+    /// use whish_money_transfer::SendOutcome;
+    ///
+    /// let prepared = client.prepare_send(send)?;
+    /// let request_id = prepared.request_id(); // store it before sending
+    /// # let _ = request_id;
+    /// match client.send(&prepared).await {
+    ///     Ok(SendOutcome::Sent(sent)) => println!("give LTN {} to the receiver", sent.ltn_number),
+    ///     Ok(other) => println!("accepted: {other:?}"),
+    ///     Err(e) if e.outcome_unknown() => println!("unknown: resend the same prepared transfer"),
+    ///     Err(e) => return Err(e), // refused: final
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn send(&self, prepared: &PreparedTransfer) -> Result<SendOutcome, Error> {
         self.send_inner(prepared, false).await
     }
@@ -264,6 +287,19 @@ impl TransferClient {
     /// Resend a transfer you know you sent before (for example after a restart, with a
     /// `PreparedTransfer` rebuilt from the stored request and Request-id):
     /// `transfer.already.done` is read as a confirmation in every case.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_money_transfer::TransferClient,
+    /// #              stored: whish_money_transfer::CashCollectionSend,
+    /// #              stored_id: whish_core::RequestId) -> Result<(), whish_money_transfer::Error> {
+    /// // The same send, with the Request-id stored before the first attempt.
+    /// let prepared = client.prepare_send(stored.request_id(stored_id))?;
+    /// let outcome = client.resend(&prepared).await?;
+    /// println!("transfer {:?} exists", outcome.transfer_id());
+    /// # Ok(()) }
+    /// ```
     pub async fn resend(&self, prepared: &PreparedTransfer) -> Result<SendOutcome, Error> {
         self.send_inner(prepared, true).await
     }
@@ -275,11 +311,13 @@ impl TransferClient {
     ) -> Result<SendOutcome, Error> {
         let sent_before = known_resend || prepared.may_have_arrived();
         let request_id = prepared.request_id;
-        let req = Request::new("transfer.send", Method::POST, "/api/woo/send/money")
-            .json_bytes(prepared.body.clone())
-            .request_id(request_id)
-            .resend(Resend::SameKey { on_pending: true })
-            .options(self.options);
+        let req = with_request_id(
+            Request::new("transfer.send", Method::POST, "/api/woo/send/money")
+                .json_bytes(prepared.body.clone())
+                .resend(Resend::SameKey { on_pending: false })
+                .options(self.options),
+            request_id,
+        );
         match self.transport.call::<SendData, TransferCode>(req).await {
             Ok(reply) => {
                 prepared.mark_may_have_arrived();
@@ -313,19 +351,6 @@ impl TransferClient {
                 prepared.mark_may_have_arrived();
                 let status = self.status(&StatusQuery::RequestId(request_id)).await?;
                 Ok(SendOutcome::Confirmed { request_id, status })
-            }
-            Err(CoreError::Failed(f)) => Ok(SendOutcome::Failed {
-                code: f.code,
-                raw: f.raw,
-                dialog: f.dialog,
-                request_id,
-            }),
-            Err(CoreError::Pending(p)) => {
-                prepared.mark_may_have_arrived();
-                Ok(SendOutcome::Pending {
-                    request_id,
-                    dialog: p.dialog,
-                })
             }
             Err(e) => {
                 if e.outcome_unknown() {
@@ -369,6 +394,22 @@ impl TransferClient {
     /// Cancel a cash-collection transfer not yet collected. Not resent automatically: if the
     /// outcome is unknown, read it with [`status`](Self::status). The reason is kept in the
     /// account's audit log only.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_money_transfer::TransferClient) -> Result<(), whish_money_transfer::Error> {
+    /// use whish_money_transfer::TransferCode;
+    /// match client.cancel("LTN-123", Some("customer asked")).await {
+    ///     Ok(c) => println!("now {:?}", c.status),
+    ///     Err(e) if e.code() == Some(&TransferCode::TransferCannotBeCanceled) => {
+    ///         println!("already collected or cancelled")
+    ///     }
+    ///     Err(e) if e.outcome_unknown() => println!("ask status before anything else"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn cancel(
         &self,
         ltn_number: &str,

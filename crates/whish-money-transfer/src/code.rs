@@ -739,13 +739,20 @@ impl serde::Serialize for TransferCode {
 
 impl<'de> serde::Deserialize<'de> for TransferCode {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
-        Ok(<Self as whish_core::ErrorCode>::parse(&s))
+        whish_core::de::with_str(d, "a string", |s| {
+            Ok::<_, std::convert::Infallible>(<Self as whish_core::ErrorCode>::parse(s))
+        })
     }
 }
 
 impl whish_core::ErrorCode for TransferCode {
     const SERVICE: &'static str = "money-transfer";
+
+    fn http_status_hint(status: u16) -> Option<&'static str> {
+        match status {
+            _ => None,
+        }
+    }
 
     fn as_str(&self) -> &str {
         TransferCode::as_str(self)

@@ -40,8 +40,9 @@ pub use model::{
 };
 pub use reference::{Reason, SourceOfFunds};
 pub use send::{
-    CashCollectionSend, CashSent, Customer, LEBANON, MobileWalletSend, PreparedTransfer,
-    SendOutcome, SendRequest, WalletCredited, is_english_name,
+    CashCollectionSend, CashReceiver, CashSent, CountryId, Customer, DateOfBirth, Identity,
+    LEBANON, MobileWalletSend, PreparedTransfer, SendOutcome, SendRequest, Sender, WalletCredited,
+    WalletReceiver, is_english_name,
 };
 
 /// The error type of this service's calls.

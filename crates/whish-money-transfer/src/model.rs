@@ -1,64 +1,11 @@
 //! The money-transfer service's data, with every documented field.
 
-use std::fmt;
-
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use whish_core::{Amount, DateTime, EpochMillis, RequestId};
 
-macro_rules! open_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[non_exhaustive]
-        pub enum $name {
-            $($(#[$vm])* $variant,)+
-            /// A value the specification does not list, kept exactly as sent.
-            Other(String),
-        }
-
-        impl $name {
-            /// The string as the service writes it.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $($name::$variant => $text,)+
-                    $name::Other(s) => s,
-                }
-            }
-
-            /// Read a value; never fails (unknown values are `Other`).
-            pub fn parse(s: &str) -> $name {
-                match s {
-                    $($text => $name::$variant,)+
-                    other => $name::Other(other.to_owned()),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                whish_core::de::with_str(d, "a string", |s| {
-                    Ok::<_, std::convert::Infallible>($name::parse(s))
-                })
-            }
-        }
-    };
-}
-
-open_enum! {
+whish_core::open_enum! {
     /// `paymentMode`.
-    PaymentMode {
+    pub PaymentMode {
         /// The receiver collects cash at a branch or partner agent with the LTN number.
         CashCollection => "CASH_COLLECTION",
         /// Funds go straight to the receiver's wallet; the create response is final.
@@ -66,9 +13,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+whish_core::open_enum! {
     /// The status of a cash-collection transfer (status, cancel and callback).
-    TransferStatus {
+    pub TransferStatus {
         /// Available for collection.
         Sent => "SENT",
         /// Collected by the receiver.
@@ -78,9 +25,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+whish_core::open_enum! {
     /// The status of an activity-log event.
-    ActivityStatus {
+    pub ActivityStatus {
         /// The transfer was sent.
         Sent => "SENT",
         /// The transfer was collected.
@@ -102,9 +49,9 @@ impl ActivityStatus {
     }
 }
 
-open_enum! {
+whish_core::open_enum! {
     /// The type of a statement line: an open set.
-    StatementType {
+    pub StatementType {
         /// A send (credit = amount plus fee).
         Transfer => "TRANSFER",
         /// Account funding (debit).

@@ -10,15 +10,126 @@ use whish_core::{
     ValidationKind, dates::today_utc,
 };
 
-use crate::code::TransferCode;
 use crate::model::{PaymentMode, StatusResult};
 use crate::reference::{Reason, SourceOfFunds};
 
 /// The receiving country: always Lebanon, id 1.
-pub const LEBANON: i64 = 1;
+pub const LEBANON: CountryId = CountryId(1);
 
-/// A sender or receiver. Names must be in English (Latin letters, space, hyphen, apostrophe,
-/// dot); this is checked when the send is prepared.
+/// A country id of the service (`fromCountry`, `toCountry`): a positive number from the sending
+/// countries list ([`TransferClient::sending_countries`](crate::TransferClient::sending_countries)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct CountryId(i64);
+
+impl CountryId {
+    /// Lebanon, id 1: the receiving country, and in the sandbox the one sending country enabled.
+    pub const LEBANON: CountryId = LEBANON;
+
+    /// A country id; it must be positive.
+    ///
+    /// ```
+    /// use whish_money_transfer::CountryId;
+    /// assert_eq!(CountryId::new(1).unwrap(), CountryId::LEBANON);
+    /// assert!(CountryId::new(0).is_err());
+    /// ```
+    pub fn new(id: i64) -> Result<CountryId, ValidationError> {
+        if id <= 0 {
+            return Err(ValidationError::invalid(
+                "fromCountry",
+                "must be a country id from the sending countries",
+            ));
+        }
+        Ok(CountryId(id))
+    }
+
+    /// The number.
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for CountryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A date of birth (`identity.dateBirth`): a real `dd-MM-yyyy` date, not in the future, checked
+/// when it is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DateOfBirth(DayMonthYear);
+
+impl DateOfBirth {
+    /// Read `dd-MM-yyyy` (`07-03-1990`); `31-02-1990` and a date after today are refused.
+    ///
+    /// ```
+    /// use whish_money_transfer::DateOfBirth;
+    /// assert_eq!(DateOfBirth::parse("07-03-1990").unwrap().to_string(), "07-03-1990");
+    /// assert!(DateOfBirth::parse("1990-03-07").is_err());
+    /// assert!(DateOfBirth::parse("31-02-1990").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<DateOfBirth, ValidationError> {
+        DayMonthYear::parse_birth_date(text, "identity.dateBirth", today_utc()).map(DateOfBirth)
+    }
+
+    /// A date of birth from a calendar date; it must not be after today.
+    pub fn from_date(date: time::Date) -> Result<DateOfBirth, ValidationError> {
+        if date > today_utc() {
+            return Err(ValidationError::new(
+                "identity.dateBirth",
+                ValidationKind::DateInFuture,
+            ));
+        }
+        Ok(DateOfBirth(DayMonthYear(date)))
+    }
+
+    /// The calendar date.
+    pub fn date(self) -> time::Date {
+        self.0.0
+    }
+}
+
+impl std::fmt::Display for DateOfBirth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::str::FromStr for DateOfBirth {
+    type Err = ValidationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DateOfBirth::parse(s)
+    }
+}
+
+/// `identity`: a date of birth, and optionally a nationality. The service checks
+/// `dateBirth` whenever an identity is sent (`*.customer.date_of_birth_invalid` when it is
+/// missing), so an identity cannot be built without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    date_of_birth: DateOfBirth,
+    nationality: Option<String>,
+}
+
+impl Identity {
+    /// An identity with its date of birth.
+    pub fn new(date_of_birth: DateOfBirth) -> Identity {
+        Identity {
+            date_of_birth,
+            nationality: None,
+        }
+    }
+
+    /// `identity.nationality`.
+    pub fn nationality(mut self, nationality: impl Into<String>) -> Self {
+        self.nationality = Some(nationality.into());
+        self
+    }
+}
+
+/// A person: first name, last name and phone are required; names must be in English (checked
+/// when the send is prepared). Used as the [`Sender`] or inside a receiver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Customer {
     first_name: String,
@@ -26,8 +137,7 @@ pub struct Customer {
     last_name: String,
     phone: String,
     extra_information: Option<String>,
-    nationality: Option<String>,
-    date_birth: Option<String>,
+    identity: Option<Identity>,
 }
 
 impl Customer {
@@ -43,8 +153,7 @@ impl Customer {
             last_name: last_name.into(),
             phone: phone.into(),
             extra_information: None,
-            nationality: None,
-            date_birth: None,
+            identity: None,
         }
     }
     /// Middle name (in English).
@@ -57,17 +166,57 @@ impl Customer {
         self.extra_information = Some(v.into());
         self
     }
-    /// `identity.nationality`.
-    pub fn nationality(mut self, v: impl Into<String>) -> Self {
-        self.nationality = Some(v.into());
+    /// `identity`: optional for the sender and for a mobile-wallet receiver. A cash-collection
+    /// receiver's identity is a parameter of [`CashReceiver::new`] instead, so it cannot be
+    /// forgotten.
+    pub fn identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(identity);
         self
     }
-    /// `identity.dateBirth`, `dd-MM-yyyy`: optional for the sender and for a mobile-wallet
-    /// receiver. A cash-collection receiver's date of birth is a parameter of
-    /// [`CashCollectionSend::new`] instead, so it cannot be forgotten.
-    pub fn date_birth(mut self, v: impl Into<String>) -> Self {
-        self.date_birth = Some(v.into());
-        self
+}
+
+/// The sender of a transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sender(Customer);
+
+impl Sender {
+    /// This customer as the sender.
+    pub fn new(customer: Customer) -> Sender {
+        Sender(customer)
+    }
+}
+
+impl From<Customer> for Sender {
+    fn from(c: Customer) -> Self {
+        Sender(c)
+    }
+}
+
+/// The receiver of a cash-collection transfer: the identity, with its date of birth, is required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CashReceiver(Customer);
+
+impl CashReceiver {
+    /// This customer, with this identity, as the receiver who collects the cash.
+    pub fn new(customer: Customer, identity: Identity) -> CashReceiver {
+        CashReceiver(customer.identity(identity))
+    }
+}
+
+/// The receiver of a mobile-wallet transfer: `phone` is the wallet; the identity is optional.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalletReceiver(Customer);
+
+impl WalletReceiver {
+    /// This customer as the wallet holder.
+    pub fn new(customer: Customer) -> WalletReceiver {
+        WalletReceiver(customer)
+    }
+}
+
+impl From<Customer> for WalletReceiver {
+    fn from(c: Customer) -> Self {
+        WalletReceiver(c)
     }
 }
 
@@ -90,8 +239,7 @@ struct CustomerWire<'a> {
 struct IdentityWire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     nationality: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    date_birth: Option<String>,
+    date_birth: String,
 }
 
 /// True when `name` is written in English: Latin letters, space, hyphen, apostrophe, dot, with
@@ -114,7 +262,7 @@ fn check_name(value: &str, field: String) -> Result<(), ValidationError> {
 }
 
 impl Customer {
-    fn wire(&self, role: &str, birth_required: bool) -> Result<CustomerWire<'_>, ValidationError> {
+    fn wire(&self, role: &str) -> Result<CustomerWire<'_>, ValidationError> {
         check_name(&self.first_name, format!("{role}.firstName"))?;
         check_name(&self.last_name, format!("{role}.lastName"))?;
         if let Some(m) = self.middle_name.as_deref().filter(|m| !m.trim().is_empty()) {
@@ -126,19 +274,14 @@ impl Customer {
                 ValidationKind::Missing,
             ));
         }
-        let field = format!("{role}.identity.dateBirth");
-        let date_birth = match self.date_birth.as_deref() {
-            Some(d) => Some(DayMonthYear::parse_birth_date(d, &field, today_utc())?.to_string()),
-            None if birth_required => {
-                return Err(ValidationError::new(field, ValidationKind::Missing));
-            }
-            None => None,
-        };
-        let identity =
-            (self.nationality.is_some() || date_birth.is_some()).then_some(IdentityWire {
-                nationality: self.nationality.as_deref(),
-                date_birth,
-            });
+        let identity = self.identity.as_ref().map(|i| IdentityWire {
+            nationality: i
+                .nationality
+                .as_deref()
+                .map(str::trim)
+                .filter(|n| !n.is_empty()),
+            date_birth: i.date_of_birth.to_string(),
+        });
         Ok(CustomerWire {
             first_name: self.first_name.trim(),
             middle_name: self
@@ -157,7 +300,7 @@ impl Customer {
 /// What every send needs, whatever the mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Common {
-    from_country: i64,
+    from_country: CountryId,
     currency: Currency,
     amount: Amount,
     sender: Customer,
@@ -165,11 +308,40 @@ struct Common {
     reason: Reason,
     source_of_funds: SourceOfFunds,
     deduct_fees: bool,
+    request_id: Option<RequestId>,
 }
 
-/// A cash-collection send: the receiver collects cash with the LTN number. The receiver's date
-/// of birth is required by construction; a callback address is optional.
+/// A cash-collection send: the receiver collects cash with the LTN number. The receiver's
+/// identity (with a date of birth) is required by construction; a callback address is optional.
+///
+/// # Examples
+///
+/// ```
+/// use whish_core::{Amount, Currency};
+/// use whish_money_transfer::{
+///     CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, Reason,
+///     Sender, SourceOfFunds,
+/// };
+///
+/// let receiver = CashReceiver::new(
+///     Customer::new("Rami", "Haddad", "+96170123456"),
+///     Identity::new(DateOfBirth::parse("07-03-1990")?),
+/// );
+/// let send = CashCollectionSend::new(
+///     CountryId::LEBANON,
+///     Currency::Usd,
+///     "100".parse::<Amount>()?,
+///     Sender::new(Customer::new("John", "Smith", "+14155550100")),
+///     receiver,
+///     Reason::FamilySupport,
+///     SourceOfFunds::Salary,
+/// )
+/// .callback_url("https://shop.example.com/whish/collected");
+/// # let _ = send;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a send does nothing until it is prepared and sent"]
 pub struct CashCollectionSend {
     common: Common,
     callback_url: Option<String>,
@@ -177,15 +349,13 @@ pub struct CashCollectionSend {
 
 impl CashCollectionSend {
     /// A cash-collection send of `amount` in `currency` (USD or LBP) from `from_country` to
-    /// Lebanon. `receiver_date_birth` is `dd-MM-yyyy`.
-    #[allow(clippy::too_many_arguments)]
+    /// Lebanon. Every argument has its own type, so none can be swapped with another.
     pub fn new(
-        from_country: i64,
+        from_country: CountryId,
         currency: Currency,
         amount: Amount,
-        sender: Customer,
-        receiver: Customer,
-        receiver_date_birth: impl Into<String>,
+        sender: Sender,
+        receiver: CashReceiver,
         reason: Reason,
         source_of_funds: SourceOfFunds,
     ) -> CashCollectionSend {
@@ -194,11 +364,12 @@ impl CashCollectionSend {
                 from_country,
                 currency,
                 amount,
-                sender,
-                receiver: receiver.date_birth(receiver_date_birth),
+                sender: sender.0,
+                receiver: receiver.0,
                 reason,
                 source_of_funds,
                 deduct_fees: false,
+                request_id: None,
             },
             callback_url: None,
         }
@@ -215,23 +386,31 @@ impl CashCollectionSend {
         self.callback_url = Some(url.into());
         self
     }
+
+    /// Use your own numeric reference as the Request-id (a new transfer needs a new one). One is
+    /// generated when you give none.
+    pub fn request_id(mut self, id: RequestId) -> Self {
+        self.common.request_id = Some(id);
+        self
+    }
 }
 
 /// A mobile-wallet send: funds go straight to the receiver's wallet and the create response is
 /// final. There is no callback and no cancellation, so this type has no `callback_url`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a send does nothing until it is prepared and sent"]
 pub struct MobileWalletSend {
     common: Common,
 }
 
 impl MobileWalletSend {
-    /// A mobile-wallet send of `amount` in `currency` (USD or LBP); `receiver.phone` is the wallet.
+    /// A mobile-wallet send of `amount` in `currency` (USD or LBP) to the receiver's wallet.
     pub fn new(
-        from_country: i64,
+        from_country: CountryId,
         currency: Currency,
         amount: Amount,
-        sender: Customer,
-        receiver: Customer,
+        sender: Sender,
+        receiver: WalletReceiver,
         reason: Reason,
         source_of_funds: SourceOfFunds,
     ) -> MobileWalletSend {
@@ -240,11 +419,12 @@ impl MobileWalletSend {
                 from_country,
                 currency,
                 amount,
-                sender,
-                receiver,
+                sender: sender.0,
+                receiver: receiver.0,
                 reason,
                 source_of_funds,
                 deduct_fees: false,
+                request_id: None,
             },
         }
     }
@@ -252,6 +432,12 @@ impl MobileWalletSend {
     /// Take the fee out of the amount instead of on top.
     pub fn deduct_fees(mut self, yes: bool) -> Self {
         self.common.deduct_fees = yes;
+        self
+    }
+
+    /// Use your own numeric reference as the Request-id (a new transfer needs a new one).
+    pub fn request_id(mut self, id: RequestId) -> Self {
+        self.common.request_id = Some(id);
         self
     }
 }
@@ -281,8 +467,8 @@ impl From<MobileWalletSend> for SendRequest {
 #[serde(rename_all = "camelCase")]
 struct SendWire<'a> {
     payment_mode: &'a PaymentMode,
-    from_country: i64,
-    to_country: i64,
+    from_country: CountryId,
+    to_country: CountryId,
     currency_id: i64,
     amount: Amount,
     sender: CustomerWire<'a>,
@@ -291,20 +477,13 @@ struct SendWire<'a> {
     reason: Reason,
     source_of_funds: SourceOfFunds,
     #[serde(skip_serializing_if = "Option::is_none")]
-    callback_url: Option<&'a str>,
+    callback_url: Option<String>,
 }
 
 pub(crate) fn check_common_money(
-    from_country: i64,
     currency: &Currency,
     amount: Amount,
 ) -> Result<i64, ValidationError> {
-    if from_country <= 0 {
-        return Err(ValidationError::invalid(
-            "fromCountry",
-            "must be a country id from the sending countries",
-        ));
-    }
     currency.require_usd_or_lbp("currencyId")?;
     amount.check_rules(currency, "amount")?;
     currency
@@ -313,6 +492,14 @@ pub(crate) fn check_common_money(
 }
 
 impl SendRequest {
+    /// Use your own numeric reference as the Request-id (a new transfer needs a new one).
+    pub fn request_id(self, id: RequestId) -> Self {
+        match self {
+            SendRequest::CashCollection(c) => SendRequest::CashCollection(c.request_id(id)),
+            SendRequest::MobileWallet(m) => SendRequest::MobileWallet(m.request_id(id)),
+        }
+    }
+
     /// The payment mode.
     pub fn payment_mode(&self) -> PaymentMode {
         match self {
@@ -326,11 +513,19 @@ impl SendRequest {
             SendRequest::CashCollection(c) => (&c.common, c.callback_url.as_deref(), true),
             SendRequest::MobileWallet(m) => (&m.common, None, false),
         };
-        let currency_id = check_common_money(common.from_country, &common.currency, common.amount)?;
-        let sender = common.sender.wire("sender", false)?;
-        let receiver = common.receiver.wire("receiver", cash)?;
-        let callback_url = match callback_url.map(str::trim) {
-            Some(u) => Some(callbacks.check(u, "callbackUrl").map(|_| u)?),
+        let currency_id = check_common_money(&common.currency, common.amount)?;
+        let sender = common.sender.wire("sender")?;
+        let receiver = common.receiver.wire("receiver")?;
+        if cash && common.receiver.identity.is_none() {
+            // Unreachable through CashReceiver; kept so the rule lives next to the wire shape.
+            return Err(ValidationError::new(
+                "receiver.identity.dateBirth",
+                ValidationKind::Missing,
+            ));
+        }
+        // What goes out is the parsed URL's own serialization: exactly what was checked.
+        let callback_url = match callback_url {
+            Some(u) => Some(callbacks.check(u, "callbackUrl")?.to_string()),
             None => None,
         };
         let mode = self.payment_mode();
@@ -355,6 +550,7 @@ impl SendRequest {
 /// [`request_id`](Self::request_id) before sending**: it identifies the transfer in status,
 /// activity, statement and callbacks, and it is what makes a resend safe.
 #[derive(Debug, Clone)]
+#[must_use = "a prepared transfer does nothing until it is sent"]
 pub struct PreparedTransfer {
     pub(crate) request_id: RequestId,
     pub(crate) payment_mode: PaymentMode,
@@ -366,11 +562,14 @@ pub struct PreparedTransfer {
 impl PreparedTransfer {
     pub(crate) fn new(
         request: &SendRequest,
-        request_id: RequestId,
         callbacks: CallbackAddresses,
     ) -> Result<Self, ValidationError> {
+        let common = match request {
+            SendRequest::CashCollection(c) => &c.common,
+            SendRequest::MobileWallet(m) => &m.common,
+        };
         Ok(PreparedTransfer {
-            request_id,
+            request_id: common.request_id.unwrap_or_else(RequestId::generate),
             payment_mode: request.payment_mode(),
             body: Bytes::from(request.to_body(callbacks)?),
             may_have_arrived: Arc::new(AtomicBool::new(false)),
@@ -445,9 +644,12 @@ pub struct WalletCredited {
     pub request_id: RequestId,
 }
 
-/// What a send produced.
+/// What an accepted send produced. A refusal (a failure code) and Pending (code 500) are
+/// `Err`: see [`Error::code`](whish_core::Error::code) and
+/// [`Error::is_pending`](whish_core::Error::is_pending).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[must_use = "the outcome says what was created: store it"]
 pub enum SendOutcome {
     /// Cash collection created: status SENT, give the LTN number to the receiver.
     Sent(CashSent),
@@ -461,25 +663,35 @@ pub enum SendOutcome {
         /// The authoritative state.
         status: StatusResult,
     },
-    /// Code 500: the outcome is unknown, **not failed**. Keep the Request-id; resend the same
-    /// [`PreparedTransfer`] later (never a new one), then confirm with status.
-    Pending {
-        /// The Request-id to reconcile with.
-        request_id: RequestId,
-        /// The service's message.
-        dialog: Option<Dialog>,
-    },
-    /// A failure code: final, nothing was created (a new attempt needs a new Request-id).
-    Failed {
-        /// The code.
-        code: TransferCode,
-        /// The code as sent.
-        raw: String,
-        /// The service's message.
-        dialog: Option<Dialog>,
-        /// The Request-id.
-        request_id: RequestId,
-    },
+}
+
+impl SendOutcome {
+    /// The Request-id of the transfer.
+    pub fn request_id(&self) -> RequestId {
+        match self {
+            SendOutcome::Sent(s) => s.request_id,
+            SendOutcome::Credited(c) => c.request_id,
+            SendOutcome::Confirmed { request_id, .. } => *request_id,
+        }
+    }
+
+    /// The transfer reference.
+    pub fn transfer_id(&self) -> Option<&str> {
+        match self {
+            SendOutcome::Sent(s) => Some(&s.transfer_id),
+            SendOutcome::Credited(c) => Some(&c.transfer_id),
+            SendOutcome::Confirmed { status, .. } => status.transfer_id.as_deref(),
+        }
+    }
+
+    /// The LTN number (the receiver's collection number for cash collection).
+    pub fn ltn_number(&self) -> Option<&str> {
+        match self {
+            SendOutcome::Sent(s) => Some(&s.ltn_number),
+            SendOutcome::Credited(c) => Some(&c.ltn_number),
+            SendOutcome::Confirmed { status, .. } => status.ltn_number.as_deref(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -52,20 +52,53 @@ async fn timeout_then_already_done_is_confirmed_through_status() {
 }
 
 #[tokio::test]
-async fn pending_then_already_done_is_confirmed() {
+async fn pending_is_an_error_and_is_not_resent() {
+    // Spec rule 5 resends after a timeout; Pending is "followed up", not resent.
     let server = ScriptedServer::start(vec![
         Step::json(fixture("money-transfer/send.pending.number.json")),
         Step::json(fixture("money-transfer/send.failure.already-done.json")),
-        Step::json(fixture("money-transfer/status.received.success.json")),
     ])
     .await;
-    let c = client(&server.base, 2);
+    let c = client(&server.base, 3);
     let prepared = c.prepare_send(wallet("20")).expect("valid");
-    let outcome = c.send(&prepared).await.expect("confirmed");
-    assert!(
-        matches!(outcome, SendOutcome::Confirmed { ref status, .. } if status.status == TransferStatus::Received)
+    let err = c.send(&prepared).await.expect_err("pending");
+    assert!(err.is_pending() && err.outcome_unknown() && err.code().is_none());
+    assert_eq!(
+        err.idempotency_key(),
+        Some(prepared.request_id().to_string().as_str())
     );
-    assert_eq!(server.hits(), 3);
+    assert_eq!(server.hits(), 1, "a Pending create is not resent");
+}
+
+#[tokio::test]
+async fn question_mark_propagates_a_refusal_and_a_pending() {
+    async fn send_with_question_mark(
+        c: &whish_money_transfer::TransferClient,
+        prepared: &whish_money_transfer::PreparedTransfer,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        let outcome = c.send(prepared).await?;
+        Ok(outcome)
+    }
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture(
+            "money-transfer/send.failure.receiver-name-enlgish.json",
+        )),
+        Step::json(fixture("money-transfer/send.pending.string.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let refused = send_with_question_mark(&c, &c.prepare_send(wallet("5")).expect("valid"))
+        .await
+        .expect_err("a refusal is an Err");
+    assert_eq!(
+        refused.code(),
+        Some(&TransferCode::ReceiverCustomerNameEnlgish)
+    );
+    assert!(!refused.outcome_unknown());
+    let pending = send_with_question_mark(&c, &c.prepare_send(wallet("5")).expect("valid"))
+        .await
+        .expect_err("Pending is an Err");
+    assert!(pending.is_pending());
 }
 
 #[tokio::test]
@@ -99,10 +132,10 @@ async fn pending_outlasting_the_policy_then_a_later_send_confirms() {
     .await;
     let c = client(&server.base, 1);
     let prepared = c.prepare_send(wallet("20")).expect("valid");
-    let first = c.send(&prepared).await.expect("pending");
-    assert!(
-        matches!(first, SendOutcome::Pending { request_id, .. } if request_id == prepared.request_id())
-    );
+    let first = c.send(&prepared).await.expect_err("pending");
+    assert!(first.is_pending());
+    let second = c.send(&prepared).await.expect_err("pending again");
+    assert!(second.is_pending());
     let later = c.send(&prepared).await.expect("confirmed");
     assert!(matches!(later, SendOutcome::Confirmed { .. }), "{later:?}");
 }
@@ -115,16 +148,10 @@ async fn already_done_on_a_first_attempt_is_a_failure() {
     .await;
     let c = client(&server.base, 2);
     let prepared = c
-        .prepare_send_with_id(cash("10", Currency::Usd), rid(42))
+        .prepare_send((cash("10", Currency::Usd)).request_id(rid(42)))
         .expect("valid");
-    let outcome = c.send(&prepared).await.expect("outcome");
-    assert!(matches!(
-        outcome,
-        SendOutcome::Failed {
-            code: TransferCode::TransferAlreadyDone,
-            ..
-        }
-    ));
+    let err = c.send(&prepared).await.expect_err("refused");
+    assert_eq!(err.code(), Some(&TransferCode::TransferAlreadyDone));
     assert_eq!(server.hits(), 1, "no status call, no resend");
 }
 
@@ -137,7 +164,7 @@ async fn explicit_resend_after_a_restart_reads_already_done_as_confirmation() {
     .await;
     let c = client(&server.base, 0);
     let prepared = c
-        .prepare_send_with_id(cash("10", Currency::Usd), rid(42))
+        .prepare_send((cash("10", Currency::Usd)).request_id(rid(42)))
         .expect("valid");
     let outcome = c.resend(&prepared).await.expect("confirmed");
     assert!(matches!(outcome, SendOutcome::Confirmed { .. }));
@@ -151,9 +178,12 @@ async fn a_failure_code_is_never_resent() {
     .await;
     let c = client(&server.base, 3);
     let prepared = c.prepare_send(cash("10", Currency::Usd)).expect("valid");
-    assert!(matches!(
-        c.send(&prepared).await.expect("o"),
-        SendOutcome::Failed { .. }
-    ));
+    assert!(
+        c.send(&prepared)
+            .await
+            .expect_err("refused")
+            .code()
+            .is_some()
+    );
     assert_eq!(server.hits(), 1);
 }

@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use whish_core::{Currency, Error as CoreError, ValidationKind};
 use whish_money_transfer::{
-    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason, ReportRange, SourceOfFunds,
-    StatusQuery,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
+    Reason, ReportRange, SourceOfFunds, StatusQuery,
 };
 
 fn kind_of<T: std::fmt::Debug>(
@@ -31,12 +31,11 @@ async fn refusals_send_nothing() {
     let c = client(&server.base_url(), 0);
     let with_receiver = |r: Customer, birth: &str| {
         CashCollectionSend::new(
-            1,
+            CountryId::LEBANON,
             Currency::Usd,
             amount("10"),
             sender(),
-            r,
-            birth,
+            CashReceiver::new(r, Identity::new(dob(birth))),
             Reason::Other,
             SourceOfFunds::Other,
         )
@@ -69,25 +68,6 @@ async fn refusals_send_nothing() {
             with_receiver(Customer::new("Rami", "Haddad", " "), "07-03-1990"),
             "receiver.phone",
             ValidationKind::Missing,
-        ),
-        (
-            with_receiver(receiver(), "31-02-1990"),
-            "receiver.identity.dateBirth",
-            ValidationKind::BadDate {
-                format: "dd-MM-yyyy",
-            },
-        ),
-        (
-            with_receiver(receiver(), "1990-03-07"),
-            "receiver.identity.dateBirth",
-            ValidationKind::BadDate {
-                format: "dd-MM-yyyy",
-            },
-        ),
-        (
-            with_receiver(receiver(), "01-01-2999"),
-            "receiver.identity.dateBirth",
-            ValidationKind::DateInFuture,
         ),
         (
             cash("0.5", Currency::Usd),
@@ -133,43 +113,45 @@ async fn refusals_send_nothing() {
             "{field}"
         );
     }
-    let bad_sender = MobileWalletSend::new(
-        1,
-        Currency::Usd,
-        amount("10"),
-        Customer::new("John", "Smith", "+1").date_birth("30-02-1980"),
-        receiver(),
-        Reason::Other,
-        SourceOfFunds::Other,
-    );
-    assert_eq!(
-        kind_of(c.prepare_send(bad_sender)).0,
-        "sender.identity.dateBirth"
-    );
-    let zero_country = CashCollectionSend::new(
-        0,
-        Currency::Usd,
-        amount("10"),
-        sender(),
-        receiver(),
-        "07-03-1990",
-        Reason::Other,
-        SourceOfFunds::Other,
-    );
-    assert_eq!(kind_of(c.prepare_send(zero_country)).0, "fromCountry");
+    // A date of birth is checked when it is built: a bad one never reaches a send.
+    for (text, kind) in [
+        (
+            "31-02-1990",
+            ValidationKind::BadDate {
+                format: "dd-MM-yyyy",
+            },
+        ),
+        (
+            "1990-03-07",
+            ValidationKind::BadDate {
+                format: "dd-MM-yyyy",
+            },
+        ),
+        ("01-01-2999", ValidationKind::DateInFuture),
+    ] {
+        let e = DateOfBirth::parse(text).expect_err(text);
+        assert_eq!((e.field.as_str(), e.kind), ("identity.dateBirth", kind));
+    }
+    assert!(CountryId::new(0).is_err() && CountryId::new(-3).is_err());
 
     assert_eq!(
         kind_of(
-            c.fees(&FeeRequest::new(1, Currency::Usd, amount("0.5")))
-                .await
+            c.fees(&FeeRequest::new(
+                CountryId::LEBANON,
+                Currency::Usd,
+                amount("0.5")
+            ))
+            .await
         )
         .0,
         "amount"
     );
     assert_eq!(
         kind_of(
-            c.fees(&FeeRequest::new(1, Currency::Usd, amount("5")).phone_number(" "))
-                .await
+            c.fees(
+                &FeeRequest::new(CountryId::LEBANON, Currency::Usd, amount("5")).phone_number(" ")
+            )
+            .await
         )
         .0,
         "phoneNumber"
@@ -194,21 +176,35 @@ async fn refusals_send_nothing() {
 }
 
 #[test]
-fn settings_are_checked() {
+fn settings_are_checked_and_named() {
     use whish_core::SecretString;
     use whish_money_transfer::TransferClient;
-    let e = TransferClient::builder(
-        "http://transfer.example.com/api",
-        "u",
-        SecretString::from("k"),
-    )
-    .build()
-    .expect_err("plain http to a public host");
-    assert_eq!(e.field, "WHISH_TRANSFER_BASE_URL");
-    let e = TransferClient::builder("https://t.example.com/api", " ", SecretString::from("k"))
+    let e = TransferClient::builder("http://transfer.example.com/api")
+        .username("u")
+        .key(SecretString::from("k"))
+        .build()
+        .expect_err("plain http to a public host");
+    assert_eq!(e.setting, "base_url");
+    let e = TransferClient::builder("https://t.example.com/api")
+        .username(" ")
+        .key(SecretString::from("k"))
         .build()
         .expect_err("no username");
-    assert_eq!(e.field, "WHISH_TRANSFER_USERNAME");
+    assert_eq!(e.setting, "username");
+    assert_eq!(e.to_string(), "setting `username` is required");
+    let e = TransferClient::builder("https://t.example.com/api")
+        .username("u")
+        .build()
+        .expect_err("no key");
+    assert_eq!(e.setting, "key");
+    for e in [
+        TransferClient::builder("nope").build().expect_err("bad"),
+        TransferClient::builder("https://t.example.com")
+            .build()
+            .expect_err("no username"),
+    ] {
+        assert!(!e.to_string().contains("WHISH_"), "{e}");
+    }
     let c = client("https://t.example.com", 0);
     assert!(!format!("{c:?}").contains(KEY));
 }
@@ -218,12 +214,13 @@ fn local_callbacks_are_an_opt_in_for_a_loopback_base_only() {
     use whish_core::SecretString;
     use whish_money_transfer::TransferClient;
     let build = |base: &str| {
-        TransferClient::builder(base, "user", SecretString::from("k"))
-            .allow_local_callbacks()
+        TransferClient::builder(whish_core::ClientSettings::new(base).allow_local_callbacks())
+            .username("user")
+            .key(SecretString::from("k"))
             .build()
     };
     let err = build("https://transfer.example.com/api").expect_err("not loopback");
-    assert_eq!(err.field, "callbackUrl");
+    assert_eq!(err.setting, "allow_local_callbacks");
     let c = build("http://127.0.0.1:9/api").expect("loopback base");
     let prepared = c
         .prepare_send(cash("10", Currency::Usd).callback_url("http://127.0.0.1:8080/cb"))

@@ -16,8 +16,8 @@ use whish::collect::{CollectClient, CollectUrls, NewPayment};
 use whish::core::Error;
 use whish::topup::PayOutcome;
 use whish::transfer::{
-    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason, SendOutcome, SendRequest,
-    SourceOfFunds, TransferClient,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
+    MobileWalletSend, Reason, SendRequest, Sender, SourceOfFunds, TransferClient, WalletReceiver,
 };
 use whish::{Amount, Currency, Decimal, SecretString};
 use whish_sandbox::Sandbox;
@@ -126,7 +126,9 @@ fn country(bad: bool) -> BoxedStrategy<i64> {
     prop_oneof![4 => Just(1i64), 1 => -1i64..3].boxed()
 }
 
-fn customer(bad: bool) -> impl Strategy<Value = Customer> {
+/// A customer, or `None` when a typed part of it (the date of birth) refused its text: that
+/// refusal is local too, and nothing is sent.
+fn customer(bad: bool) -> impl Strategy<Value = Option<Customer>> {
     (
         name(bad),
         name(bad),
@@ -140,9 +142,9 @@ fn customer(bad: bool) -> impl Strategy<Value = Customer> {
                 c = c.middle_name(m);
             }
             if let Some(b) = birth {
-                c = c.date_birth(b);
+                c = c.identity(Identity::new(DateOfBirth::parse(&b).ok()?));
             }
-            c
+            Some(c)
         })
 }
 
@@ -163,7 +165,8 @@ fn callback_url(bad: bool) -> BoxedStrategy<Option<String>> {
     .boxed()
 }
 
-fn send_of(bad: bool) -> impl Strategy<Value = SendRequest> {
+/// A send, or `None` when a typed part (country id, date of birth) refused its input.
+fn send_of(bad: bool) -> impl Strategy<Value = Option<SendRequest>> {
     (
         any::<bool>(),
         country(bad),
@@ -176,14 +179,16 @@ fn send_of(bad: bool) -> impl Strategy<Value = SendRequest> {
     )
         .prop_map(
             |(cash, from, currency, amount, sender, receiver, birth, callback)| {
-                if cash {
+                let from = CountryId::new(from).ok()?;
+                let (sender, receiver) = (Sender::new(sender?), receiver?);
+                Some(if cash {
+                    let identity = Identity::new(DateOfBirth::parse(&birth?).ok()?);
                     let mut s = CashCollectionSend::new(
                         from,
                         currency,
                         amount,
                         sender,
-                        receiver,
-                        birth.unwrap_or_default(),
+                        CashReceiver::new(receiver, identity),
                         Reason::FamilySupport,
                         SourceOfFunds::Salary,
                     );
@@ -197,17 +202,17 @@ fn send_of(bad: bool) -> impl Strategy<Value = SendRequest> {
                         currency,
                         amount,
                         sender,
-                        receiver,
+                        WalletReceiver::new(receiver),
                         Reason::Education,
                         SourceOfFunds::Savings,
                     )
                     .into()
-                }
+                })
             },
         )
 }
 
-fn send() -> impl Strategy<Value = SendRequest> {
+fn send() -> impl Strategy<Value = Option<SendRequest>> {
     prop_oneof![2 => send_of(false), 3 => send_of(true)]
 }
 
@@ -300,11 +305,10 @@ async fn check<S, V>(
 fn public_client(sb: &Sandbox) -> TransferClient {
     let c = sb.transfer_credentials();
     TransferClient::builder(
-        sb.transfer_base_url(),
-        c.username.clone(),
-        SecretString::from(c.key.clone()),
+        whish::ClientSettings::new(sb.transfer_base_url()).policy(common::policy(0)),
     )
-    .policy(common::policy(0))
+    .username(c.username.clone())
+    .key(SecretString::from(c.key.clone()))
     .build()
     .expect("client")
 }
@@ -328,13 +332,10 @@ async fn sends_that_pass_the_builder_pass_the_service_checks() {
         192,
         send,
         move |rt, request| {
-            let Ok(prepared) = client.prepare_send(request.clone()) else {
+            let Some(Ok(prepared)) = request.clone().map(|r| client.prepare_send(r)) else {
                 return Verdict::RefusedLocally;
             };
-            match rt.block_on(client.send(&prepared)) {
-                Ok(SendOutcome::Failed { raw, .. }) => Verdict::Refused(raw),
-                other => Verdict::of(&other),
-            }
+            Verdict::of(&rt.block_on(client.send(&prepared)))
         },
         |_, code| SEND_LOCAL.contains(&code),
     )
@@ -361,6 +362,9 @@ async fn quotes_that_pass_the_builder_pass_the_service_checks() {
             ]
         },
         move |rt, &(from, ref currency, amount, deduct)| {
+            let Ok(from) = CountryId::new(from) else {
+                return Verdict::RefusedLocally;
+            };
             let request = FeeRequest::new(from, currency.clone(), amount).deduct_fees(deduct);
             Verdict::of(&rt.block_on(client.fees(&request)))
         },
@@ -385,13 +389,13 @@ async fn payments_that_pass_the_builder_pass_the_strict_service() {
         .expect("sandbox");
     let c = sb.collect_credentials();
     let client = CollectClient::builder(
-        sb.collect_base_url(),
-        c.channel.clone(),
-        SecretString::from(c.secret.clone()),
-        c.website_url.clone(),
-        common::ua(),
+        whish::ClientSettings::new(sb.collect_base_url())
+            .policy(common::policy(0))
+            .user_agent(common::ua()),
     )
-    .policy(common::policy(0))
+    .channel(c.channel.clone())
+    .secret(SecretString::from(c.secret.clone()))
+    .website_url(c.website_url.clone())
     .build()
     .expect("client");
     check(
@@ -425,7 +429,15 @@ async fn payments_that_pass_the_builder_pass_the_strict_service() {
             ]
         },
         move |rt, (amount, currency, [sc, fc, sr, fr], invoice)| {
-            let urls = CollectUrls::new(sc.clone(), fc.clone(), sr.clone(), fr.clone());
+            let (Ok(sc), Ok(fc), Ok(sr), Ok(fr)) = (
+                whish::collect::SuccessCallbackUrl::new(sc),
+                whish::collect::FailureCallbackUrl::new(fc),
+                whish::collect::SuccessRedirectUrl::new(sr),
+                whish::collect::FailureRedirectUrl::new(fr),
+            ) else {
+                return Verdict::RefusedLocally;
+            };
+            let urls = CollectUrls::new(sc, fc, sr, fr);
             let mut payment = NewPayment::new(*amount, currency.clone(), urls);
             if let Some(i) = invoice {
                 payment = payment.invoice(i.clone());

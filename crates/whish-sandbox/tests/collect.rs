@@ -13,11 +13,14 @@ use whish_sandbox::Sandbox;
 
 fn payment(listener: &Listener, order: &str, amount: &str) -> NewPayment {
     let urls = CollectUrls::new(
-        callback::with_reference(&format!("{}/ok?shop=1", listener.base), "order", order)
-            .expect("url"),
-        callback::with_reference(&format!("{}/ko", listener.base), "order", order).expect("url"),
-        "https://shop.example.com/thanks",
-        "https://shop.example.com/retry",
+        whish::collect::SuccessCallbackUrl::new(&format!("{}/ok?shop=1", listener.base))
+            .expect("url")
+            .with_reference("order", order),
+        whish::collect::FailureCallbackUrl::new(&format!("{}/ko", listener.base))
+            .expect("url")
+            .with_reference("order", order),
+        whish::collect::SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+        whish::collect::FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
     );
     NewPayment::new(amount.parse().expect("amount"), Currency::Usd, urls)
         .invoice("Order <A-17> & co")

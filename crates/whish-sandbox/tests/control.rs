@@ -36,12 +36,16 @@ async fn get(sb: &Sandbox, path: &str) -> serde_json::Value {
 
 fn cash() -> CashCollectionSend {
     CashCollectionSend::new(
-        1,
+        whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         "20".parse().expect("a"),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", "+96170123456"),
-        "07-03-1990",
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::CashReceiver::new(
+            Customer::new("Rami", "Haddad", "+96170123456"),
+            whish::transfer::Identity::new(
+                whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
+            ),
+        ),
         Reason::Other,
         SourceOfFunds::Other,
     )
@@ -154,12 +158,11 @@ async fn each_service_checks_its_own_credentials_and_headers() {
     let sb = Sandbox::start().await.expect("sandbox");
     let c = sb.collect_credentials();
     let wrong_secret = whish::collect::CollectClient::builder(
-        sb.collect_base_url(),
-        c.channel.clone(),
-        SecretString::from("wrong"),
-        c.website_url.clone(),
-        ua(),
+        whish::ClientSettings::new(sb.collect_base_url()).user_agent(ua()),
     )
+    .channel(c.channel.clone())
+    .secret(SecretString::from("wrong"))
+    .website_url(c.website_url.clone())
     .build()
     .expect("client");
     let e = wrong_secret
@@ -171,12 +174,11 @@ async fn each_service_checks_its_own_credentials_and_headers() {
         "{e:?}"
     );
     let wrong_site = whish::collect::CollectClient::builder(
-        sb.collect_base_url(),
-        c.channel.clone(),
-        SecretString::from(c.secret.clone()),
-        "other.example.com",
-        ua(),
+        whish::ClientSettings::new(sb.collect_base_url()).user_agent(ua()),
     )
+    .channel(c.channel.clone())
+    .secret(SecretString::from(c.secret.clone()))
+    .website_url("other.example.com")
     .build()
     .expect("client");
     let e = wrong_site
@@ -187,11 +189,10 @@ async fn each_service_checks_its_own_credentials_and_headers() {
 
     let t = sb.topup_credentials();
     let wrong_token = whish::topup::TopupClient::builder(
-        sb.topup_base_url(),
-        SecretString::from(t.session_id.clone()),
-        SecretString::from("wrong"),
-        ua(),
+        whish::ClientSettings::new(sb.topup_base_url()).user_agent(ua()),
     )
+    .session_id(SecretString::from(t.session_id.clone()))
+    .token(SecretString::from("wrong"))
     .build()
     .expect("client");
     let e = wrong_token.balance().await.expect_err("refused");

@@ -47,12 +47,16 @@ fn amount(s: &str) -> Amount {
 
 fn cash(receiver_phone: &str) -> CashCollectionSend {
     CashCollectionSend::new(
-        1,
+        whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("100"),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", receiver_phone),
-        "07-03-1990",
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::CashReceiver::new(
+            Customer::new("Rami", "Haddad", receiver_phone),
+            whish::transfer::Identity::new(
+                whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
+            ),
+        ),
         Reason::FamilySupport,
         SourceOfFunds::Salary,
     )
@@ -62,42 +66,44 @@ fn transfer(sb: &Sandbox, key: &str) -> (TransferClient, LocationsClient) {
     let user = sb.transfer_credentials().username.clone();
     (
         TransferClient::builder(
-            sb.transfer_base_url(),
-            user.clone(),
-            SecretString::from(key),
+            whish::ClientSettings::new(sb.transfer_base_url()).policy(common::policy(1)),
         )
-        .policy(common::policy(1))
+        .username(user.clone())
+        .key(SecretString::from(key))
         .build()
         .expect("client"),
-        LocationsClient::builder(sb.transfer_base_url(), user, SecretString::from(key))
-            .policy(common::policy(1))
-            .build()
-            .expect("client"),
+        LocationsClient::builder(
+            whish::ClientSettings::new(sb.transfer_base_url()).policy(common::policy(1)),
+        )
+        .username(user)
+        .key(SecretString::from(key))
+        .build()
+        .expect("client"),
     )
 }
 
 fn collect(sb: &Sandbox, secret: &str) -> CollectClient {
     let c = sb.collect_credentials();
     CollectClient::builder(
-        sb.collect_base_url(),
-        c.channel.clone(),
-        SecretString::from(secret),
-        c.website_url.clone(),
-        common::ua(),
+        whish::ClientSettings::new(sb.collect_base_url())
+            .policy(common::policy(1))
+            .user_agent(common::ua()),
     )
-    .policy(common::policy(1))
+    .channel(c.channel.clone())
+    .secret(SecretString::from(secret))
+    .website_url(c.website_url.clone())
     .build()
     .expect("client")
 }
 
 fn topup(sb: &Sandbox, token: &str) -> TopupClient {
     TopupClient::builder(
-        sb.topup_base_url(),
-        SecretString::from(TOPUP_SESSION),
-        SecretString::from(token),
-        common::ua(),
+        whish::ClientSettings::new(sb.topup_base_url())
+            .policy(common::policy(1))
+            .user_agent(common::ua()),
     )
-    .policy(common::policy(1))
+    .session_id(SecretString::from(TOPUP_SESSION))
+    .token(SecretString::from(token))
     .build()
     .expect("client")
 }
@@ -105,11 +111,19 @@ fn topup(sb: &Sandbox, token: &str) -> TopupClient {
 async fn transfer_paths(sb: &Sandbox, t: &mut Texts) {
     let (client, locations) = transfer(sb, TRANSFER_KEY);
     let (wrong, wrong_locations) = transfer(sb, "not-the-key");
-    let q = FeeRequest::new(1, Currency::Usd, amount("100"));
+    let q = FeeRequest::new(
+        whish::transfer::CountryId::LEBANON,
+        Currency::Usd,
+        amount("100"),
+    );
     t.result(client.fees(&q).await);
     t.result(
         client
-            .fees(&FeeRequest::new(1, Currency::Usd, amount("0.5")))
+            .fees(&FeeRequest::new(
+                whish::transfer::CountryId::LEBANON,
+                Currency::Usd,
+                amount("0.5"),
+            ))
             .await,
     );
     t.result(wrong.fees(&q).await);
@@ -123,11 +137,15 @@ async fn transfer_paths(sb: &Sandbox, t: &mut Texts) {
     let pending = client.prepare_send(cash("+96170123458")).expect("prepare");
     t.result(client.send(&pending).await);
     let wallet = MobileWalletSend::new(
-        1,
+        whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("20"),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", sb.wallet_phones().failing.clone()),
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::WalletReceiver::new(Customer::new(
+            "Rami",
+            "Haddad",
+            sb.wallet_phones().failing.clone(),
+        )),
         Reason::Education,
         SourceOfFunds::Savings,
     );
@@ -161,10 +179,10 @@ async fn collect_paths(sb: &Sandbox, t: &mut Texts) {
     t.result(client.balance(Currency::Usd).await);
     t.result(wrong.balance(Currency::Usd).await);
     let urls = CollectUrls::new(
-        "https://shop.example.com/ok",
-        "https://shop.example.com/ko",
-        "https://shop.example.com/thanks",
-        "https://shop.example.com/retry",
+        whish::collect::SuccessCallbackUrl::new("https://shop.example.com/ok").expect("url"),
+        whish::collect::FailureCallbackUrl::new("https://shop.example.com/ko").expect("url"),
+        whish::collect::SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+        whish::collect::FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
     );
     let bad = NewPayment::new(amount("0.5"), Currency::Usd, urls.clone());
     t.result(client.prepare_payment(bad));

@@ -15,12 +15,16 @@ fn amount(s: &str) -> Amount {
 
 fn cash(amount_text: &str) -> CashCollectionSend {
     CashCollectionSend::new(
-        1,
+        whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount(amount_text),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", "+96170123456"),
-        "07-03-1990",
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::CashReceiver::new(
+            Customer::new("Rami", "Haddad", "+96170123456"),
+            whish::transfer::Identity::new(
+                whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
+            ),
+        ),
         Reason::FamilySupport,
         SourceOfFunds::Salary,
     )
@@ -28,11 +32,11 @@ fn cash(amount_text: &str) -> CashCollectionSend {
 
 fn wallet(phone: &str) -> MobileWalletSend {
     MobileWalletSend::new(
-        1,
+        whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("50"),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", phone),
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::WalletReceiver::new(Customer::new("Rami", "Haddad", phone)),
         Reason::Education,
         SourceOfFunds::Savings,
     )
@@ -45,13 +49,24 @@ async fn quote_send_collect_callback_and_status() {
     let listener = Listener::start().await;
 
     let quote = client
-        .fees(&FeeRequest::new(1, Currency::Usd, amount("100")))
+        .fees(&FeeRequest::new(
+            whish::transfer::CountryId::LEBANON,
+            Currency::Usd,
+            amount("100"),
+        ))
         .await
         .expect("quote");
     assert_eq!(quote.fees, amount("5"));
     assert_eq!(quote.total_amount, amount("105"));
     let deducted = client
-        .fees(&FeeRequest::new(1, Currency::Usd, amount("100")).deduct_fees(true))
+        .fees(
+            &FeeRequest::new(
+                whish::transfer::CountryId::LEBANON,
+                Currency::Usd,
+                amount("100"),
+            )
+            .deduct_fees(true),
+        )
         .await
         .expect("quote");
     assert_eq!(
@@ -176,18 +191,18 @@ async fn mobile_wallet_credited_failed_and_pending() {
     let p = client
         .prepare_send(wallet(&phones.failing))
         .expect("prepared");
-    match client.send(&p).await.expect("send") {
-        SendOutcome::Failed { raw, .. } => assert_eq!(raw, "receiver.svc.account.not.exists"),
-        other => panic!("expected Failed, got {other:?}"),
-    }
+    let refused = client.send(&p).await.expect_err("refused");
+    assert!(matches!(&refused, Error::Failed(f) if f.raw == "receiver.svc.account.not.exists"));
 
     let p = client
         .prepare_send(wallet(&phones.pending))
         .expect("prepared");
-    match client.send(&p).await.expect("send") {
-        SendOutcome::Pending { request_id, .. } => assert_eq!(request_id, p.request_id()),
-        other => panic!("expected Pending, got {other:?}"),
-    }
+    let pending = client.send(&p).await.expect_err("pending");
+    assert!(pending.is_pending());
+    assert_eq!(
+        pending.idempotency_key(),
+        Some(p.request_id().to_string().as_str())
+    );
     assert_eq!(
         sb.transfers().len(),
         2,
@@ -281,14 +296,12 @@ async fn a_used_request_id_guards_a_different_transfer_and_status_says_never_rec
     let sb = Sandbox::start().await.expect("sandbox");
     let client = transfer(&sb, 0);
     let first = client.prepare_send(cash("10")).expect("first");
-    client.send(&first).await.expect("send");
+    let _ = client.send(&first).await.expect("send");
     let reuse = client
-        .prepare_send_with_id(cash("20"), first.request_id())
+        .prepare_send((cash("20")).request_id(first.request_id()))
         .expect("same id, other transfer");
-    match client.send(&reuse).await.expect("send") {
-        SendOutcome::Failed { raw, .. } => assert_eq!(raw, "transfer.already.done"),
-        other => panic!("expected Failed, got {other:?}"),
-    }
+    let refused = client.send(&reuse).await.expect_err("refused");
+    assert!(matches!(&refused, Error::Failed(f) if f.raw == "transfer.already.done"));
     assert_eq!(
         sb.transfers().len(),
         1,
@@ -306,40 +319,41 @@ async fn a_used_request_id_guards_a_different_transfer_and_status_says_never_rec
 async fn limits_balance_price_list_and_countries() {
     let sb = Sandbox::start().await.expect("sandbox");
     let client = transfer(&sb, 0);
-    let code = |o: SendOutcome| match o {
-        SendOutcome::Failed { raw, .. } => raw,
-        other => panic!("expected Failed, got {other:?}"),
+    let code = |o: Result<SendOutcome, whish::transfer::Error>| match o {
+        Err(Error::Failed(f)) => f.raw,
+        other => panic!("expected a refusal, got {other:?}"),
     };
     let p = client.prepare_send(cash("8000")).expect("p");
     assert_eq!(
-        code(client.send(&p).await.expect("send")),
+        code(client.send(&p).await),
         "transfer.exceeds_account_transaction_limit"
     );
     let p = client.prepare_send(cash("20000")).expect("p");
-    assert_eq!(
-        code(client.send(&p).await.expect("send")),
-        "transfer.invalid_amount"
-    );
+    assert_eq!(code(client.send(&p).await), "transfer.invalid_amount");
     sb.set_transfer_balance("USD", "50".parse().expect("d"))
         .expect("balance");
     let p = client.prepare_send(cash("100")).expect("p");
     assert_eq!(
-        code(client.send(&p).await.expect("send")),
+        code(client.send(&p).await),
         "transfer.account_reach_balance_limit"
     );
     let other_country = CashCollectionSend::new(
-        99,
+        whish::transfer::CountryId::new(99).expect("valid"),
         Currency::Usd,
         amount("10"),
-        Customer::new("John", "Smith", "+14155550100"),
-        Customer::new("Rami", "Haddad", "+96170123456"),
-        "07-03-1990",
+        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::CashReceiver::new(
+            Customer::new("Rami", "Haddad", "+96170123456"),
+            whish::transfer::Identity::new(
+                whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
+            ),
+        ),
         Reason::Other,
         SourceOfFunds::Other,
     );
     let p = client.prepare_send(other_country).expect("p");
     assert_eq!(
-        code(client.send(&p).await.expect("send")),
+        code(client.send(&p).await),
         "transfer.from_country_not_allowed"
     );
     let countries = client.sending_countries().await.expect("countries");
@@ -384,13 +398,11 @@ async fn governorates_districts_and_shops() {
 #[tokio::test]
 async fn wrong_credentials_answer_the_auth_code_in_the_envelope() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let bad = TransferClient::builder(
-        sb.transfer_base_url(),
-        "sandbox-user",
-        SecretString::from("wrong"),
-    )
-    .build()
-    .expect("client");
+    let bad = TransferClient::builder(sb.transfer_base_url())
+        .username("sandbox-user")
+        .key(SecretString::from("wrong"))
+        .build()
+        .expect("client");
     let err = bad.sending_countries().await.expect_err("refused");
     assert!(
         matches!(&err, Error::Failed(f) if f.raw == "api.account.invalid_request"),

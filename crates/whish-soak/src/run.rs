@@ -105,33 +105,32 @@ impl Clients {
             sb.collect_credentials(),
             sb.topup_credentials(),
         );
-        let err = |e: whish::ValidationError| e.to_string();
+        let err = |e: whish::SetupError| e.to_string();
         Ok(Clients {
             transfer: TransferClient::builder(
-                sb.transfer_base_url(),
-                t.username.clone(),
-                SecretString::from(t.key.clone()),
+                whish::ClientSettings::new(sb.transfer_base_url()).policy(policy()),
             )
-            .policy(policy())
+            .username(t.username.clone())
+            .key(SecretString::from(t.key.clone()))
             .build()
             .map_err(err)?,
             collect: CollectClient::builder(
-                sb.collect_base_url(),
-                c.channel.clone(),
-                SecretString::from(c.secret.clone()),
-                c.website_url.clone(),
-                ua.clone(),
+                whish::ClientSettings::new(sb.collect_base_url())
+                    .policy(policy())
+                    .user_agent(ua.clone()),
             )
-            .policy(policy())
+            .channel(c.channel.clone())
+            .secret(SecretString::from(c.secret.clone()))
+            .website_url(c.website_url.clone())
             .build()
             .map_err(err)?,
             topup: TopupClient::builder(
-                sb.topup_base_url(),
-                SecretString::from(u.session_id.clone()),
-                SecretString::from(u.token.clone()),
-                ua,
+                whish::ClientSettings::new(sb.topup_base_url())
+                    .policy(policy())
+                    .user_agent(ua),
             )
-            .policy(policy())
+            .session_id(SecretString::from(u.session_id.clone()))
+            .token(SecretString::from(u.token.clone()))
             .build()
             .map_err(err)?,
         })
@@ -266,12 +265,16 @@ fn send_request(sb: &Sandbox, cash: bool, dollars: u32, failing: bool) -> SendRe
     let sender = Customer::new("John", "Smith", "+14155550100");
     if cash {
         CashCollectionSend::new(
-            1,
+            whish::transfer::CountryId::LEBANON,
             Currency::Usd,
             amount,
-            sender,
-            Customer::new("Rami", "Haddad", "+96170123456"),
-            "07-03-1990",
+            whish::transfer::Sender::new(sender),
+            whish::transfer::CashReceiver::new(
+                Customer::new("Rami", "Haddad", "+96170123456"),
+                whish::transfer::Identity::new(
+                    whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
+                ),
+            ),
             Reason::FamilySupport,
             SourceOfFunds::Salary,
         )
@@ -284,11 +287,11 @@ fn send_request(sb: &Sandbox, cash: bool, dollars: u32, failing: bool) -> SendRe
             &phones.credited
         };
         MobileWalletSend::new(
-            1,
+            whish::transfer::CountryId::LEBANON,
             Currency::Usd,
             amount,
-            sender,
-            Customer::new("Rami", "Haddad", phone.clone()),
+            whish::transfer::Sender::new(sender),
+            whish::transfer::WalletReceiver::new(Customer::new("Rami", "Haddad", phone.clone())),
             Reason::Education,
             SourceOfFunds::Savings,
         )
@@ -325,11 +328,7 @@ fn failed_unknown<T, C: whish::core::ErrorCode>(r: &Result<T, Error<C>>) -> bool
 
 /// Send, resending the same prepared transfer while the outcome is unknown, then ask status.
 async fn send(c: &Clients, prepared: &PreparedTransfer) -> (Belief, Option<String>) {
-    let result = resend_while_unknown(
-        || c.transfer.send(prepared),
-        |r| matches!(r, Ok(SendOutcome::Pending { .. })) || failed_unknown(r),
-    )
-    .await;
+    let result = resend_while_unknown(|| c.transfer.send(prepared), failed_unknown).await;
     match result {
         Ok(SendOutcome::Sent(s)) => (Belief::Done, Some(s.ltn_number)),
         Ok(SendOutcome::Confirmed { status, .. }) => {
@@ -340,7 +339,7 @@ async fn send(c: &Clients, prepared: &PreparedTransfer) -> (Belief, Option<Strin
             (Belief::Done, ltn)
         }
         Ok(SendOutcome::Credited(_)) => (Belief::Done, None),
-        Ok(SendOutcome::Failed { .. }) => (Belief::NotDone, None),
+        Ok(_) => (Belief::Done, None),
         Err(e) if !e.outcome_unknown() => (Belief::NotDone, None),
         _ => {
             let query = StatusQuery::RequestId(prepared.request_id());
@@ -374,10 +373,10 @@ async fn cancel(c: &Clients, id: i64, ltn: &str) -> Belief {
 
 async fn create(c: &Clients, cents: u32) -> (String, Belief) {
     let urls = CollectUrls::new(
-        "https://shop.example.com/whish/ok",
-        "https://shop.example.com/whish/ko",
-        "https://shop.example.com/thanks",
-        "https://shop.example.com/retry",
+        whish::collect::SuccessCallbackUrl::new("https://shop.example.com/whish/ok").expect("url"),
+        whish::collect::FailureCallbackUrl::new("https://shop.example.com/whish/ko").expect("url"),
+        whish::collect::SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+        whish::collect::FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
     );
     let payment = NewPayment::new(
         Amount::new(Decimal::new(i64::from(cents), 2)),

@@ -37,9 +37,9 @@
 
 pub use whish_core as core;
 pub use whish_core::{
-    Amount, CallOptions, Code, Currency, DateTime, DayMonthYear, Decimal, Dialog, EpochMillis,
-    ExposeSecret, ExternalId, Outcome, Policy, RequestId, RetryPolicy, SecretString, Timeouts,
-    UserAgent, ValidationError, ValidationKind,
+    Amount, CallOptions, ClientSettings, Code, Currency, DateTime, DayMonthYear, Decimal, Dialog,
+    EpochMillis, ExposeSecret, ExternalId, Outcome, Policy, RequestId, RetryPolicy, SecretString,
+    SetupError, Timeouts, UserAgent, ValidationError, ValidationKind,
 };
 
 /// Money transfers into Lebanon (re-export of `whish-money-transfer`).

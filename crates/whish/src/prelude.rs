@@ -5,15 +5,16 @@
 //! each service has its own code enum.
 
 pub use whish_core::{
-    Amount, Currency, DayMonthYear, Decimal, ExternalId, Outcome, RequestId, SecretString,
-    UserAgent,
+    Amount, CallOptions, ClientSettings, Currency, DayMonthYear, Decimal, ExternalId, Outcome,
+    RequestId, SecretString, SetupError, UserAgent,
 };
 
 #[cfg(feature = "money-transfer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "money-transfer")))]
 pub use whish_money_transfer::{
-    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, PaymentMode, Reason, ReportRange,
-    SendOutcome, SourceOfFunds, StatusQuery, TransferClient, TransferCode, TransferStatus,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
+    MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome, Sender, SourceOfFunds,
+    StatusQuery, TransferClient, TransferCode, TransferStatus, WalletReceiver,
 };
 
 #[cfg(feature = "locations")]
@@ -23,9 +24,10 @@ pub use whish_locations::{LocationsClient, ShopFilter};
 #[cfg(feature = "hosted-collect")]
 #[cfg_attr(docsrs, doc(cfg(feature = "hosted-collect")))]
 pub use whish_hosted_collect::{
-    CollectClient, CollectCode, CollectStatus, CollectUrls, NewPayment,
+    CollectClient, CollectCode, CollectStatus, CollectUrls, FailureCallbackUrl, FailureRedirectUrl,
+    NewPayment, SuccessCallbackUrl, SuccessRedirectUrl,
 };
 
 #[cfg(feature = "intl-topup")]
 #[cfg_attr(docsrs, doc(cfg(feature = "intl-topup")))]
-pub use whish_intl_topup::{PayOutcome, TopupClient, TopupCode};
+pub use whish_intl_topup::{PayOutcome, PayRequest, TopupClient, TopupCode};

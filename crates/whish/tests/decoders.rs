@@ -93,9 +93,11 @@ fn fixtures(dir: &'static str, cell: &'static OnceLock<Vec<Value>>) -> &'static 
     })
 }
 
-/// The kind of an error, for the one claim made about non-JSON bodies.
-fn is_http<C>(e: &Error<C>) -> bool {
-    matches!(e, Error::Http(_))
+/// The kind of an error, for the one claim made about non-JSON bodies: an unreadable reply is
+/// never decoded; with HTTP 200 it is a decode error (the outcome is unknown, it may have been
+/// applied), otherwise an HTTP error.
+fn is_http<C: whish::core::ErrorCode>(e: &Error<C>) -> bool {
+    matches!(e, Error::Http(_)) || matches!(e, Error::Decode(_) if e.outcome_unknown())
 }
 
 fn not_json(text: &str) -> bool {
@@ -151,7 +153,7 @@ fn ua() -> UserAgent {
 }
 
 /// `Some(is_http)` for an error, `None` for a success.
-fn outcome<T, C>(r: Result<T, Error<C>>) -> Option<bool> {
+fn outcome<T, C: whish::core::ErrorCode>(r: Result<T, Error<C>>) -> Option<bool> {
     r.err().map(|e| is_http(&e))
 }
 
@@ -162,28 +164,38 @@ fn transfer_and_locations_replies_never_panic() {
     let rt = runtime();
     let server = rt.block_on(ScriptedServer::start(Vec::new()));
     let key = || SecretString::from("key-SECRET");
-    let client = TransferClient::builder(server.base.clone(), "user", key())
-        .policy(fast_policy(0))
-        .build()
-        .expect("client");
-    let locations = LocationsClient::builder(server.base.clone(), "user", key())
-        .policy(fast_policy(0))
-        .build()
-        .expect("client");
+    let client = TransferClient::builder(
+        whish::ClientSettings::new(server.base.clone()).policy(fast_policy(0)),
+    )
+    .username("user")
+    .key(key())
+    .build()
+    .expect("client");
+    let locations = LocationsClient::builder(
+        whish::ClientSettings::new(server.base.clone()).policy(fast_policy(0)),
+    )
+    .username("user")
+    .key(key())
+    .build()
+    .expect("client");
     let amount: Amount = "100".parse().expect("amount");
     let send: PreparedTransfer = client
         .prepare_send(CashCollectionSend::new(
-            1,
+            whish::transfer::CountryId::LEBANON,
             Currency::Usd,
             amount,
-            Customer::new("John", "Smith", "+14155550100"),
-            Customer::new("Rami", "Haddad", "+96170123456"),
-            "07-03-1990",
+            whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+            whish::transfer::CashReceiver::new(
+                Customer::new("Rami", "Haddad", "+96170123456"),
+                whish::transfer::Identity::new(
+                    whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
+                ),
+            ),
             Reason::FamilySupport,
             SourceOfFunds::Salary,
         ))
         .expect("prepare");
-    let fee = FeeRequest::new(1, Currency::Usd, amount);
+    let fee = FeeRequest::new(whish::transfer::CountryId::LEBANON, Currency::Usd, amount);
     let range = ReportRange::new("2026-01-01 00:00:00", "2026-12-31 00:00:00").expect("range");
     let query = StatusQuery::LtnNumber("LTN1".into());
     check("money-transfer", &CELL, &server, |endpoint| {
@@ -250,20 +262,20 @@ fn collect_replies_never_panic() {
     let rt = runtime();
     let server = rt.block_on(ScriptedServer::start(Vec::new()));
     let client = CollectClient::builder(
-        server.base.clone(),
-        "channel",
-        SecretString::from("secret-SECRET"),
-        "https://shop.example.com",
-        ua(),
+        whish::ClientSettings::new(server.base.clone())
+            .policy(fast_policy(0))
+            .user_agent(ua()),
     )
-    .policy(fast_policy(0))
+    .channel("channel")
+    .secret(SecretString::from("secret-SECRET"))
+    .website_url("https://shop.example.com")
     .build()
     .expect("client");
     let urls = CollectUrls::new(
-        "https://shop.example.com/ok",
-        "https://shop.example.com/ko",
-        "https://shop.example.com/thanks",
-        "https://shop.example.com/retry",
+        whish::collect::SuccessCallbackUrl::new("https://shop.example.com/ok").expect("url"),
+        whish::collect::FailureCallbackUrl::new("https://shop.example.com/ko").expect("url"),
+        whish::collect::SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+        whish::collect::FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
     );
     let prepared: PreparedPayment = client
         .prepare_payment(NewPayment::new(
@@ -293,12 +305,12 @@ fn topup_replies_never_panic() {
         "intl-topup/fetch.success.json",
     ))]));
     let client = TopupClient::builder(
-        server.base.clone(),
-        SecretString::from("sess-SECRET"),
-        SecretString::from("tok-SECRET"),
-        ua(),
+        whish::ClientSettings::new(server.base.clone())
+            .policy(fast_policy(0))
+            .user_agent(ua()),
     )
-    .policy(fast_policy(0))
+    .session_id(SecretString::from("sess-SECRET"))
+    .token(SecretString::from("tok-SECRET"))
     .build()
     .expect("client");
     let offer = rt

@@ -1,9 +1,10 @@
 //! Shared helpers of the transfer tests.
 #![allow(dead_code)]
 
-use whish_core::{Amount, Currency, RequestId, SecretString};
+use whish_core::{Amount, ClientSettings, Currency, RequestId, SecretString};
 use whish_money_transfer::{
-    CashCollectionSend, Customer, MobileWalletSend, Reason, SourceOfFunds, TransferClient,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, MobileWalletSend,
+    Reason, Sender, SourceOfFunds, TransferClient, WalletReceiver,
 };
 use whish_testkit::WireRequest;
 
@@ -11,17 +12,24 @@ pub const KEY: &str = "transfer-KEY-SECRET-77";
 
 pub fn client(base: &str, retries: u32) -> TransferClient {
     TransferClient::builder(
-        format!("{base}/sandbox/api"),
-        "merchant-7",
-        SecretString::from(KEY),
+        ClientSettings::new(format!("{base}/sandbox/api"))
+            .policy(whish_testkit::fast_policy(retries)),
     )
-    .policy(whish_testkit::fast_policy(retries))
+    .username("merchant-7")
+    .key(SecretString::from(KEY))
     .build()
     .expect("client")
 }
 
-pub fn sender() -> Customer {
-    Customer::new("John", "Smith", "+14155550100").nationality("US")
+pub fn dob(text: &str) -> DateOfBirth {
+    DateOfBirth::parse(text).expect("date of birth")
+}
+
+pub fn sender() -> Sender {
+    Sender::new(
+        Customer::new("John", "Smith", "+14155550100")
+            .identity(Identity::new(dob("01-01-1980")).nationality("US")),
+    )
 }
 
 pub fn receiver() -> Customer {
@@ -34,12 +42,11 @@ pub fn amount(s: &str) -> Amount {
 
 pub fn cash(amount_text: &str, currency: Currency) -> CashCollectionSend {
     CashCollectionSend::new(
-        1,
+        CountryId::LEBANON,
         currency,
         amount(amount_text),
         sender(),
-        receiver(),
-        "07-03-1990",
+        CashReceiver::new(receiver(), Identity::new(dob("07-03-1990"))),
         Reason::FamilySupport,
         SourceOfFunds::Salary,
     )
@@ -47,11 +54,11 @@ pub fn cash(amount_text: &str, currency: Currency) -> CashCollectionSend {
 
 pub fn wallet(amount_text: &str) -> MobileWalletSend {
     MobileWalletSend::new(
-        1,
+        CountryId::LEBANON,
         Currency::Usd,
         amount(amount_text),
         sender(),
-        receiver(),
+        WalletReceiver::new(receiver()),
         Reason::Education,
         SourceOfFunds::Savings,
     )

@@ -41,39 +41,36 @@ pub fn ua() -> UserAgent {
 pub fn transfer(sb: &Sandbox, retries: u32) -> TransferClient {
     let c = sb.transfer_credentials();
     TransferClient::builder(
-        sb.transfer_base_url(),
-        c.username.clone(),
-        SecretString::from(c.key.clone()),
+        whish::ClientSettings::new(sb.transfer_base_url())
+            .allow_local_callbacks()
+            .policy(policy(retries)),
     )
-    .allow_local_callbacks()
-    .policy(policy(retries))
+    .username(c.username.clone())
+    .key(SecretString::from(c.key.clone()))
     .build()
     .expect("transfer client")
 }
 
 pub fn locations(sb: &Sandbox) -> LocationsClient {
     let c = sb.transfer_credentials();
-    LocationsClient::builder(
-        sb.transfer_base_url(),
-        c.username.clone(),
-        SecretString::from(c.key.clone()),
-    )
-    .policy(policy(0))
-    .build()
-    .expect("locations client")
+    LocationsClient::builder(whish::ClientSettings::new(sb.transfer_base_url()).policy(policy(0)))
+        .username(c.username.clone())
+        .key(SecretString::from(c.key.clone()))
+        .build()
+        .expect("locations client")
 }
 
 pub fn collect(sb: &Sandbox, retries: u32) -> CollectClient {
     let c = sb.collect_credentials();
     CollectClient::builder(
-        sb.collect_base_url(),
-        c.channel.clone(),
-        SecretString::from(c.secret.clone()),
-        c.website_url.clone(),
-        ua(),
+        whish::ClientSettings::new(sb.collect_base_url())
+            .allow_local_callbacks()
+            .policy(policy(retries))
+            .user_agent(ua()),
     )
-    .allow_local_callbacks()
-    .policy(policy(retries))
+    .channel(c.channel.clone())
+    .secret(SecretString::from(c.secret.clone()))
+    .website_url(c.website_url.clone())
     .build()
     .expect("collect client")
 }
@@ -81,12 +78,12 @@ pub fn collect(sb: &Sandbox, retries: u32) -> CollectClient {
 pub fn topup(sb: &Sandbox, retries: u32) -> TopupClient {
     let c = sb.topup_credentials();
     TopupClient::builder(
-        sb.topup_base_url(),
-        SecretString::from(c.session_id.clone()),
-        SecretString::from(c.token.clone()),
-        ua(),
+        whish::ClientSettings::new(sb.topup_base_url())
+            .policy(policy(retries))
+            .user_agent(ua()),
     )
-    .policy(policy(retries))
+    .session_id(SecretString::from(c.session_id.clone()))
+    .token(SecretString::from(c.token.clone()))
     .build()
     .expect("topup client")
 }
