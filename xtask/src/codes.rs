@@ -270,16 +270,24 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn http_status_hint(status: u16) -> Option<&'static str> {{\n        match status {{\n{}            _ => None,\n        }}\n    }}\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
+        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn http_status_hint(status: u16) -> Option<&'static str> {{\n{}\n    }}\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
         lit(&file.service),
-        file.http
-            .iter()
-            .map(|h| format!(
-                "            {} => Some({}),\n",
-                h.status,
-                lit(&format!("{}: {}", h.meaning, h.handling))
-            ))
-            .collect::<String>()
+        if file.http.is_empty() {
+            "        let _ = status;\n        None".to_owned()
+        } else {
+            let arms: String = file
+                .http
+                .iter()
+                .map(|h| {
+                    format!(
+                        "            {} => Some({}),\n",
+                        h.status,
+                        lit(&format!("{}: {}", h.meaning, h.handling))
+                    )
+                })
+                .collect();
+            format!("        match status {{\n{arms}            _ => None,\n        }}")
+        }
     );
     Ok(s)
 }

@@ -171,9 +171,8 @@ impl whish_core::ErrorCode for TopupCode {
     const SERVICE: &'static str = "intl-topup";
 
     fn http_status_hint(status: u16) -> Option<&'static str> {
-        match status {
-            _ => None,
-        }
+        let _ = status;
+        None
     }
 
     fn as_str(&self) -> &str {

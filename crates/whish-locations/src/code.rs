@@ -117,9 +117,8 @@ impl whish_core::ErrorCode for LocationsCode {
     const SERVICE: &'static str = "locations";
 
     fn http_status_hint(status: u16) -> Option<&'static str> {
-        match status {
-            _ => None,
-        }
+        let _ = status;
+        None
     }
 
     fn as_str(&self) -> &str {

@@ -749,9 +749,8 @@ impl whish_core::ErrorCode for TransferCode {
     const SERVICE: &'static str = "money-transfer";
 
     fn http_status_hint(status: u16) -> Option<&'static str> {
-        match status {
-            _ => None,
-        }
+        let _ = status;
+        None
     }
 
     fn as_str(&self) -> &str {
