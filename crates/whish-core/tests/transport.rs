@@ -178,7 +178,11 @@ async fn timeout_exhausted_reports_may_have_reached() {
         other => panic!("{other:?}"),
     }
     assert!(err.outcome_unknown());
-    assert!(err.hint().contains("same prepared request"), "{}", err.hint());
+    assert!(
+        err.hint().contains("same prepared request"),
+        "{}",
+        err.hint()
+    );
     assert_eq!(
         err.to_string(),
         "transfer.send: timed out after 2 attempts, the request may have been applied"
@@ -290,7 +294,10 @@ async fn forbidden_403_is_its_own_error_and_not_retried() {
         other => panic!("{other:?}"),
     }
     // whish-core knows no service: the 403 advice belongs to the collect service's data file.
-    assert_eq!(err.to_string(), "transfer.send: http 403 without the service envelope");
+    assert_eq!(
+        err.to_string(),
+        "transfer.send: http 403 without the service envelope"
+    );
     assert!(!err.hint().contains("public"), "{}", err.hint());
 }
 

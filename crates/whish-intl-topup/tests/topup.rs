@@ -193,7 +193,11 @@ async fn failure_codes_are_failures() {
     let err = c.pay(&prepared).await.expect_err("mismatch");
     assert_eq!(err.code(), Some(&TopupCode::ExternalAmountMismatch));
     assert!(err.hint().contains("exactly as fetched"), "{}", err.hint());
-    assert!(err.to_string().starts_with("topup.pay: refused with external.amount.mismatch"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("topup.pay: refused with external.amount.mismatch"),
+        "{err}"
+    );
     let err = c.fetch_options("nope", "1").await.expect_err("unknown");
     assert_eq!(err.code(), Some(&TopupCode::ExternalUnknownProvider));
     let err = c.fetch_options("p", "1").await.expect_err("no offers");
