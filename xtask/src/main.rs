@@ -3,6 +3,8 @@
 //! - `cargo xtask codegen`: read `codes/*.toml` (one data file per service, every documented
 //!   error code) and write each service crate's `src/code.rs` and `docs/errors.md`.
 //! - `cargo xtask codegen --check`: fail when any generated file is stale.
+//! - `cargo xtask public-api [--check]`: the public surface of every published crate, kept in
+//!   `crates/NAME/public-api.txt`; `--check` fails when it is stale (CI runs it).
 //! - `cargo xtask features`: the facade builds with no feature and each feature alone, and a
 //!   single-service build contains only that service crate and whish-core (CI runs it).
 //! - `cargo xtask footprint [--no-build]`: crate count and cold build time, per service and for all.
@@ -16,8 +18,9 @@ use std::process::{Command, ExitCode, Stdio};
 mod codes;
 mod features;
 mod footprint;
+mod public_api;
 
-const USAGE: &str = "usage: cargo xtask codegen [--check] | features | footprint [--no-build] | soak --ops N --seed S [--workers W] [--release]";
+const USAGE: &str = "usage: cargo xtask codegen [--check] | public-api [--check] | features | footprint [--no-build] | soak --ops N --seed S [--workers W] [--release]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
         Some("features") => features::run(&root),
         Some("footprint") => footprint::run(&root, !args.iter().any(|a| a == "--no-build")),
         Some("soak") => soak(&root, &args[1..]),
+        Some("public-api") => public_api::run(&root, args.iter().any(|a| a == "--check")),
         _ => Err(USAGE.to_owned()),
     };
     match result {

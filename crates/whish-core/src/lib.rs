@@ -61,3 +61,8 @@ pub mod __private {
 }
 pub use user_agent::UserAgent;
 pub use validation::{ValidationError, ValidationKind};
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

@@ -11,7 +11,7 @@
 
 //!
 //! Put the reference in with [`SuccessCallbackUrl::with_reference`](crate::SuccessCallbackUrl::with_reference)
-//! (and its three siblings); read it back with [`reference`]:
+//! (and its three siblings); read it back with [`reference()`]:
 //!
 //! ```
 //! use whish_hosted_collect::{SuccessCallbackUrl, callback::reference};

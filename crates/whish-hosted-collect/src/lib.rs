@@ -69,3 +69,8 @@ pub type Error = whish_core::Error<CollectCode>;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/hosted-collect.md")]
 pub struct GuideDoctests;
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

@@ -63,3 +63,8 @@ pub type Error = whish_core::Error<TopupCode>;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/intl-topup.md")]
 pub struct GuideDoctests;
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

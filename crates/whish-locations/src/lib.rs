@@ -186,3 +186,8 @@ impl LocationsClient {
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/locations.md")]
 pub struct GuideDoctests;
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

@@ -52,3 +52,8 @@ pub type Error = whish_core::Error<TransferCode>;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/money-transfer.md")]
 pub struct GuideDoctests;
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

@@ -276,3 +276,8 @@ impl Sandbox {
             .collect()
     }
 }
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

@@ -74,3 +74,8 @@ pub mod prelude;
 ))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of this crate's own README, compiled as doctests.
+#[cfg(all(doctest, feature = "money-transfer"))]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;
