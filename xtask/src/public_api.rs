@@ -29,7 +29,11 @@ pub fn run(root: &Path, check: bool) -> Result<(), String> {
             continue;
         }
         if check {
-            stale.push(format!("{} ({})", path.display(), diff_summary(&old, &text)));
+            stale.push(format!(
+                "{} ({})",
+                path.display(),
+                diff_summary(&old, &text)
+            ));
         } else {
             std::fs::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
             println!("wrote {}", path.display());

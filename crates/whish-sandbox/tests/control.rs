@@ -285,3 +285,55 @@ async fn faults_are_consumed_in_order_and_a_huge_count_costs_nothing() {
     ));
     sb.shutdown().await;
 }
+
+#[tokio::test]
+async fn malformed_control_calls_are_400_with_a_json_error() {
+    let sb = Sandbox::start().await.expect("sandbox");
+    // A typed body: a missing field names itself.
+    let (status, body) = post(&sb, "/transfer/collect", serde_json::json!({})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().expect("error").contains("ltnNumber"),
+        "{body}"
+    );
+    // A wrong type.
+    let (status, body) = post(
+        &sb,
+        "/clock/advance",
+        serde_json::json!({"seconds": "soon"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    // Not JSON at all, and a `text/plain` simple POST (what any web page can send): refused.
+    for content_type in ["application/json", "text/plain"] {
+        let r = reqwest::Client::new()
+            .post(format!("{}/_sandbox/reset", sb.root_url()))
+            .header("content-type", content_type)
+            .body("not json")
+            .send()
+            .await
+            .expect("sent");
+        // `/reset` takes no body.
+        assert_eq!(r.status().as_u16(), 200);
+        let r = reqwest::Client::new()
+            .post(format!("{}/_sandbox/collect/pay", sb.root_url()))
+            .header("content-type", content_type)
+            .body("externalId=x")
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(r.status().as_u16(), 400, "{content_type}");
+        let bytes = r.bytes().await.expect("body");
+        let body: serde_json::Value = serde_json::from_slice(&bytes).expect("a JSON error");
+        assert!(body["error"].is_string(), "{body}");
+    }
+    // Unknown link: 404 through the same error type.
+    let (status, _) = post(
+        &sb,
+        "/collect/pay",
+        serde_json::json!({"externalId": "nope"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    sb.shutdown().await;
+}

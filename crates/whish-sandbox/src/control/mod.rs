@@ -1,19 +1,15 @@
 //! The control API: make the world move (a receiver collects, a payer pays or mistypes, a link
-//! expires), set balances, inject faults, read what was received, reset. As Rust methods on
-//! [`Sandbox`] and as HTTP under `/_sandbox/`.
+//! expires), set balances, inject faults, read what was received, reset. The Rust methods on
+//! [`Sandbox`] are here; the same operations as HTTP under `/_sandbox/` are in [`http`].
 
-use std::sync::Arc;
+mod http;
+
+pub(crate) use http::routes;
+
 use std::time::Duration;
 
-use axum::Json;
-use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use rust_decimal::Decimal;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::callback::{self, CallbackDelivery};
 use crate::clock::lock;
@@ -415,135 +411,4 @@ fn sales(w: &World) -> Vec<SaleRecord> {
             pin: s.pin.clone(),
         })
         .collect()
-}
-
-// ---- HTTP ----
-
-pub(crate) fn routes() -> Router<Arc<Shared>> {
-    Router::new()
-        .route("/transfer/collect", post(http_collect_cash))
-        .route("/collect/pay", post(http_pay))
-        .route("/collect/fail", post(http_fail))
-        .route("/collect/expire", post(http_expire))
-        .route("/balances", post(http_balance))
-        .route("/faults", post(http_fault))
-        .route("/requests", get(http_requests))
-        .route("/callbacks", get(http_callbacks))
-        .route("/state", get(http_state))
-        .route("/clock/advance", post(http_advance))
-        .route("/reset", post(http_reset))
-}
-
-fn answer<T: Serialize>(r: Result<T, ControlError>) -> Response {
-    match r {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => {
-            let status = match e {
-                ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-                ControlError::InvalidState(_) => StatusCode::CONFLICT,
-                ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            };
-            (status, Json(json!({"error": e.to_string()}))).into_response()
-        }
-    }
-}
-
-fn field<'a>(body: &'a Value, key: &str) -> Result<&'a str, ControlError> {
-    body.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ControlError::BadRequest(format!("`{key}` is required")))
-}
-
-async fn http_collect_cash(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
-    match field(&b, "ltnNumber") {
-        Ok(ltn) => answer(s.collect_cash(ltn).await),
-        Err(e) => answer::<()>(Err(e)),
-    }
-}
-
-async fn http_link(s: Arc<Shared>, b: Value, pay: bool) -> Response {
-    let id = match field(&b, "externalId") {
-        Ok(id) => id,
-        Err(e) => return answer::<()>(Err(e)),
-    };
-    answer(s.payer_attempt(id, pay).await)
-}
-
-async fn http_pay(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
-    http_link(s, b, true).await
-}
-
-async fn http_fail(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
-    http_link(s, b, false).await
-}
-
-async fn http_expire(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
-    let r = field(&b, "externalId")
-        .and_then(|id| s.expire_link(id))
-        .map(|()| json!({"collectStatus": "failed"}));
-    answer(r)
-}
-
-#[derive(Deserialize)]
-struct BalanceBody {
-    service: String,
-    currency: String,
-    amount: Decimal,
-}
-
-async fn http_balance(State(s): State<Arc<Shared>>, Json(b): Json<BalanceBody>) -> Response {
-    answer(
-        s.set_balance(&b.service, &b.currency, b.amount)
-            .map(|()| json!({"ok": true})),
-    )
-}
-
-async fn http_fault(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
-    let r = (|| {
-        let endpoint: Endpoint = field(&b, "endpoint")?
-            .parse()
-            .map_err(ControlError::BadRequest)?;
-        let fault: Fault = field(&b, "fault")?
-            .parse()
-            .map_err(ControlError::BadRequest)?;
-        let count = b.get("count").and_then(Value::as_u64).unwrap_or(1);
-        if count > 0 {
-            lock(&s.faults)
-                .entry(endpoint)
-                .or_default()
-                .push_back((fault, count));
-        }
-        Ok(json!({"endpoint": endpoint.as_str(), "fault": fault.to_string(), "count": count}))
-    })();
-    answer(r)
-}
-
-async fn http_requests(State(s): State<Arc<Shared>>) -> Response {
-    Json(lock(&s.journal).clone()).into_response()
-}
-
-async fn http_callbacks(State(s): State<Arc<Shared>>) -> Response {
-    Json(lock(&s.deliveries).clone()).into_response()
-}
-
-async fn http_state(State(s): State<Arc<Shared>>) -> Response {
-    let mut world = lock(&s.world);
-    world.collect.expire(s.clock.now());
-    Json(json!({
-        "transfers": transfers(&world),
-        "payments": payments(&world),
-        "sales": sales(&world),
-    }))
-    .into_response()
-}
-
-async fn http_advance(State(s): State<Arc<Shared>>, Json(b): Json<Value>) -> Response {
-    let secs = b.get("seconds").and_then(Value::as_u64).unwrap_or(0);
-    s.clock.advance(Duration::from_secs(secs));
-    Json(json!({"advancedSeconds": secs})).into_response()
-}
-
-async fn http_reset(State(s): State<Arc<Shared>>) -> Response {
-    s.reset();
-    Json(json!({"ok": true})).into_response()
 }

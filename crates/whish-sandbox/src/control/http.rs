@@ -1,0 +1,183 @@
+//! The control API over HTTP, under `/_sandbox/`: typed JSON bodies in, JSON out, and one error
+//! type that is its own response (`{"error": "..."}` with 400, 404 or 409).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rust_decimal::Decimal;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::{
+    CashCollected, ControlError, LinkAttempt, PaymentRecord, SaleRecord, TransferRecord, payments,
+    sales, transfers,
+};
+use crate::Shared;
+use crate::clock::lock;
+use crate::endpoint::Endpoint;
+use crate::fault::Fault;
+use crate::journal::ReceivedRequest;
+
+pub(crate) fn routes() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/transfer/collect", post(collect_cash))
+        .route("/collect/pay", post(pay))
+        .route("/collect/fail", post(fail))
+        .route("/collect/expire", post(expire))
+        .route("/balances", post(balance))
+        .route("/faults", post(fault))
+        .route("/requests", get(requests))
+        .route("/callbacks", get(callbacks))
+        .route("/state", get(state))
+        .route("/clock/advance", post(advance))
+        .route("/reset", post(reset))
+}
+
+impl IntoResponse for ControlError {
+    fn into_response(self) -> Response {
+        let status = match self {
+            ControlError::NotFound(_) => StatusCode::NOT_FOUND,
+            ControlError::InvalidState(_) => StatusCode::CONFLICT,
+            ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        };
+        (status, Json(json!({"error": self.to_string()}))).into_response()
+    }
+}
+
+/// A JSON body of type `T`; a missing field, a wrong type or a body that is not JSON (including
+/// a `text/plain` one) is a [`ControlError::BadRequest`].
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ControlError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Body(v)),
+            Err(rejection) => Err(ControlError::BadRequest(rejection_text(&rejection))),
+        }
+    }
+}
+
+fn rejection_text(r: &JsonRejection) -> String {
+    let text = r.body_text();
+    // serde's message names the missing or wrong field; keep it short.
+    text.chars().take(200).collect()
+}
+
+type Answer<T> = Result<Json<T>, ControlError>;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ByLtn {
+    ltn_number: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ByExternalId {
+    external_id: String,
+}
+
+#[derive(Deserialize)]
+struct BalanceBody {
+    service: String,
+    currency: String,
+    amount: Decimal,
+}
+
+#[derive(Deserialize)]
+struct FaultBody {
+    endpoint: String,
+    fault: String,
+    #[serde(default = "one")]
+    count: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Deserialize)]
+struct AdvanceBody {
+    #[serde(default)]
+    seconds: u64,
+}
+
+async fn collect_cash(State(s): State<Arc<Shared>>, Body(b): Body<ByLtn>) -> Answer<CashCollected> {
+    s.collect_cash(&b.ltn_number).await.map(Json)
+}
+
+async fn pay(State(s): State<Arc<Shared>>, Body(b): Body<ByExternalId>) -> Answer<LinkAttempt> {
+    s.payer_attempt(&b.external_id, true).await.map(Json)
+}
+
+async fn fail(State(s): State<Arc<Shared>>, Body(b): Body<ByExternalId>) -> Answer<LinkAttempt> {
+    s.payer_attempt(&b.external_id, false).await.map(Json)
+}
+
+async fn expire(State(s): State<Arc<Shared>>, Body(b): Body<ByExternalId>) -> Answer<Value> {
+    s.expire_link(&b.external_id)?;
+    Ok(Json(json!({"collectStatus": "failed"})))
+}
+
+async fn balance(State(s): State<Arc<Shared>>, Body(b): Body<BalanceBody>) -> Answer<Value> {
+    s.set_balance(&b.service, &b.currency, b.amount)?;
+    Ok(Json(json!({"ok": true})))
+}
+
+async fn fault(State(s): State<Arc<Shared>>, Body(b): Body<FaultBody>) -> Answer<Value> {
+    let endpoint: Endpoint = b.endpoint.parse().map_err(ControlError::BadRequest)?;
+    let fault: Fault = b.fault.parse().map_err(ControlError::BadRequest)?;
+    if b.count > 0 {
+        lock(&s.faults)
+            .entry(endpoint)
+            .or_default()
+            .push_back((fault, b.count));
+    }
+    Ok(Json(
+        json!({"endpoint": endpoint.as_str(), "fault": fault.to_string(), "count": b.count}),
+    ))
+}
+
+async fn requests(State(s): State<Arc<Shared>>) -> Json<Vec<ReceivedRequest>> {
+    Json(lock(&s.journal).clone())
+}
+
+async fn callbacks(State(s): State<Arc<Shared>>) -> Json<Value> {
+    Json(json!(lock(&s.deliveries).clone()))
+}
+
+#[derive(serde::Serialize)]
+struct StateView {
+    transfers: Vec<TransferRecord>,
+    payments: Vec<PaymentRecord>,
+    sales: Vec<SaleRecord>,
+}
+
+async fn state(State(s): State<Arc<Shared>>) -> Json<StateView> {
+    let mut world = lock(&s.world);
+    world.collect.expire(s.clock.now());
+    Json(StateView {
+        transfers: transfers(&world),
+        payments: payments(&world),
+        sales: sales(&world),
+    })
+}
+
+async fn advance(State(s): State<Arc<Shared>>, Body(b): Body<AdvanceBody>) -> Json<Value> {
+    s.clock.advance(Duration::from_secs(b.seconds));
+    Json(json!({"advancedSeconds": b.seconds}))
+}
+
+async fn reset(State(s): State<Arc<Shared>>) -> Json<Value> {
+    s.reset();
+    Json(json!({"ok": true}))
+}
