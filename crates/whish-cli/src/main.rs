@@ -4,8 +4,10 @@
 mod cli;
 mod collect;
 mod demo;
+mod locations;
 mod output;
 mod settings;
+mod topup;
 mod transfer;
 
 use std::io::IsTerminal;
@@ -81,9 +83,9 @@ async fn run(cli: Cli) -> u8 {
     };
     let done = match cli.command {
         Command::Transfer(c) => transfer::run(&ctx, c).await,
-        Command::Locations(c) => transfer::locations(&ctx, c).await,
+        Command::Locations(c) => locations::locations(&ctx, c).await,
         Command::Collect(c) => collect::run(&ctx, c).await,
-        Command::Topup(c) => collect::topup(&ctx, c).await,
+        Command::Topup(c) => topup::topup(&ctx, c).await,
         Command::Sandbox(SandboxCmd::Serve { port, strict }) => serve(port, strict).await,
         Command::Demo => demo::run(std::io::stdout().is_terminal()).await,
     };

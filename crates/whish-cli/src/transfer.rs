@@ -1,4 +1,4 @@
-//! `whish transfer ...` and `whish locations ...`.
+//! `whish transfer ...`.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -9,7 +9,7 @@ use whish::transfer::{
 };
 use whish::{Amount, Currency, RequestId};
 
-use crate::cli::{LocationsCmd, Mode, Report, TransferCmd};
+use crate::cli::{Mode, Report, TransferCmd};
 use crate::output::{self, Done, FAILED, PENDING, usage};
 use crate::settings::Ctx;
 
@@ -26,7 +26,7 @@ pub fn amount(text: &str) -> Result<Amount, u8> {
         .map_err(|e| usage(format!("--amount: {e}")))
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Value {
+pub fn to_json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
@@ -310,31 +310,5 @@ fn parse_send(text: &str) -> Result<SendRequest, u8> {
         other => Err(usage(format!(
             "send body: paymentMode `{other}` is not CASH_COLLECTION or MOBILE_WALLET"
         ))),
-    }
-}
-
-pub async fn locations(ctx: &Ctx, cmd: LocationsCmd) -> Done {
-    let out = ctx.out;
-    let client = ctx.locations()?;
-    let report = |e: &whish::locations::Error| output::error(&out, e);
-    match cmd {
-        LocationsCmd::Governorates => {
-            let g = client.governorates().await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&g)))
-        }
-        LocationsCmd::Shops {
-            governorate_id,
-            district_id,
-        } => {
-            let mut f = whish::locations::ShopFilter::default();
-            if let Some(g) = governorate_id {
-                f = f.governorate_id(g);
-            }
-            if let Some(d) = district_id {
-                f = f.district_id(d);
-            }
-            let s = client.shops(&f).await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&s)))
-        }
     }
 }

@@ -1,0 +1,113 @@
+//! `whish topup ...`: balance, options, and pay exactly one fetched option (PINs hidden unless
+//! `--show-pin`).
+
+use serde_json::{Value, json};
+use whish::topup::{PayOutcome, PayRequest, SoldItem};
+
+use crate::cli::TopupCmd;
+use crate::collect::external_id;
+use crate::output::{self, Done, PENDING, usage};
+use crate::settings::Ctx;
+
+fn item(i: &SoldItem, show_pin: bool) -> Value {
+    let pin = |p: Option<&whish::topup::Pin>| match (p, show_pin) {
+        (None, _) => Value::Null,
+        (Some(p), true) => Value::from(p.expose()),
+        (Some(_), false) => Value::from("<hidden: --show-pin>"),
+    };
+    json!({
+        "transactionId": i.transaction_id,
+        "phone": i.phone,
+        "amount": i.amount,
+        "originalAmount": i.original_amount,
+        "fees": i.fees,
+        "service": i.service,
+        "denomination": i.denomination,
+        "serial": i.serial,
+        "secret": pin(i.secret.as_ref()),
+        "formattedSecret": pin(i.formatted_secret.as_ref()),
+        "validity": i.validity,
+        "help": i.help,
+        "expiry": i.expiry,
+        "date": i.date,
+        "time": i.time,
+        "voided": i.voided,
+        "fromVoid": i.from_void,
+    })
+}
+
+pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
+    let out = ctx.out;
+    let client = ctx.topup()?;
+    let report = |e: &whish::topup::Error| output::error(&out, e);
+    match cmd {
+        TopupCmd::Balance => {
+            let b = client.balance().await.map_err(|e| report(&e))?;
+            Ok(out.success(&json!({"balance": b.balance, "voidBalance": b.void_balance})))
+        }
+        TopupCmd::Options { provider, target } => {
+            let f = client
+                .fetch_options(&provider, &target)
+                .await
+                .map_err(|e| report(&e))?;
+            Ok(out.success(&json!({
+                "provider": f.provider(),
+                "target": f.target(),
+                "options": f.options().iter().map(|o| json!({
+                    "id": o.id(),
+                    "displayName": o.display_name(),
+                    "amount": o.amount(),
+                    "price": o.price(),
+                    "currency": o.currency(),
+                    "metadata": o.metadata(),
+                })).collect::<Vec<_>>(),
+            })))
+        }
+        TopupCmd::Pay {
+            provider,
+            target,
+            option_id,
+            external_id: x,
+            show_pin,
+        } => {
+            let f = client
+                .fetch_options(&provider, &target)
+                .await
+                .map_err(|e| report(&e))?;
+            let Some(option) = f.option(&option_id) else {
+                let ids: Vec<&str> = f.options().iter().map(|o| o.id()).collect();
+                return Err(usage(format!(
+                    "option `{option_id}` is not on offer for this target (offered: {})",
+                    ids.join(", ")
+                )));
+            };
+            let mut request = PayRequest::new(option);
+            if let Some(x) = external_id(x)? {
+                request = request.external_id(x);
+            }
+            let prepared = client.prepare_pay(request).map_err(|e| report(&e))?;
+            eprintln!(
+                "whish: externalId {}: store it; a retry of this payment must reuse it (--external-id)",
+                prepared.external_id()
+            );
+            match client.pay(&prepared).await.map_err(|e| report(&e))? {
+                PayOutcome::Paid(p) => Ok(out.success(&json!({
+                    "externalId": p.external_id,
+                    "retrieved": p.retrieved,
+                    "amount": prepared.amount(),
+                    "listOfSoldItems": p.sold_items().iter().map(|i| item(i, show_pin)).collect::<Vec<_>>(),
+                }))),
+                PayOutcome::Challenge(c) => Err(out.failure(
+                    &json!({"code": c.code.to_string(), "dialog": c.dialog, "externalId": c.external_id}),
+                    "the provider asks for a further step (a challenge); complete it, then pay again with the same --external-id",
+                    PENDING,
+                )),
+                other => Err(out.failure(
+                    &json!({"outcome": format!("{other:?}")}),
+                    "an outcome this version does not know",
+                    PENDING,
+                )),
+            }
+        }
+    }
+}
