@@ -114,6 +114,34 @@ async fn a_proxy_5xx_is_exit_4_and_a_dead_address_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_goes_through_the_proxy_of_the_environment() {
+    // The service's address is dead; only the proxy named by HTTP_PROXY answers (a plain-http
+    // loopback base takes HTTP_PROXY; an https base takes HTTPS_PROXY, as reqwest reads them).
+    let proxy = httpmock::MockServer::start_async().await;
+    let relayed = proxy
+        .mock_async(|when, then| {
+            when.method("GET").path("/api/api/woo/sending/countries");
+            then.status(200).body(whish_testkit::fixture(
+                "money-transfer/countries.success.json",
+            ));
+        })
+        .await;
+    let mut vars = env("http://127.0.0.1:9/api");
+    vars.push(("HTTP_PROXY".into(), proxy.base_url()));
+    let run = whish(&["transfer", "countries", "--retries", "0"], &vars).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    relayed.assert_calls_async(1).await;
+    // NO_PROXY turns it off again: the dead address answers nothing.
+    vars.push(("NO_PROXY".into(), "127.0.0.1".into()));
+    let run = whish(
+        &["transfer", "countries", "--retries", "0", "--timeout", "2"],
+        &vars,
+    )
+    .await;
+    assert_eq!(run.code, 4, "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collect_403_is_exit_1() {
     let server = httpmock::MockServer::start_async().await;
     server

@@ -262,6 +262,53 @@ async fn forbidden_403_is_decoded_as_its_own_error() {
         other => panic!("{other:?}"),
     }
     assert_eq!(server.hits(), 1, "a 403 is not retried");
+    // The advice is this service's own, from codes/hosted-collect.toml.
+    assert!(err.hint().contains("public addresses"), "{}", err.hint());
+    assert_eq!(
+        err.to_string(),
+        "collect.create: http 403 without the service envelope"
+    );
+}
+
+#[tokio::test]
+async fn question_mark_propagates_a_refusal_and_a_pending() {
+    async fn create_with_question_mark(
+        c: &CollectClient,
+        p: &whish_hosted_collect::PreparedPayment,
+    ) -> Result<String, whish_hosted_collect::Error> {
+        let created = c.create_payment(p).await?;
+        Ok(created.collect_url)
+    }
+    async fn refund_with_question_mark(
+        c: &CollectClient,
+        id: &ExternalId,
+    ) -> Result<bool, whish_hosted_collect::Error> {
+        let refund = c.refund(Currency::Usd, id, None).await?;
+        Ok(refund.retrieved)
+    }
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("hosted-collect/create.failure.400-string.json")),
+        Step::json(fixture("hosted-collect/create.pending.json")),
+        Step::json(fixture("hosted-collect/refund.failure.not-exists.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let p = c
+        .prepare_payment(payment("5", Currency::Usd))
+        .expect("valid");
+    let refused = create_with_question_mark(&c, &p)
+        .await
+        .expect_err("a refusal is an Err");
+    assert!(refused.code().is_some() && !refused.outcome_unknown());
+    let pending = create_with_question_mark(&c, &p)
+        .await
+        .expect_err("Pending is an Err");
+    assert!(pending.is_pending() && pending.outcome_unknown());
+    assert_eq!(pending.idempotency_key(), Some(p.external_id().as_str()));
+    let refused = refund_with_question_mark(&c, p.external_id())
+        .await
+        .expect_err("refund refused");
+    assert_eq!(refused.code(), Some(&CollectCode::ExternalIdNotExists));
 }
 
 #[tokio::test]

@@ -345,3 +345,36 @@ fn bad_settings_are_refused() {
         .is_err()
     );
 }
+
+#[tokio::test]
+async fn question_mark_propagates_a_refusal_and_a_pending() {
+    async fn pay_with_question_mark(
+        c: &TopupClient,
+        p: &whish_intl_topup::PreparedPay,
+    ) -> Result<PayOutcome, whish_intl_topup::Error> {
+        let outcome = c.pay(p).await?;
+        Ok(outcome)
+    }
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("intl-topup/fetch.success.json")),
+        Step::json(fixture("intl-topup/pay.failure.failed-payment.json")),
+        Step::json(fixture("intl-topup/pay.pending.json")),
+    ])
+    .await;
+    let offer = fetched(&server).await;
+    let c = client(&server.base, 0);
+    let prepared = c.prepare_pay(&offer.options()[0]).expect("prepared");
+    let refused = pay_with_question_mark(&c, &prepared)
+        .await
+        .expect_err("a refusal is an Err");
+    assert_eq!(refused.code(), Some(&TopupCode::ExternalFailedPayment));
+    assert!(!refused.outcome_unknown());
+    let pending = pay_with_question_mark(&c, &prepared)
+        .await
+        .expect_err("Pending is an Err");
+    assert!(pending.is_pending() && pending.outcome_unknown());
+    assert_eq!(
+        pending.idempotency_key(),
+        Some(prepared.external_id().as_str())
+    );
+}

@@ -7,7 +7,15 @@ use std::process::Command;
 
 use whish_sandbox::Sandbox;
 
-const VARS: [&str; 12] = [
+const VARS: [&str; 20] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
     "WHISH_TRANSFER_BASE_URL",
     "WHISH_TRANSFER_USERNAME",
     "WHISH_TRANSFER_KEY",
@@ -48,7 +56,7 @@ pub fn sandbox_env(sb: &Sandbox) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Run `whish args...` with only `env` set among the WHISH_* variables. Blocking: call it from
+/// Run `whish args...` with only `env` set among the WHISH_* and proxy variables. Blocking: call it from
 /// `spawn_blocking` when a sandbox runs in the same test.
 pub fn whish_blocking(args: &[&str], env: &[(String, String)]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_whish"));
