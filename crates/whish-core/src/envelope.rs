@@ -269,6 +269,7 @@ impl<D> Envelope<D> {
 
 /// Why a body could not be read as an envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EnvelopeDecodeError {
     /// The JSON path that failed (`data.list[3].amount`), `.` for the whole body.
     pub path: String,

@@ -17,6 +17,22 @@
 //!
 //! Credentials are [`secrecy::SecretString`]; no `Debug`, `Display`, error or tracing field shows
 //! one.
+//!
+//! ```
+//! use whish_core::{Amount, Currency, Envelope, Outcome, RequestId};
+//!
+//! // Pending is never a failure.
+//! let reply: Envelope<serde_json::Value> =
+//!     Envelope::from_slice(br#"{"status":false,"code":"500","dialog":null}"#).unwrap();
+//! assert_eq!(reply.outcome(), Outcome::Pending);
+//!
+//! // Amounts are exact, and checked before anything is sent.
+//! let amount: Amount = "12.34".parse().unwrap();
+//! assert!(amount.check_rules(&Currency::Usd, "amount").is_ok());
+//!
+//! // Idempotency keys exist before the request does: store them first.
+//! assert!(RequestId::generate().get() > 0);
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -206,9 +206,10 @@ impl FromStr for Amount {
     }
 }
 
-/// Text that is not a decimal number.
+/// Text that is not a decimal number (kept as given; `Display` shows at most 40 characters).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a decimal amount")]
+#[error("`{}` is not a decimal amount", crate::error::excerpt(.0, 40))]
+#[non_exhaustive]
 pub struct AmountParseError(pub String);
 
 impl Serialize for Amount {

@@ -17,7 +17,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! whish = { version = "0.1", default-features = false, features = ["intl-topup"] }
+//! whish = { version = "0.2", default-features = false, features = ["intl-topup"] }
 //! ```
 //!
 //! `use whish::prelude::*;` brings the clients, the request builders and the outcome types of the
@@ -28,6 +28,22 @@
 //! before the request is sent, so you store them first, and every resend carries the same key and
 //! bytes; amounts are exact [`Decimal`]s; credentials never print; HTTPS only (plain HTTP to
 //! loopback only); callbacks are notifications, so confirm with the status endpoint.
+//!
+//! Every money-moving call answers the same way: `Ok` only when the service accepted; a refusal,
+//! Pending and an unknown outcome are `Err`, told apart by the same predicates in every service:
+//!
+//! ```no_run
+//! # #[cfg(feature = "intl-topup")]
+//! # async fn run(client: whish::topup::TopupClient, prepared: whish::topup::PreparedPay) {
+//! match client.pay(&prepared).await {
+//!     Ok(outcome) => println!("paid: {outcome:?}"),
+//!     Err(e) if e.is_pending() => println!("pending, not failed: keep {:?}", e.idempotency_key()),
+//!     Err(e) if e.outcome_unknown() => println!("{e}: pay again with the same prepared request"),
+//!     Err(e) if e.nothing_sent() => println!("{e}: nothing left; fix and retry"),
+//!     Err(e) => println!("{e}: {}", e.hint()), // refused: final
+//! }
+//! # }
+//! ```
 //!
 //! The guides (`docs/` in the repository) walk each service end to end; `docs/errors.md` lists
 //! every documented error code.
