@@ -174,13 +174,23 @@ pub enum TransferCmd {
         #[arg(long, value_name = "P")]
         phone_number: Option<String>,
     },
-    /// Create a transfer from a JSON file shaped as the spec's request body; resent safely.
+    /// Create a new transfer from a JSON file shaped as the spec's request body; resent safely.
     Send {
         #[arg(long, value_name = "FILE")]
         body: PathBuf,
-        /// Your own numeric Request-id (default: a new one, printed before sending).
+        /// Your own numeric reference as the Request-id of this NEW transfer (default: a new one,
+        /// printed before sending). To resend an earlier send, use `transfer resend`.
         #[arg(long, value_name = "N")]
         request_id: Option<i64>,
+    },
+    /// Resend an earlier send whose outcome is unknown: the same body with the same Request-id.
+    /// `transfer.already.done` is then a confirmation, read through status by requestId.
+    Resend {
+        #[arg(long, value_name = "FILE")]
+        body: PathBuf,
+        /// The Request-id the earlier send was given.
+        #[arg(long, value_name = "N")]
+        request_id: i64,
     },
     /// Read a transfer's status (authoritative).
     Status {

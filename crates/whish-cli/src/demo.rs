@@ -398,7 +398,9 @@ async fn wallets(c: &Clients, sb: &Sandbox) -> Step {
 }
 
 async fn reports(c: &Clients) -> Step {
-    let range = ReportRange::new("2000-01-01 00:00:00", "2100-01-01 00:00:00").map_err(e)?;
+    let range = ReportRange::starting("2000-01-01 00:00:00")
+        .and_then(|r| r.until("2100-01-01 00:00:00"))
+        .map_err(e)?;
     let activity = c.transfer.activity(&range).await.map_err(e)?;
     let cancelled = activity
         .iter()

@@ -62,16 +62,25 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             Ok(out.success(&to_json(&quote)))
         }
         TransferCmd::Send { body, request_id } => {
-            let text = std::fs::read_to_string(&body)
-                .map_err(|e| usage(format!("cannot read {}: {e}", body.display())))?;
-            let mut request = parse_send(&text)?;
+            let mut request = parse_send(&read_body(&body)?)?;
             if let Some(n) = request_id {
                 request = request.request_id(RequestId::new(n).map_err(usage)?);
             }
             let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
             let id = prepared.request_id();
-            eprintln!("whish: Request-id {id}: store it; a resend must use it (--request-id {id})");
+            eprintln!(
+                "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
+            );
             let outcome = client.send(&prepared).await.map_err(|e| report(&e))?;
+            Ok(send_outcome(&out, outcome))
+        }
+        TransferCmd::Resend { body, request_id } => {
+            let id = RequestId::new(request_id).map_err(usage)?;
+            let request = parse_send(&read_body(&body)?)?.request_id(id);
+            let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
+            // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
+            // the outcome is read with status by requestId.
+            let outcome = client.resend(&prepared).await.map_err(|e| report(&e))?;
             Ok(send_outcome(&out, outcome))
         }
         TransferCmd::Status {
@@ -133,8 +142,14 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
     }
 }
 
+fn read_body(path: &std::path::Path) -> Result<String, u8> {
+    std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))
+}
+
 fn range(r: &Report) -> Result<ReportRange, u8> {
-    let mut range = ReportRange::new(&r.from, &r.to).map_err(usage)?;
+    let mut range = ReportRange::starting(&r.from)
+        .and_then(|start| start.until(&r.to))
+        .map_err(usage)?;
     if let Some(c) = r.currency {
         range = range.currency(currency(c));
     }

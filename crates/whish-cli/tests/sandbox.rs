@@ -167,6 +167,66 @@ async fn a_dropped_send_reply_is_confirmed_by_the_resend() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_send_is_recovered_with_transfer_resend() {
+    // Spec rule 5: the resend of the identical request with the same Request-id answers
+    // transfer.already.done when the original had arrived; that is a confirmation.
+    let sb = Sandbox::start().await.expect("sandbox");
+    let env = sandbox_env(&sb);
+    sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropReply, 1);
+    let body = temp_file("lost.json", &cash_body("100"))
+        .display()
+        .to_string();
+    let lost = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &body,
+            "--request-id",
+            "880001",
+            "--retries",
+            "0",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(lost.code, 4, "the reply was lost: unknown outcome {lost:?}");
+    assert!(lost.stderr.contains("transfer resend"), "{}", lost.stderr);
+    assert_eq!(sb.transfers().len(), 1, "it had arrived");
+    let resend = whish(
+        &[
+            "transfer",
+            "resend",
+            "--body",
+            &body,
+            "--request-id",
+            "880001",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(resend.code, 0, "{resend:?}");
+    assert_eq!(resend.json()["outcome"], "confirmed");
+    assert_eq!(resend.json()["status"]["status"], "SENT");
+    // `send --request-id` stays a NEW transfer with an own reference: a used one is refused.
+    let reuse = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &body,
+            "--request-id",
+            "880001",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(reuse.code, 1, "{reuse:?}");
+    assert_eq!(sb.transfers().len(), 1, "exactly one transfer");
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collect_commands_end_to_end() {
     let sb = Sandbox::start().await.expect("sandbox");
     let env = sandbox_env(&sb);

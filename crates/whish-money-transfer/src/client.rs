@@ -133,18 +133,43 @@ pub struct ReportRange {
     currency: Option<Currency>,
 }
 
-impl ReportRange {
-    /// From and to, `yyyy-MM-dd HH:mm:ss`; `from` must not be after `to`.
-    pub fn new(from: &str, to: &str) -> Result<ReportRange, ValidationError> {
-        let from = DateTime::parse(from, "fromDate")?;
+/// The start of a [`ReportRange`]; [`until`](Self::until) gives the range. The two dates are
+/// named at the call site, so they cannot be swapped unseen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a range needs its end: call until()"]
+pub struct ReportStart {
+    from: DateTime,
+}
+
+impl ReportStart {
+    /// The end of the range (`toDate`, `yyyy-MM-dd HH:mm:ss`); it must not be before the start.
+    pub fn until(self, to: &str) -> Result<ReportRange, ValidationError> {
         let to = DateTime::parse(to, "toDate")?;
-        if from > to {
+        if self.from > to {
             return Err(ValidationError::invalid("fromDate", "is after toDate"));
         }
         Ok(ReportRange {
-            from,
+            from: self.from,
             to,
             currency: None,
+        })
+    }
+}
+
+impl ReportRange {
+    /// A range starting at `from` (`fromDate`, `yyyy-MM-dd HH:mm:ss`); end it with
+    /// [`ReportStart::until`].
+    ///
+    /// ```
+    /// use whish_money_transfer::ReportRange;
+    /// let august = ReportRange::starting("2026-08-01 00:00:00")?.until("2026-08-31 23:59:59")?;
+    /// assert!(ReportRange::starting("2026-08-31 00:00:00")?.until("2026-08-01 00:00:00").is_err());
+    /// # let _ = august;
+    /// # Ok::<(), whish_core::ValidationError>(())
+    /// ```
+    pub fn starting(from: &str) -> Result<ReportStart, ValidationError> {
+        Ok(ReportStart {
+            from: DateTime::parse(from, "fromDate")?,
         })
     }
     /// Only this currency (USD or LBP); both when not set.

@@ -31,7 +31,9 @@ pub mod reconcile;
 mod reference;
 mod send;
 
-pub use client::{FeeRequest, ReportRange, StatusQuery, TransferClient, TransferClientBuilder};
+pub use client::{
+    FeeRequest, ReportRange, ReportStart, StatusQuery, TransferClient, TransferClientBuilder,
+};
 pub use code::TransferCode;
 pub use model::{
     ActivityEntry, ActivityStatus, Cancellation, CurrencyStatement, CurrentBalance, FeeQuote,

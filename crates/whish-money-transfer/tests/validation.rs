@@ -165,9 +165,18 @@ async fn refusals_send_nothing() {
         "transferId"
     );
     assert_eq!(kind_of(c.cancel("", None).await).0, "ltnNumber");
-    assert!(ReportRange::new("2026-08-31 00:00:00", "2026-08-01 00:00:00").is_err());
-    assert!(ReportRange::new("2026-08-01", "2026-08-31 00:00:00").is_err());
-    let eur = ReportRange::new("2026-08-01 00:00:00", "2026-08-31 00:00:00")
+    assert!(
+        ReportRange::starting("2026-08-31 00:00:00")
+            .and_then(|r| r.until("2026-08-01 00:00:00"))
+            .is_err()
+    );
+    assert!(
+        ReportRange::starting("2026-08-01")
+            .and_then(|r| r.until("2026-08-31 00:00:00"))
+            .is_err()
+    );
+    let eur = ReportRange::starting("2026-08-01 00:00:00")
+        .and_then(|r| r.until("2026-08-31 00:00:00"))
         .expect("range")
         .currency(Currency::Other("EUR".into()));
     assert_eq!(kind_of(c.activity(&eur).await).0, "currencyId");

@@ -306,7 +306,9 @@ async fn activity_and_statement() {
     ])
     .await;
     let c = client(&server.base, 0);
-    let range = ReportRange::new("2026-08-01 00:00:00", "2026-08-31 23:59:59").expect("range");
+    let range = ReportRange::starting("2026-08-01 00:00:00")
+        .and_then(|r| r.until("2026-08-31 23:59:59"))
+        .expect("range");
     let activity = c.activity(&range).await.expect("activity");
     assert_eq!(activity.len(), 5);
     assert_eq!(activity[2].status, ActivityStatus::Cancelled);

@@ -158,7 +158,9 @@ async fn transfer_paths(sb: &Sandbox, t: &mut Texts) {
         t.result(client.cancel(&s.ltn_number, Some("test")).await);
     }
     t.result(client.cancel("nope", None).await);
-    let range = ReportRange::new("2000-01-01 00:00:00", "2100-01-01 00:00:00").expect("range");
+    let range = ReportRange::starting("2000-01-01 00:00:00")
+        .and_then(|r| r.until("2100-01-01 00:00:00"))
+        .expect("range");
     t.result(client.activity(&range).await);
     t.result(client.statement(&range).await);
     t.result(client.sending_countries().await);

@@ -225,7 +225,9 @@ async fn activity_and_statement_reconcile_with_the_balance_rule() {
     };
     client.cancel(&sa.ltn_number, None).await.expect("cancel");
 
-    let range = ReportRange::new("2000-01-01 00:00:00", "2100-01-01 00:00:00").expect("range");
+    let range = ReportRange::starting("2000-01-01 00:00:00")
+        .and_then(|r| r.until("2100-01-01 00:00:00"))
+        .expect("range");
     let activity = client.activity(&range).await.expect("activity");
     let of_a: Vec<_> = activity
         .iter()

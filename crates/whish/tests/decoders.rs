@@ -196,7 +196,9 @@ fn transfer_and_locations_replies_never_panic() {
         ))
         .expect("prepare");
     let fee = FeeRequest::new(whish::transfer::CountryId::LEBANON, Currency::Usd, amount);
-    let range = ReportRange::new("2026-01-01 00:00:00", "2026-12-31 00:00:00").expect("range");
+    let range = ReportRange::starting("2026-01-01 00:00:00")
+        .and_then(|r| r.until("2026-12-31 00:00:00"))
+        .expect("range");
     let query = StatusQuery::LtnNumber("LTN1".into());
     check("money-transfer", &CELL, &server, |endpoint| {
         rt.block_on(async {
