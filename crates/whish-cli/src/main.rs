@@ -4,6 +4,7 @@
 mod cli;
 mod collect;
 mod demo;
+mod input;
 mod locations;
 mod output;
 mod settings;

@@ -130,7 +130,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                     if let Err(b) = reconcile::check_balance_rule(s) {
                         return Err(out.failure(
                             &json!({"statement": to_json(&statements), "balanceRule": format!("{b:?}")}),
-                            &format!("the statement breaks balance = previous + debit - credit: {b:?}"),
+                            &format!("the statement breaks balance = previous + debit - credit: {b}"),
                             FAILED,
                         ));
                     }
@@ -143,7 +143,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
 }
 
 fn read_body(path: &std::path::Path) -> Result<String, u8> {
-    std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))
+    crate::input::read_capped(path)
 }
 
 fn range(r: &Report) -> Result<ReportRange, u8> {
@@ -197,7 +197,9 @@ struct SendFile {
     from_country: i64,
     to_country: Option<i64>,
     currency_id: i64,
-    amount: Value,
+    /// Kept as its raw JSON text: a number is read from its exact decimal text, never through a
+    /// double (`99.999999999999999` must not become `100`).
+    amount: Box<serde_json::value::RawValue>,
     sender: CustomerFile,
     receiver: CustomerFile,
     deduct_fees: Option<bool>,
@@ -264,10 +266,13 @@ fn parse_send(text: &str) -> Result<SendRequest, u8> {
     }
     let currency = Currency::from_id(f.currency_id)
         .ok_or_else(|| usage("send body: currencyId is 1 (LBP) or 2 (USD)"))?;
-    let amount_text = match &f.amount {
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        _ => return Err(usage("send body: amount must be a number")),
+    let raw = f.amount.get().trim();
+    let amount_text = if raw.starts_with('"') {
+        serde_json::from_str::<String>(raw).map_err(|e| usage(format!("send body: amount: {e}")))?
+    } else if raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        raw.to_owned()
+    } else {
+        return Err(usage("send body: amount must be a number"));
     };
     let amount: Amount = amount_text
         .parse()

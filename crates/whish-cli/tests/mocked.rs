@@ -272,3 +272,63 @@ async fn bad_input_and_missing_settings_are_exit_2_and_send_nothing() {
     assert!(run.stderr.contains("WHISH_USER_AGENT"), "{}", run.stderr);
     assert_eq!(any.calls_async().await, 0, "nothing was sent");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_amounts_are_read_as_exact_text_and_bad_inputs_send_nothing() {
+    let server = httpmock::MockServer::start_async().await;
+    let any = server
+        .mock_async(|_, then| {
+            then.status(200).body(whish_testkit::fixture(
+                "money-transfer/send.cash-collection.success.json",
+            ));
+        })
+        .await;
+    // Each would have been rounded through a double (99.999999999999999 -> 100, 1e20) or read
+    // loosely ("1_000"); each is refused, exit 2, and nothing is sent.
+    for amount in [
+        "99.999999999999999",
+        "1000.0000000000000001",
+        "100000000000000000001",
+        "\"1_000\"",
+        "true",
+    ] {
+        let body = common::temp_file("amount.json", &common::cash_body(amount))
+            .display()
+            .to_string();
+        let run = whish(
+            &["transfer", "send", "--body", &body],
+            &env(&server.base_url()),
+        )
+        .await;
+        assert_eq!(run.code, 2, "{amount}: {run:?}");
+    }
+    // Not a regular file: /dev/zero would grow without bound, a FIFO would hang.
+    let run = whish(
+        &["transfer", "send", "--body", "/dev/zero"],
+        &env(&server.base_url()),
+    )
+    .await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    let big = common::temp_file("big.json", &" ".repeat(2 * 1024 * 1024))
+        .display()
+        .to_string();
+    let run = whish(
+        &["transfer", "send", "--body", &big],
+        &env(&server.base_url()),
+    )
+    .await;
+    assert_eq!(run.code, 2, "{run:?}");
+    any.assert_calls_async(0).await;
+    // The exact text goes out as it was written.
+    let body = common::temp_file("exact.json", &common::cash_body("100.10"))
+        .display()
+        .to_string();
+    let run = whish(
+        &["transfer", "send", "--body", &body],
+        &env(&server.base_url()),
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    any.assert_calls_async(1).await;
+}

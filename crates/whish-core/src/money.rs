@@ -119,6 +119,7 @@ impl Amount {
                 ValidationKind::TooManyDecimals { allowed: decimals },
             ));
         }
+        self.check_exact_json_number(field)?;
         if v < min {
             let minimum = match currency {
                 Currency::Usd => "1.00 USD".to_owned(),
@@ -132,16 +133,40 @@ impl Amount {
         Ok(())
     }
 
-    /// Parse text such as `12.34`, `1000`, `1.5E3`.
+    /// Parse text such as `12.34`, `1000`, `1.5E3`: an optional sign, digits with at most one
+    /// `.`, and an optional exponent. Nothing else (no `_`, no spaces inside, no `inf`), and
+    /// nothing a decimal cannot hold exactly (more than 28 decimals, or beyond about 7.9e28): a
+    /// value is never rounded on the way in.
     pub fn parse(text: &str) -> Result<Amount, AmountParseError> {
         let t = text.trim();
-        if t.is_empty() {
+        if !is_decimal_text(t) {
             return Err(AmountParseError(text.to_owned()));
         }
         Decimal::from_str_exact(t)
             .or_else(|_| Decimal::from_scientific(t))
             .map(Amount)
             .map_err(|_| AmountParseError(text.to_owned()))
+    }
+
+    /// Whether this amount can be written as a JSON number that reads back as exactly this
+    /// value (an integer that fits in 64 bits, or a double whose shortest form is this text).
+    /// The transfer and top-up services type amounts as doubles; an amount that is not is
+    /// refused before sending rather than rounded.
+    pub fn is_exact_json_number(self) -> bool {
+        let v = self.0.normalize();
+        (v.scale() == 0 && i64::try_from(v.mantissa()).is_ok()) || self.to_exact_f64().is_some()
+    }
+
+    /// [`is_exact_json_number`](Self::is_exact_json_number) as a check naming `field`.
+    pub fn check_exact_json_number(self, field: &str) -> Result<(), ValidationError> {
+        if self.is_exact_json_number() {
+            Ok(())
+        } else {
+            Err(ValidationError::invalid(
+                field,
+                "cannot be sent exactly as a JSON number (too many significant digits)",
+            ))
+        }
     }
 
     /// The amount of a double as the service meant it: the shortest decimal that round-trips to
@@ -212,7 +237,46 @@ impl FromStr for Amount {
 #[non_exhaustive]
 pub struct AmountParseError(pub String);
 
+/// `[+-]digits[.digits][(e|E)[+-]digits]`, or `[+-].digits` / `digits.`.
+fn is_decimal_text(t: &str) -> bool {
+    let b = t.as_bytes();
+    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    let mut digits = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+        digits += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return false;
+    }
+    if i < b.len() && matches!(b[i], b'e' | b'E') {
+        i += 1;
+        if i < b.len() && matches!(b[i], b'+' | b'-') {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
 impl Serialize for Amount {
+    /// A JSON number with the shortest exact text. An amount no JSON number can carry exactly
+    /// (more significant digits than a double holds, as a reply may send in a string) is written
+    /// as a JSON string of its exact text rather than rounded; requests never carry one, because
+    /// [`Amount::check_rules`] and the request builders refuse it before sending.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let v = self.0.normalize();
         if v.scale() == 0
@@ -222,9 +286,7 @@ impl Serialize for Amount {
         }
         match self.to_exact_f64() {
             Some(f) => s.serialize_f64(f),
-            None => Err(serde::ser::Error::custom(format!(
-                "amount {v} cannot be written exactly as a JSON number"
-            ))),
+            None => s.serialize_str(&v.to_string()),
         }
     }
 }
@@ -352,9 +414,30 @@ mod tests {
     }
 
     #[test]
-    fn not_representable_as_json_number_is_refused() {
+    fn not_representable_as_json_number_is_refused_before_sending_and_never_rounded() {
         let a = Amount::parse("0.12345678901234567890123").expect("ok");
-        assert!(serde_json::to_string(&a).is_err());
+        assert!(!a.is_exact_json_number());
+        // Written, it keeps its exact text (as a string) instead of failing or rounding.
+        assert_eq!(
+            serde_json::to_string(&a).expect("w"),
+            "\"0.12345678901234567890123\""
+        );
+        // Two decimals, but more digits than a double holds: refused by the rules.
+        let big = Amount::parse("12345678901234567.89").expect("ok");
+        assert!(big.check_rules(&Currency::Usd, "amount").is_err());
+        assert!(Amount::parse("5.0000000000000000000000000001").is_ok());
+    }
+
+    #[test]
+    fn only_plain_decimal_text_is_an_amount() {
+        for ok in ["1", "-1", "+1.5", "0.1", ".5", "5.", "1e3", "1.5E-2"] {
+            assert!(Amount::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "1_000", "", " ", "1.2.3", "e5", "1e", "inf", "NaN", "0x10", "1 000", "--1",
+        ] {
+            assert!(Amount::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

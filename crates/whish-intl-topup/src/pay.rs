@@ -112,6 +112,9 @@ pub(crate) fn prepare(
     provider_segment: String,
 ) -> Result<PreparedPay, whish_core::ValidationError> {
     let option = &request.option;
+    // The amount goes back exactly as fetched, as a JSON number: one that no JSON number can
+    // carry exactly (a reply may send more digits than a double holds) is refused, not rounded.
+    option.amount.check_exact_json_number("amount")?;
     let external_id = request.external_id.unwrap_or_else(ExternalId::generate);
     let target = match request.target {
         Some(t) => crate::client::check_target(&t)?,

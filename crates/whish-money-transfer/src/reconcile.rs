@@ -56,60 +56,54 @@ pub fn latest_states(activity: &[ActivityEntry]) -> BTreeMap<String, LatestState
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BalanceBreak {
-    /// The index of the line in `transactions` (or `transactions.len()` for the current
-    /// balance).
+    /// The index of the line in `transactions`.
     pub index: usize,
-    /// The balance the rule gives.
-    pub expected: Amount,
+    /// The balance the rule gives; `None` when previous + debit - credit does not fit in a
+    /// decimal (a hostile or corrupt statement), which is a break too.
+    pub expected: Option<Amount>,
     /// The balance the line states.
     pub actual: Amount,
-    /// The line, when the break is on a line (not on the current balance).
-    pub line: Option<Box<StatementLine>>,
+    /// The line.
+    pub line: Box<StatementLine>,
 }
 
 impl std::fmt::Display for BalanceBreak {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.line {
-            Some(l) => write!(
-                f,
-                "line {} ({} {} on {}): balance {} but previous + debit - credit = {}",
-                self.index, l.kind, l.id, l.date, self.actual, self.expected
-            ),
-            None => write!(
-                f,
-                "current balance {} differs from the last line's balance {}",
-                self.actual, self.expected
-            ),
+        let l = &self.line;
+        write!(
+            f,
+            "line {} ({} {} on {}): balance {} but previous + debit - credit = ",
+            self.index, l.kind, l.id, l.date, self.actual
+        )?;
+        match self.expected {
+            Some(e) => write!(f, "{e}"),
+            None => f.write_str("a value too large to hold"),
         }
     }
 }
 
-/// Check the balance rule on every line after the first (whose previous balance is not in the
-/// statement), exactly, and that the current balance equals the last line's balance. Returns the
-/// first break.
+/// Check the balance rule the spec gives, on every line after the first (whose previous balance
+/// is not in the statement), exactly, and return the first break.
+///
+/// `currentBalance` is the balance **now**, not at the end of the range: a range that ends before
+/// now, with later transactions, legitimately ends on another balance, so it is not compared.
 pub fn check_balance_rule(statement: &CurrencyStatement) -> Result<(), BalanceBreak> {
     let lines = &statement.transactions;
     for (i, pair) in lines.windows(2).enumerate() {
         let (prev, line) = (&pair[0], &pair[1]);
-        let expected = prev.balance.value() + line.debit.value() - line.credit.value();
-        if expected != line.balance.value() {
+        let expected = prev
+            .balance
+            .value()
+            .checked_add(line.debit.value())
+            .and_then(|v| v.checked_sub(line.credit.value()));
+        if expected != Some(line.balance.value()) {
             return Err(BalanceBreak {
                 index: i + 1,
-                expected: Amount::new(expected),
+                expected: expected.map(Amount::new),
                 actual: line.balance,
-                line: Some(Box::new(line.clone())),
+                line: Box::new(line.clone()),
             });
         }
-    }
-    if let (Some(last), Some(current)) = (lines.last(), &statement.current_balance)
-        && last.balance.value() != current.balance.value()
-    {
-        return Err(BalanceBreak {
-            index: lines.len(),
-            expected: last.balance,
-            actual: current.balance,
-            line: None,
-        });
     }
     Ok(())
 }
