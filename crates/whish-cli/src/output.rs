@@ -23,7 +23,18 @@ impl Out {
     /// Print a result on stdout.
     pub fn print(&self, v: &Value) {
         if self.json {
-            println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+            // The encoder escapes control characters; the direction overrides too, as `\uXXXX`
+            // (still valid JSON), so a terminal never reorders what it shows.
+            let text = serde_json::to_string_pretty(v).unwrap_or_default();
+            let mut safe = String::with_capacity(text.len());
+            for c in text.chars() {
+                if matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+                    let _ = write!(safe, "\\u{:04x}", u32::from(c));
+                } else {
+                    safe.push(c);
+                }
+            }
+            println!("{safe}");
         } else {
             print!("{}", table(v, 0));
         }
@@ -38,7 +49,7 @@ impl Out {
     /// Print a failure object on stdout and one line on stderr; return `status`.
     pub fn failure(&self, v: &Value, hint: &str, status: u8) -> u8 {
         self.print(v);
-        eprintln!("whish: {hint}");
+        eprintln!("whish: {}", printable(hint));
         status
     }
 }
@@ -48,8 +59,27 @@ pub type Done = Result<u8, u8>;
 
 /// Refused before sending: message on stderr, exit 2.
 pub fn usage(message: impl std::fmt::Display) -> u8 {
-    eprintln!("whish: {message}; nothing was sent");
+    eprintln!(
+        "whish: {}; nothing was sent",
+        printable(&message.to_string())
+    );
     USAGE
+}
+
+/// Text from the network made safe for a terminal: control characters (escape sequences that
+/// would retitle the window or clear the screen, line breaks) and the Unicode direction
+/// overrides are shown escaped, never interpreted. JSON output is already escaped by the encoder.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Report an SDK error and return its exit status.
@@ -128,9 +158,9 @@ pub fn exit(status: u8) -> ExitCode {
 
 fn scalar(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => printable(s),
         Value::Null => String::new(),
-        other => other.to_string(),
+        other => printable(&other.to_string()),
     }
 }
 
@@ -140,17 +170,18 @@ pub fn table(v: &Value, indent: usize) -> String {
     let mut s = String::new();
     match v {
         Value::Array(rows) if rows.iter().all(Value::is_object) && !rows.is_empty() => {
-            let mut keys: Vec<&String> = Vec::new();
+            let mut raw_keys: Vec<&String> = Vec::new();
             for r in rows {
                 for k in r.as_object().into_iter().flat_map(|o| o.keys()) {
-                    if !keys.contains(&k) {
-                        keys.push(k);
+                    if !raw_keys.contains(&k) {
+                        raw_keys.push(k);
                     }
                 }
             }
+            let keys: Vec<String> = raw_keys.iter().map(|k| printable(k)).collect();
             let cells: Vec<Vec<String>> = rows
                 .iter()
-                .map(|r| keys.iter().map(|k| scalar(&r[k.as_str()])).collect())
+                .map(|r| raw_keys.iter().map(|k| scalar(&r[k.as_str()])).collect())
                 .collect();
             let widths: Vec<usize> = keys
                 .iter()
@@ -184,6 +215,7 @@ pub fn table(v: &Value, indent: usize) -> String {
         Value::Object(o) => {
             let w = o.keys().map(String::len).max().unwrap_or(0);
             for (k, v) in o {
+                let k = printable(k);
                 match v {
                     Value::Array(a) if a.iter().any(Value::is_object) => {
                         let _ = writeln!(s, "{pad}{k}:");

@@ -332,3 +332,29 @@ async fn body_amounts_are_read_as_exact_text_and_bad_inputs_send_nothing() {
     assert_eq!(run.code, 0, "{run:?}");
     any.assert_calls_async(1).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_cannot_write_escape_sequences_to_the_terminal() {
+    let server = httpmock::MockServer::start_async().await;
+    server
+        .mock_async(|_, then| {
+            then.status(200).body(
+                r#"{"status":false,"code":"x\u001b]0;owned\u0007","dialog":{"title":"\u001b[2J","message":"bye\u001b[31m\u202e"}}"#,
+            );
+        })
+        .await;
+    for output in ["table", "json"] {
+        let run = whish(
+            &["transfer", "countries", "--output", output],
+            &env(&server.base_url()),
+        )
+        .await;
+        assert_eq!(run.code, 1, "{run:?}");
+        for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+                "{output} {name}: {text:?}"
+            );
+        }
+    }
+}

@@ -127,10 +127,46 @@ pub(crate) struct OptionWire {
 }
 
 /// A PIN or voucher secret sold to the customer. Its `Debug` never shows the value; call
-/// [`expose`](Pin::expose) to hand it to the customer.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
+/// [`expose`](Pin::expose) to hand it to the customer. It decodes from a JSON string or a JSON
+/// number (the spec types it String; a number is kept as its digits), and a reply where it is
+/// anything else fails to decode with an error that never quotes the value.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Pin(String);
+
+impl<'de> Deserialize<'de> for Pin {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct PinVisitor;
+        impl serde::de::Visitor<'_> for PinVisitor {
+            type Value = Pin;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a PIN as a string or a number")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Pin, E> {
+                Ok(Pin(v.to_owned()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Pin, E> {
+                Ok(Pin(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Pin, E> {
+                Ok(Pin(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Pin, E> {
+                // Digits beyond a double's precision are already lost: refuse rather than hand
+                // the customer a wrong PIN, and say so without the value.
+                Err(E::custom(
+                    "a PIN sent as a number too large to keep exactly",
+                ))
+            }
+        }
+        d.deserialize_any(PinVisitor)
+    }
+}
+
+/// `null` or a missing key reads as `false` (a reply that has already charged the account must
+/// not fail over an unset flag).
+fn null_as_false<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
+}
 
 impl Pin {
     /// The PIN itself, for showing to the customer who bought it. Never log it.
@@ -203,11 +239,12 @@ pub struct SoldItem {
     /// Artwork address, when supplied (else empty).
     #[serde(default)]
     pub picture_url: Option<String>,
-    /// True if the item was voided (set aside for reuse, not a refund).
-    #[serde(default)]
+    /// True if the item was voided (set aside for reuse, not a refund). `null` reads as false.
+    #[serde(default, deserialize_with = "null_as_false")]
     pub voided: bool,
-    /// True if the item came from voided stock, drawing on the void balance.
-    #[serde(default)]
+    /// True if the item came from voided stock, drawing on the void balance. `null` reads as
+    /// false.
+    #[serde(default, deserialize_with = "null_as_false")]
     pub from_void: bool,
     /// Presentation code assigned by the operator.
     #[serde(default)]

@@ -378,3 +378,41 @@ async fn question_mark_propagates_a_refusal_and_a_pending() {
         Some(prepared.external_id().as_str())
     );
 }
+
+#[tokio::test]
+async fn a_numeric_pin_decodes_and_no_decode_error_quotes_a_pin() {
+    let numeric = fixture("intl-topup/pay.success.json")
+        .replace(
+            r#""secret": "4481-2290-7713""#,
+            r#""secret": 1111222233334444"#,
+        )
+        .replace(r#""voided": false"#, r#""voided": null"#)
+        .replace(r#""fromVoid": false"#, r#""fromVoid": null"#);
+    let too_big = fixture("intl-topup/pay.success.json").replace(
+        r#""secret": "4481-2290-7713""#,
+        r#""secret": 99999999999999999999999"#,
+    );
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("intl-topup/fetch.success.json")),
+        Step::json(numeric),
+        Step::json(too_big),
+    ])
+    .await;
+    let offer = fetched(&server).await;
+    let c = client(&server.base, 0);
+    let prepared = c.prepare_pay(&offer.options()[0]).expect("prepared");
+    let PayOutcome::Paid(paid) = c.pay(&prepared).await.expect("paid") else {
+        panic!("not paid")
+    };
+    let item = &paid.sold_items()[0];
+    assert_eq!(item.pin().map(|p| p.expose()), Some("1111222233334444"));
+    assert!(!item.voided && !item.from_void, "null reads as false");
+    let e = c
+        .pay(&prepared)
+        .await
+        .expect_err("a PIN no number holds exactly");
+    assert!(e.outcome_unknown(), "the charge may have happened: {e}");
+    for text in [e.to_string(), format!("{e:?}")] {
+        assert!(!text.contains("99999999"), "{text}");
+    }
+}
