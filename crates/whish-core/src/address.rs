@@ -114,6 +114,24 @@ fn is_loopback_host(host: &Host<&str>) -> bool {
     }
 }
 
+/// Refuse what URL parsers disagree on, before parsing: a backslash (`http://8.8.8.8\@127.0.0.1/`
+/// has one host for a WHATWG parser and another for an RFC 3986 one), whitespace inside the
+/// address, and control characters (a CR/LF would otherwise reach the other side). Leading and
+/// trailing spaces are trimmed as before.
+fn refuse_ambiguous(text: &str, field: &str) -> Result<(), ValidationError> {
+    let t = text.trim();
+    if t.contains('\\') {
+        return Err(ValidationError::invalid(field, "holds a backslash"));
+    }
+    if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ValidationError::invalid(
+            field,
+            "holds whitespace or control characters",
+        ));
+    }
+    Ok(())
+}
+
 /// Which callback and redirect addresses a client accepts before sending.
 ///
 /// The real services cannot reach loopback or private addresses (the collect service answers
@@ -151,8 +169,12 @@ impl CallbackAddresses {
     /// assert!(CallbackAddresses::PublicOnly.check("http://127.0.0.1:9/cb", "callbackUrl").is_err());
     /// assert!(CallbackAddresses::AllowLocal.check("http://127.0.0.1:9/cb", "callbackUrl").is_ok());
     /// assert!(CallbackAddresses::AllowLocal.check("ftp://127.0.0.1/cb", "callbackUrl").is_err());
+    /// // What URL parsers disagree on is refused before parsing.
+    /// assert!(CallbackAddresses::PublicOnly.check(r"http://8.8.8.8\@127.0.0.1:8080/admin", "callbackUrl").is_err());
+    /// assert!(CallbackAddresses::PublicOnly.check("https://shop.example.com/cb\r\nX: y", "callbackUrl").is_err());
     /// ```
     pub fn check(self, text: &str, field: &str) -> Result<Url, ValidationError> {
+        refuse_ambiguous(text, field)?;
         match self {
             CallbackAddresses::PublicOnly => check_public_url(text, field),
             CallbackAddresses::AllowLocal => {
@@ -182,6 +204,7 @@ impl CallbackAddresses {
 /// assert!(check_public_url("http://127.0.0.1/cb", "successCallbackUrl").is_err());
 /// ```
 pub fn check_public_url(text: &str, field: &str) -> Result<Url, ValidationError> {
+    refuse_ambiguous(text, field)?;
     let url = Url::parse(text.trim())
         .map_err(|e| ValidationError::invalid(field, format!("not a URL ({e})")))?;
     let refuse = |reason: &str| {

@@ -82,7 +82,8 @@ impl fmt::Display for CallbackError {
             CallbackError::BadBody { path, message } => {
                 write!(
                     f,
-                    "the callback body is not the documented object at `{path}`: {message}"
+                    "the callback body is not the documented object at `{path}`: {}",
+                    message.chars().take(160).collect::<String>()
                 )
             }
             CallbackError::Stale { age_ms } => write!(
@@ -90,8 +91,14 @@ impl fmt::Display for CallbackError {
                 "the callback timestamp is {age_ms} ms away from now, outside the tolerance"
             ),
             CallbackError::SignatureRejected => f.write_str("the callback signature was rejected"),
-        }?;
-        f.write_str("; answer non-200 and rely on the status endpoint")
+        }
+    }
+}
+
+impl CallbackError {
+    /// What to do: answer non-200, hand nothing on, and rely on the status endpoint.
+    pub fn hint(&self) -> &'static str {
+        "answer non-200, act on nothing, and rely on the status endpoint"
     }
 }
 
@@ -176,25 +183,28 @@ impl SignatureVerifier for AcceptUnverified {
     }
 }
 
-/// Receives callbacks: parse, timestamp tolerance, signature.
+/// Receives callbacks: parse, signature, and a timestamp window when you ask for one.
 #[derive(Debug, Clone)]
 pub struct CallbackReceiver<V> {
     verifier: V,
-    tolerance: Duration,
+    tolerance: Option<Duration>,
 }
 
 impl<V: SignatureVerifier> CallbackReceiver<V> {
-    /// A receiver with this verifier and a timestamp tolerance of five minutes either way.
+    /// A receiver with this verifier and no timestamp window: the specification defines none, so
+    /// a late but genuine callback (a redelivery, a queue) is not dropped by default.
     pub fn new(verifier: V) -> Self {
         CallbackReceiver {
             verifier,
-            tolerance: Duration::from_secs(300),
+            tolerance: None,
         }
     }
 
-    /// Accept timestamps at most this far from now, either way.
+    /// Refuse timestamps further than this from now, either way ([`CallbackError::Stale`]). An
+    /// option of yours, not a rule of the service: a refused callback is only one notification,
+    /// and the status endpoint still tells the truth.
     pub fn tolerance(mut self, tolerance: Duration) -> Self {
-        self.tolerance = tolerance;
+        self.tolerance = Some(tolerance);
         self
     }
 
@@ -207,7 +217,9 @@ impl<V: SignatureVerifier> CallbackReceiver<V> {
     ) -> Result<ReceivedCallback, CallbackError> {
         let cb = parse(headers, body)?;
         let age_ms = now.0.saturating_sub(cb.timestamp.0);
-        if age_ms.unsigned_abs() > self.tolerance.as_millis() as u64 {
+        if let Some(tolerance) = self.tolerance
+            && u128::from(age_ms.unsigned_abs()) > tolerance.as_millis()
+        {
             return Err(CallbackError::Stale { age_ms });
         }
         let input = SignedInput {
@@ -274,26 +286,33 @@ impl StatusChanges {
     }
 }
 
-/// Decode standard or URL-safe base64, with or without padding. `None` when it is not base64.
+/// Decode canonical base64: the standard alphabet (`+`, `/`), `=` padding to a multiple of four,
+/// and zero unused bits, so that one signature has exactly one spelling. The URL-safe alphabet,
+/// missing padding and non-zero trailing bits are refused.
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
     fn value(c: u8) -> Option<u32> {
         Some(match c {
             b'A'..=b'Z' => c - b'A',
             b'a'..=b'z' => c - b'a' + 26,
             b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
+            b'+' => 62,
+            b'/' => 63,
             _ => return None,
         } as u32)
     }
-    let trimmed = text.trim().trim_end_matches('=');
-    if trimmed.is_empty() || trimmed.len() % 4 == 1 {
+    let text = text.trim();
+    if text.is_empty() || text.len() % 4 != 0 {
         return None;
     }
-    let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
+    let body = text.trim_end_matches('=');
+    let padding = text.len() - body.len();
+    if padding > 2 || body.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
     let mut acc = 0u32;
     let mut bits = 0;
-    for c in trimmed.bytes() {
+    for c in body.bytes() {
         acc = (acc << 6) | value(c)?;
         bits += 6;
         if bits >= 8 {
@@ -302,7 +321,25 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
             acc &= (1 << bits) - 1;
         }
     }
-    Some(out)
+    // The bits left over must be zero: otherwise several texts decode to the same bytes.
+    (acc == 0).then_some(out)
+}
+
+/// Compare two byte strings in time that depends only on their lengths, not on where they
+/// differ: use it to compare a computed signature with the received one.
+///
+/// ```
+/// use whish_money_transfer::callback::constant_time_eq;
+/// assert!(constant_time_eq(b"same", b"same"));
+/// assert!(!constant_time_eq(b"same", b"sane"));
+/// assert!(!constant_time_eq(b"short", b"longer"));
+/// ```
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
 }
 
 #[cfg(test)]
@@ -310,13 +347,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64() {
+    fn base64_is_canonical_only() {
         assert_eq!(decode_base64("aGVsbG8=").expect("ok"), b"hello");
-        assert_eq!(decode_base64("aGVsbG8").expect("ok"), b"hello");
         assert_eq!(decode_base64("+/8=").expect("ok"), vec![0xfb, 0xff]);
-        assert_eq!(decode_base64("-_8").expect("ok"), vec![0xfb, 0xff]);
+        assert_eq!(decode_base64("AAAA").expect("ok"), vec![0, 0, 0]);
+        // Other spellings of the same bytes are refused: one signature, one text.
+        assert!(decode_base64("aGVsbG8").is_none(), "unpadded");
+        assert!(decode_base64("-_8=").is_none(), "URL-safe alphabet");
+        assert!(decode_base64("+/9=").is_none(), "non-zero trailing bits");
+        assert!(decode_base64("aGVsbG8===").is_none());
         assert!(decode_base64("").is_none());
-        assert!(decode_base64("a").is_none());
+        assert!(decode_base64("a===").is_none());
         assert!(decode_base64("ab!d").is_none());
     }
 }
