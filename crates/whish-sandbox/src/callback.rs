@@ -88,6 +88,27 @@ pub(crate) fn http_client() -> reqwest::Client {
         .unwrap_or_default()
 }
 
+/// A callback never reaches the sandbox's own control API (a `callbackUrl` of
+/// `http://127.0.0.1:PORT/_sandbox/reset` would otherwise wipe it when the cash is collected).
+fn targets_control_api(url: &str) -> bool {
+    url::Url::parse(url).map_or(true, |u| {
+        let path = u.path().to_ascii_lowercase();
+        path.starts_with("/_sandbox") || path.contains("/../") || path.contains("%2e")
+    })
+}
+
+fn refused(kind: &str, method: &str, url: &str, body: Option<String>) -> CallbackDelivery {
+    tracing::warn!(kind, url, "sandbox callback refused: it targets the control API");
+    CallbackDelivery {
+        kind: kind.to_owned(),
+        method: method.to_owned(),
+        url: url.to_owned(),
+        body,
+        status: None,
+        error: Some("refused: a callback never targets the sandbox's control API".to_owned()),
+    }
+}
+
 /// POST a signed transfer callback.
 pub(crate) async fn post_transfer(
     http: &reqwest::Client,
@@ -96,6 +117,9 @@ pub(crate) async fn post_transfer(
     timestamp: i64,
     body: String,
 ) -> CallbackDelivery {
+    if targets_control_api(url) {
+        return refused("transfer.received", "POST", url, Some(body));
+    }
     let signature = sign(key, timestamp, body.as_bytes());
     let result = http
         .post(url)
@@ -110,6 +134,9 @@ pub(crate) async fn post_transfer(
 
 /// GET a collect callback address, its query untouched.
 pub(crate) async fn get_collect(http: &reqwest::Client, kind: &str, url: &str) -> CallbackDelivery {
+    if targets_control_api(url) {
+        return refused(kind, "GET", url, None);
+    }
     let result = http.get(url).send().await;
     delivery(kind, "GET", url, None, result)
 }

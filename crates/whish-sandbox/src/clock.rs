@@ -6,6 +6,9 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use time::macros::format_description;
 
+/// The furthest the sandbox clock moves ahead of the system time: a hundred years.
+pub(crate) const MAX_ADVANCE: Duration = Duration::from_secs(100 * 366 * 86_400);
+
 /// The sandbox's notion of now.
 #[derive(Debug, Default)]
 pub(crate) struct Clock {
@@ -40,12 +43,33 @@ impl Clock {
         }
     }
 
-    pub(crate) fn advance(&self, by: Duration) {
+    /// Move the clock forward. Refused (and nothing changes) when the clock would end up more
+    /// than [`MAX_ADVANCE`] ahead of the system time, or past what a date can hold: every later
+    /// date computed from it (expiries, statements) then stays in range.
+    pub(crate) fn advance(&self, by: Duration) -> Result<(), String> {
         let mut mode = lock(&self.mode);
-        *mode = match *mode {
-            ClockMode::System(offset) => ClockMode::System(offset + by),
-            ClockMode::Fixed(at) => ClockMode::Fixed(at + by),
+        let next = match *mode {
+            ClockMode::System(offset) => offset
+                .checked_add(by)
+                .filter(|o| *o <= MAX_ADVANCE)
+                .map(ClockMode::System),
+            ClockMode::Fixed(at) => time::Duration::try_from(by)
+                .ok()
+                .filter(|_| by <= MAX_ADVANCE)
+                .and_then(|d| at.checked_add(d))
+                .filter(|t| t.year() <= 9000)
+                .map(ClockMode::Fixed),
         };
+        match next {
+            Some(m) => {
+                *mode = m;
+                Ok(())
+            }
+            None => Err(format!(
+                "the clock cannot move that far (at most {} days ahead)",
+                MAX_ADVANCE.as_secs() / 86_400
+            )),
+        }
     }
 }
 

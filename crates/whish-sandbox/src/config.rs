@@ -145,6 +145,8 @@ pub(crate) struct Settings {
     pub callback_key: Vec<u8>,
     pub wallets: WalletPhones,
     pub payer: TestPayer,
+    pub header_read_timeout: Duration,
+    pub request_deadline: Duration,
 }
 
 fn d(n: i64) -> Decimal {
@@ -206,6 +208,8 @@ impl Default for Settings {
                 phone: "+96171000000".into(),
                 code: "123456".into(),
             },
+            header_read_timeout: crate::server::HEADER_READ_TIMEOUT,
+            request_deadline: crate::server::REQUEST_DEADLINE,
         }
     }
 }
@@ -308,6 +312,14 @@ impl SandboxBuilder {
     /// callbacks reach a local listener) with one log line saying the real service refuses them.
     pub fn strict(mut self, strict: bool) -> Self {
         self.settings.strict = strict;
+        self
+    }
+
+    /// How long a client has to send a request's headers, and how long one request may take,
+    /// body included (defaults 10 s and 60 s). A half-sent request is closed; a slow one gets 408.
+    pub fn request_timeouts(mut self, headers: Duration, whole_request: Duration) -> Self {
+        self.settings.header_read_timeout = headers;
+        self.settings.request_deadline = whole_request;
         self
     }
 

@@ -76,7 +76,7 @@ pub use control::{
 };
 pub use endpoint::Endpoint;
 pub use fault::Fault;
-pub use journal::ReceivedRequest;
+pub use journal::{JOURNAL_MAX_BODY_BYTES, JOURNAL_MAX_REQUESTS, ReceivedRequest};
 
 use clock::Clock;
 
@@ -113,7 +113,7 @@ pub(crate) struct Shared {
     pub world: Mutex<World>,
     /// Per endpoint, faults still to apply and how many times each.
     pub faults: Mutex<HashMap<Endpoint, VecDeque<(Fault, u64)>>>,
-    pub journal: Mutex<Vec<ReceivedRequest>>,
+    pub journal: Mutex<journal::Journal>,
     pub deliveries: Mutex<Vec<CallbackDelivery>>,
     pub http: reqwest::Client,
 }
@@ -169,9 +169,14 @@ impl Sandbox {
             .route("/collect/pay/{token}", get(pages::show).post(pages::submit))
             .nest("/_sandbox", control::routes())
             .fallback(service::dispatch)
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                server::request_deadline,
+            ))
             .with_state(shared.clone());
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(server::serve(listener, app, stopped));
+        let header_timeout = shared.settings.header_read_timeout;
+        let task = tokio::spawn(server::serve(listener, app, header_timeout, stopped));
         tracing::info!(%addr, "whish sandbox listening");
         Ok(Sandbox {
             shared,

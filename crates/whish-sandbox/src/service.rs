@@ -87,10 +87,8 @@ impl Shared {
                 format!("{k}: {value}")
             })
             .collect();
-        let mut journal = lock(&self.journal);
-        let seq = journal.len() as u64 + 1;
-        journal.push(ReceivedRequest {
-            seq,
+        lock(&self.journal).push(ReceivedRequest {
+            seq: 0,
             endpoint,
             method: method.to_string(),
             path: uri
@@ -180,7 +178,16 @@ impl Shared {
         let provider = provider.unwrap_or_default();
         let reply = match endpoint {
             Endpoint::TransferFees => transfer::fees(&w.transfer, body),
-            Endpoint::TransferSend => transfer::send(&mut w.transfer, s, request_id, body, now),
+            Endpoint::TransferSend => {
+                if let Some(why) = transfer::non_public_callback(body)
+                    && s.strict
+                {
+                    // Strict mode holds the transfer callbackUrl to the collect rule (a sandbox
+                    // choice: the transfer spec shows no answer for it; see docs/sandbox.md).
+                    return (StatusCode::FORBIDDEN, format!("Forbidden: {why}")).into_response();
+                }
+                transfer::send(&mut w.transfer, s, request_id, body, now)
+            }
             Endpoint::TransferCancel => transfer::cancel(&mut w.transfer, body, now),
             Endpoint::TransferStatus => transfer::status(&w.transfer, body),
             Endpoint::TransferCountries => Reply::ok(w.transfer.countries_json()),

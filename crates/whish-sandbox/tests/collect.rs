@@ -209,7 +209,7 @@ async fn control_calls_pay_fail_and_expire_links() {
 
     let b = make("C-2");
     client.create_payment(&b).await.expect("created");
-    sb.advance_clock(Duration::from_secs(61));
+    sb.advance_clock(Duration::from_secs(61)).expect("advance");
     let status = client
         .status(Currency::Usd, b.external_id())
         .await

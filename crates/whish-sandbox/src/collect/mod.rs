@@ -126,9 +126,8 @@ fn check_and_create(
             "The four callback and redirect addresses are required.",
         ));
     };
-    let n = w.next;
     w.next += 1;
-    let token = format!("link{n:06}");
+    let token = unguessable_token();
     w.payments.push(Payment {
         external_id: external_id.to_owned(),
         token: token.clone(),
@@ -189,10 +188,14 @@ pub(crate) fn refund(w: &mut CollectWorld, body: &[u8]) -> Reply {
             "Only a successful payment that was not refunded can be refunded.",
         );
     }
-    let p = &mut w.payments[i];
-    p.state = LinkState::Refunded;
-    let (c, a) = (p.currency, p.amount);
-    *w.balances.entry(c).or_default() -= a;
+    let (c, a) = (w.payments[i].currency, w.payments[i].amount);
+    let balance = w.balances.entry(c).or_default();
+    let Some(after) = balance.checked_sub(a) else {
+        // Refused, and nothing changed.
+        return Reply::fail("fail", "The refund cannot be computed for this balance.");
+    };
+    *balance = after;
+    w.payments[i].state = LinkState::Refunded;
     let reply = Reply::ok(Value::Null);
     w.refund_replies.insert(id, reply.clone());
     reply.retrieved(false)
@@ -214,33 +217,51 @@ pub(crate) struct Attempt {
     pub redirect: String,
 }
 
-/// The payer submits phone and code for the link `i`. The link must be pending.
+/// The payer submits phone and code for the link `i`. The link must be pending. A payment the
+/// merchant balance cannot hold is refused with nothing changed (the link stays pending, the
+/// balance as it was).
 pub(crate) fn attempt(
     w: &mut CollectWorld,
     s: &Settings,
     i: usize,
     phone: &str,
     code: &str,
-) -> Attempt {
-    let p = &mut w.payments[i];
+) -> Result<Attempt, String> {
     let paid = phone.trim() == s.payer.phone && code.trim() == s.payer.code;
     if paid {
+        let (c, a) = (w.payments[i].currency, w.payments[i].amount);
+        let balance = w.balances.entry(c).or_default();
+        let after = balance
+            .checked_add(a)
+            .ok_or_else(|| "the merchant balance cannot hold this payment".to_owned())?;
+        *balance = after;
+        let p = &mut w.payments[i];
         p.state = LinkState::Success;
         p.payer_phone = Some(phone.trim().to_owned());
-        let (c, a) = (p.currency, p.amount);
-        let attempt = Attempt {
+        Ok(Attempt {
             state: p.state,
             callback: ("collect.success", p.success_callback_url.clone()),
             redirect: p.success_redirect_url.clone(),
-        };
-        *w.balances.entry(c).or_default() += a;
-        attempt
+        })
     } else {
-        p.failed_attempts += 1;
-        Attempt {
+        let p = &mut w.payments[i];
+        p.failed_attempts = p.failed_attempts.saturating_add(1);
+        Ok(Attempt {
             state: p.state,
             callback: ("collect.failure", p.failure_callback_url.clone()),
             redirect: p.failure_redirect_url.clone(),
-        }
+        })
     }
+}
+
+/// A hosted-page token nobody can guess from another one: 128 bits from the system's secure
+/// random source, as hex.
+fn unguessable_token() -> String {
+    use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+    let mut bytes = [0u8; 16];
+    if SystemRandom::new().fill(&mut bytes).is_err() {
+        // The OS random source failing is not something a test tool can work around.
+        tracing::error!("the system random source failed");
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

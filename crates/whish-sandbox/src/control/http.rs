@@ -38,6 +38,55 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/state", get(state))
         .route("/clock/advance", post(advance))
         .route("/reset", post(reset))
+        .route_layer(axum::middleware::from_fn(same_machine_json_only))
+}
+
+/// The control API has no credentials, so it answers only what a page in a browser cannot send:
+/// a `Host` that names a loopback address (a DNS-rebinding page sends its own name), and, for a
+/// POST, a JSON content type (a cross-site "simple" POST is `text/plain` or a form).
+async fn same_machine_json_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let loopback = name.eq_ignore_ascii_case("localhost")
+        || name == "[::1]"
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return ControlError::Forbidden(format!(
+            "the control API answers only a loopback Host, not `{}`",
+            host.chars().take(80).collect::<String>()
+        ))
+        .into_response();
+    }
+    if request.method() == axum::http::Method::POST {
+        let json = request
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+            });
+        if !json {
+            return ControlError::BadRequest(
+                "the control API takes `Content-Type: application/json`".into(),
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
 }
 
 impl IntoResponse for ControlError {
@@ -46,6 +95,7 @@ impl IntoResponse for ControlError {
             ControlError::NotFound(_) => StatusCode::NOT_FOUND,
             ControlError::InvalidState(_) => StatusCode::CONFLICT,
             ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ControlError::Forbidden(_) => StatusCode::FORBIDDEN,
         };
         (status, Json(json!({"error": self.to_string()}))).into_response()
     }
@@ -148,7 +198,7 @@ async fn fault(State(s): State<Arc<Shared>>, Body(b): Body<FaultBody>) -> Answer
 }
 
 async fn requests(State(s): State<Arc<Shared>>) -> Json<Vec<ReceivedRequest>> {
-    Json(lock(&s.journal).clone())
+    Json(lock(&s.journal).list())
 }
 
 async fn callbacks(State(s): State<Arc<Shared>>) -> Json<Value> {
@@ -172,9 +222,11 @@ async fn state(State(s): State<Arc<Shared>>) -> Json<StateView> {
     })
 }
 
-async fn advance(State(s): State<Arc<Shared>>, Body(b): Body<AdvanceBody>) -> Json<Value> {
-    s.clock.advance(Duration::from_secs(b.seconds));
-    Json(json!({"advancedSeconds": b.seconds}))
+async fn advance(State(s): State<Arc<Shared>>, Body(b): Body<AdvanceBody>) -> Answer<Value> {
+    s.clock
+        .advance(Duration::from_secs(b.seconds))
+        .map_err(ControlError::BadRequest)?;
+    Ok(Json(json!({"advancedSeconds": b.seconds})))
 }
 
 async fn reset(State(s): State<Arc<Shared>>) -> Json<Value> {

@@ -33,6 +33,8 @@ pub enum ControlError {
     InvalidState(String),
     /// The call itself is malformed (an unknown currency, endpoint or fault).
     BadRequest(String),
+    /// The control API refused the caller (a `Host` that is not loopback).
+    Forbidden(String),
 }
 
 impl std::fmt::Display for ControlError {
@@ -41,6 +43,7 @@ impl std::fmt::Display for ControlError {
             ControlError::NotFound(m) => write!(f, "not found: {m}"),
             ControlError::InvalidState(m) => write!(f, "invalid state: {m}"),
             ControlError::BadRequest(m) => write!(f, "bad request: {m}"),
+            ControlError::Forbidden(m) => write!(f, "forbidden: {m}"),
         }
     }
 }
@@ -177,6 +180,7 @@ impl Shared {
                 )));
             }
             collect::attempt(&mut world.collect, &self.settings, i, phone, code)
+                .map_err(ControlError::InvalidState)?
         };
         let (kind, url) = &attempt.callback;
         let d = callback::get_collect(&self.http, kind, url).await;
@@ -319,7 +323,7 @@ impl Sandbox {
 
     /// Every request received on a service endpoint, in order, secrets redacted.
     pub fn requests(&self) -> Vec<ReceivedRequest> {
-        lock(&self.shared.journal).clone()
+        lock(&self.shared.journal).list()
     }
 
     /// Every callback delivered (or tried), in order.
@@ -345,8 +349,13 @@ impl Sandbox {
     }
 
     /// Move the sandbox clock forward (link expiry, dates).
-    pub fn advance_clock(&self, by: Duration) {
-        self.shared.clock.advance(by);
+    ///
+    /// Refused with [`ControlError::BadRequest`], changing nothing, beyond a hundred years.
+    pub fn advance_clock(&self, by: Duration) -> Result<(), ControlError> {
+        self.shared
+            .clock
+            .advance(by)
+            .map_err(ControlError::BadRequest)
     }
 
     /// Back to the starting state: balances, no transfers, links or sales, no faults, empty

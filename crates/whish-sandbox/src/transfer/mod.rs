@@ -337,3 +337,12 @@ pub(crate) fn collect_cash(
         callback,
     })
 }
+
+/// Why the `callbackUrl` of a send body is not a public address, when it is not.
+pub(crate) fn non_public_callback(body: &[u8]) -> Option<String> {
+    let b: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let url = b.get("callbackUrl")?.as_str()?;
+    whish_core::check_public_url(url, "callbackUrl")
+        .err()
+        .map(|e| e.to_string())
+}
