@@ -358,3 +358,48 @@ async fn the_server_cannot_write_escape_sequences_to_the_terminal() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_200_reply_to_a_money_moving_command_is_an_unknown_outcome() {
+    // The request may have been applied: exit 4 (resend with the same key), never exit 1.
+    for body in [
+        r#"{"status":true,"code":null,"data":{"ltnNum"#,
+        "{}",
+        r#"{"status":"true","code":null,"data":null}"#,
+        "<html><body>Proxy: all is well</body></html>",
+    ] {
+        let server = httpmock::MockServer::start_async().await;
+        server
+            .mock_async(|_, then| {
+                then.status(200)
+                    .header("content-type", "text/html")
+                    .body(body);
+            })
+            .await;
+        let send_body = common::temp_file("send.json", &common::cash_body("100"))
+            .display()
+            .to_string();
+        let vars = env(&server.base_url());
+        let send = whish(
+            &["transfer", "send", "--body", &send_body, "--retries", "0"],
+            &vars,
+        )
+        .await;
+        assert_eq!(send.code, 4, "transfer send, {body}: {send:?}");
+        let refund = whish(
+            &[
+                "collect",
+                "refund",
+                "--currency",
+                "USD",
+                "--external-id",
+                "order-1",
+                "--retries",
+                "0",
+            ],
+            &vars,
+        )
+        .await;
+        assert_eq!(refund.code, 4, "collect refund, {body}: {refund:?}");
+    }
+}

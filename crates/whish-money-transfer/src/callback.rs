@@ -301,7 +301,7 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
         } as u32)
     }
     let text = text.trim();
-    if text.is_empty() || text.len() % 4 != 0 {
+    if text.is_empty() || !text.len().is_multiple_of(4) {
         return None;
     }
     let body = text.trim_end_matches('=');

@@ -98,7 +98,11 @@ fn targets_control_api(url: &str) -> bool {
 }
 
 fn refused(kind: &str, method: &str, url: &str, body: Option<String>) -> CallbackDelivery {
-    tracing::warn!(kind, url, "sandbox callback refused: it targets the control API");
+    tracing::warn!(
+        kind,
+        url,
+        "sandbox callback refused: it targets the control API"
+    );
     CallbackDelivery {
         kind: kind.to_owned(),
         method: method.to_owned(),

@@ -314,7 +314,11 @@ async fn malformed_control_calls_are_400_with_a_json_error() {
             .await
             .expect("sent");
         // `/reset` reads no body, but a cross-site simple POST must not reach it.
-        let expected = if content_type == "text/plain" { 400 } else { 200 };
+        let expected = if content_type == "text/plain" {
+            400
+        } else {
+            200
+        };
         assert_eq!(r.status().as_u16(), expected, "{content_type}");
         let r = reqwest::Client::new()
             .post(format!("{}/_sandbox/collect/pay", sb.root_url()))

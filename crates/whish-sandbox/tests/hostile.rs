@@ -44,7 +44,8 @@ async fn an_absurd_clock_advance_is_refused_and_changes_nothing() {
         .await
         .expect("sent");
     assert_eq!(r.status().as_u16(), 400);
-    sb.advance_clock(Duration::from_secs(3600)).expect("an hour is fine");
+    sb.advance_clock(Duration::from_secs(3600))
+        .expect("an hour is fine");
     let c = common::collect(&sb, 0);
     let p = c.prepare_payment(payment("5")).expect("valid");
     c.create_payment(&p).await.expect("still serving");
@@ -133,7 +134,10 @@ async fn a_callback_never_targets_the_control_api() {
     let collected = sb.collect_cash(&ltn).await.expect("collected");
     let delivery = collected.callback.expect("a delivery record");
     assert!(
-        delivery.error.as_deref().is_some_and(|e| e.contains("control API")),
+        delivery
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("control API")),
         "{delivery:?}"
     );
     assert_eq!(sb.transfers().len(), 1, "nothing was reset");
@@ -164,7 +168,10 @@ async fn a_callback_never_targets_the_control_api() {
         )
         .expect("the client allows it against the sandbox");
     let e = c.send(&p).await.expect_err("forbidden");
-    assert!(matches!(&e, whish::core::Error::Http(h) if h.status == 403), "{e:?}");
+    assert!(
+        matches!(&e, whish::core::Error::Http(h) if h.status == 403),
+        "{e:?}"
+    );
     assert!(strict.transfers().is_empty());
     strict.shutdown().await;
 }
@@ -188,7 +195,11 @@ async fn a_payment_the_balance_cannot_hold_is_refused_with_nothing_changed() {
         .status(Currency::Usd, p.external_id())
         .await
         .expect("still serving");
-    assert_eq!(status.collect_status.as_str(), "pending", "the link was not marked paid");
+    assert_eq!(
+        status.collect_status.as_str(),
+        "pending",
+        "the link was not marked paid"
+    );
     let record = sb
         .payments()
         .into_iter()
