@@ -44,6 +44,9 @@ pub struct CodeRow {
     pub is_final: bool,
     #[serde(default)]
     pub challenge: bool,
+    /// Other spellings of the same code (the brand segment: the spec's `svc`, the live `whish`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
 }
 
 impl CodeRow {
@@ -97,6 +100,11 @@ fn check(file: &CodeFile) -> Result<(), String> {
         if !codes.insert(row.code.as_str()) {
             return Err(format!("code `{}` is listed twice", row.code));
         }
+        for a in &row.aliases {
+            if !codes.insert(a.as_str()) {
+                return Err(format!("alias `{a}` is listed twice"));
+            }
+        }
         let v = row.variant()?;
         if v == "Unknown" || !variants.insert(v.clone()) {
             return Err(format!("variant `{v}` (code `{}`) collides", row.code));
@@ -140,6 +148,14 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     );
     for row in &file.codes {
         let _ = writeln!(s, "    /// `{}`: {}.", row.code, doc_text(&row.meaning));
+        if !row.aliases.is_empty() {
+            let names: Vec<String> = row.aliases.iter().map(|a| format!("`{a}`")).collect();
+            let _ = writeln!(
+                s,
+                "    ///\n    /// Also decoded from {} (the live brand).",
+                names.join(", ")
+            );
+        }
         let _ = writeln!(s, "    ///");
         let _ = writeln!(
             s,
@@ -245,12 +261,12 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
         "impl FromStr for {e} {{\n    type Err = std::convert::Infallible;\n\n    fn from_str(s: &str) -> Result<Self, Self::Err> {{\n        Ok(match s {{"
     );
     for row in &file.codes {
-        let _ = writeln!(
-            s,
-            "            {} => {e}::{},",
-            lit(&row.code),
-            row.variant()?
-        );
+        let mut pattern = lit(&row.code);
+        for a in &row.aliases {
+            pattern.push_str(" | ");
+            pattern.push_str(&lit(a));
+        }
+        let _ = writeln!(s, "            {pattern} => {e}::{},", row.variant()?);
     }
     let _ = writeln!(
         s,
@@ -317,10 +333,15 @@ pub fn render_markdown(files: &[CodeFile]) -> String {
             } else {
                 "no"
             };
+            let shown = std::iter::once(&r.code)
+                .chain(&r.aliases)
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(" or ");
             let _ = writeln!(
                 s,
-                "| `{}` | `{}` | {} | {} | {} | {} |",
-                r.code,
+                "| {} | `{}` | {} | {} | {} | {} |",
+                shown,
                 r.variant().unwrap_or_default(),
                 r.meaning.replace('|', "\\|"),
                 r.handling.replace('|', "\\|"),

@@ -146,7 +146,7 @@ async fn collect_403_is_exit_1() {
     let server = httpmock::MockServer::start_async().await;
     server
         .mock_async(|when, then| {
-            when.method("POST").path("/payment/svc");
+            when.method("POST").path("/payment/whish");
             then.status(403).body("Forbidden");
         })
         .await;

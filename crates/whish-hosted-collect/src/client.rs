@@ -19,7 +19,14 @@ pub struct CollectClientBuilder {
     channel: Option<String>,
     secret: Option<SecretString>,
     website_url: Option<String>,
+    brand: String,
 }
+
+/// The brand segment of the live service's paths and codes: `/payment/whish`, `whish_pay.*`.
+pub const LIVE_BRAND: &str = "whish";
+
+/// The brand segment as the specification writes it (anonymized): `/payment/svc`.
+pub const SPEC_BRAND: &str = "svc";
 
 impl CollectClientBuilder {
     /// The `channel` issued to the merchant.
@@ -40,8 +47,24 @@ impl CollectClientBuilder {
         self
     }
 
+    /// The brand segment of the create and refund paths (`/payment/{brand}`,
+    /// `/payment/{brand}/refund`): [`LIVE_BRAND`] (`whish`) by default, as the live service and
+    /// every public integration of it use; [`SPEC_BRAND`] (`svc`) is the specification's
+    /// anonymized spelling. Failure codes decode under either spelling.
+    pub fn brand(mut self, brand: impl Into<String>) -> Self {
+        self.brand = brand.into();
+        self
+    }
+
     /// Check the settings and build the client. Nothing is sent. An error names the setting.
     pub fn build(self) -> Result<CollectClient, SetupError> {
+        let brand = self.brand.trim();
+        if whish_core::path::segment(brand, "brand")? != brand {
+            return Err(SetupError::invalid(
+                "brand",
+                "must be one path segment of letters, digits, `-`, `.`, `_` or `~`",
+            ));
+        }
         let headers = ServiceHeaders::new()
             .required("channel", "channel", self.channel.as_deref())
             .secret("secret", "secret", self.secret.as_ref())
@@ -50,6 +73,8 @@ impl CollectClientBuilder {
         Ok(CollectClient {
             transport: self.settings.build_transport("hosted-collect", headers)?,
             options: CallOptions::default(),
+            create_path: format!("/payment/{brand}"),
+            refund_path: format!("/payment/{brand}/refund"),
         })
     }
 }
@@ -59,6 +84,8 @@ impl CollectClientBuilder {
 pub struct CollectClient {
     transport: Transport,
     options: CallOptions,
+    create_path: String,
+    refund_path: String,
 }
 
 #[derive(serde::Serialize)]
@@ -97,6 +124,7 @@ impl CollectClient {
             channel: None,
             secret: None,
             website_url: None,
+            brand: LIVE_BRAND.to_owned(),
         }
     }
 
@@ -105,6 +133,8 @@ impl CollectClient {
         CollectClient {
             transport: self.transport.clone(),
             options,
+            create_path: self.create_path.clone(),
+            refund_path: self.refund_path.clone(),
         }
     }
 
@@ -165,7 +195,7 @@ impl CollectClient {
             #[serde(rename = "collectUrl")]
             collect_url: String,
         }
-        let req = Request::new("collect.create", Method::POST, "/payment/svc")
+        let req = Request::new("collect.create", Method::POST, self.create_path.as_str())
             .json_bytes(prepared.body.clone())
             .idempotency_key(prepared.external_id.as_str())
             .resend(Resend::SameKey { on_pending: true })
@@ -229,7 +259,7 @@ impl CollectClient {
         refund_reason: Option<&str>,
     ) -> Result<Refund, Error> {
         currency.require_usd_or_lbp("currency")?;
-        let req = Request::new("collect.refund", Method::POST, "/payment/svc/refund")
+        let req = Request::new("collect.refund", Method::POST, self.refund_path.as_str())
             .json(&ByExternalId {
                 currency: &currency,
                 external_id,

@@ -38,9 +38,13 @@ pub enum CollectCode {
     CreditCardPaymentAccountVerificationRequired,
     /// `svc_pay.missing_pricing_id`: No pricing configured for the merchant's profile.
     ///
+    /// Also decoded from `whish_pay.missing_pricing_id` (the live brand).
+    ///
     /// Handling: Contact the operator. Endpoints: Payment. Final.
     SvcPayMissingPricingId,
     /// `svc_pay.code_generation_failed`: Payment-code generation for the payment address failed.
+    ///
+    /// Also decoded from `whish_pay.code_generation_failed` (the live brand).
     ///
     /// Handling: Retry; escalate if persistent. Endpoints: Payment. Not final: the same request may succeed later.
     SvcPayCodeGenerationFailed,
@@ -57,6 +61,8 @@ pub enum CollectCode {
     /// Handling: Refund only real payments. Endpoints: Payment. Final.
     ExternalIdNotExists,
     /// `svc.unknown_error`: Unhandled exception (also the generic fallback for unexpected errors).
+    ///
+    /// Also decoded from `whish.unknown_error` (the live brand).
     ///
     /// Handling: Retry with backoff. Endpoints: Payment, Common. Not final: the same request may succeed later.
     SvcUnknownError,
@@ -481,12 +487,16 @@ impl FromStr for CollectCode {
             "credit_card_payment.account_verification_required" => {
                 CollectCode::CreditCardPaymentAccountVerificationRequired
             }
-            "svc_pay.missing_pricing_id" => CollectCode::SvcPayMissingPricingId,
-            "svc_pay.code_generation_failed" => CollectCode::SvcPayCodeGenerationFailed,
+            "svc_pay.missing_pricing_id" | "whish_pay.missing_pricing_id" => {
+                CollectCode::SvcPayMissingPricingId
+            }
+            "svc_pay.code_generation_failed" | "whish_pay.code_generation_failed" => {
+                CollectCode::SvcPayCodeGenerationFailed
+            }
             "purchase.confirm" => CollectCode::PurchaseConfirm,
             "fail" => CollectCode::Fail,
             "external_id.not_exists" => CollectCode::ExternalIdNotExists,
-            "svc.unknown_error" => CollectCode::SvcUnknownError,
+            "svc.unknown_error" | "whish.unknown_error" => CollectCode::SvcUnknownError,
             "auth.session_not_exist" => CollectCode::AuthSessionNotExist,
             "auth.session_expired" => CollectCode::AuthSessionExpired,
             "400" => CollectCode::BadRequest,

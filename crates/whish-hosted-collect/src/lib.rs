@@ -54,7 +54,7 @@ pub mod code;
 mod create;
 mod model;
 
-pub use client::{CollectClient, CollectClientBuilder};
+pub use client::{CollectClient, CollectClientBuilder, LIVE_BRAND, SPEC_BRAND};
 pub use code::CollectCode;
 pub use create::{
     CollectUrls, CreatedPayment, FailureCallbackUrl, FailureRedirectUrl, NewPayment,

@@ -495,3 +495,41 @@ fn a_reference_on_a_local_address_is_refused_by_the_default_client_at_prepare() 
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn the_brand_segment_is_a_setting_and_codes_decode_under_either_spelling() {
+    let server = ScriptedServer::start(vec![
+        Step::json(r#"{"status":false,"code":"whish_pay.missing_pricing_id","data":null}"#),
+        Step::json(r#"{"status":false,"code":"svc_pay.missing_pricing_id","data":null}"#),
+    ])
+    .await;
+    let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)"
+        .parse()
+        .expect("ua");
+    let live = client(&server.base, 0);
+    let spec = CollectClient::builder(
+        whish_core::ClientSettings::new(server.base.clone())
+            .policy(whish_testkit::fast_policy(0))
+            .user_agent(ua),
+    )
+    .channel("chan-42")
+    .secret(SecretString::from(SECRET))
+    .website_url("shop.example.com")
+    .brand(whish_hosted_collect::SPEC_BRAND)
+    .build()
+    .expect("client");
+    let p = live
+        .prepare_payment(payment("5", Currency::Usd))
+        .expect("valid");
+    let a = live.create_payment(&p).await.expect_err("refused");
+    let b = spec.create_payment(&p).await.expect_err("refused");
+    assert_eq!(a.code(), Some(&CollectCode::SvcPayMissingPricingId));
+    assert_eq!(a.code(), b.code(), "one variant for both spellings");
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/payment/whish", "/payment/svc"]);
+    let bad = CollectClient::builder("https://c.example.com")
+        .brand("a/b")
+        .build()
+        .expect_err("one path segment");
+    assert_eq!(bad.setting, "brand");
+}

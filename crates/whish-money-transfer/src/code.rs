@@ -58,6 +58,8 @@ pub enum TransferCode {
     ReceiverCustomerDateOfBirthInvalid,
     /// `receiver.svc.account.not.exists`: Wallet account does not exist (mobile wallet).
     ///
+    /// Also decoded from `receiver.whish.account.not.exists` (the live brand).
+    ///
     /// Handling: Check the receiver's wallet phone, or send as cash collection. Endpoints: Send. Final.
     ReceiverSvcAccountNotExists,
     /// `receiver.unknown.error`: Wallet credit failed for unspecified reason (mobile wallet).
@@ -673,7 +675,9 @@ impl FromStr for TransferCode {
             "receiver.customer.date_of_birth_invalid" => {
                 TransferCode::ReceiverCustomerDateOfBirthInvalid
             }
-            "receiver.svc.account.not.exists" => TransferCode::ReceiverSvcAccountNotExists,
+            "receiver.svc.account.not.exists" | "receiver.whish.account.not.exists" => {
+                TransferCode::ReceiverSvcAccountNotExists
+            }
             "receiver.unknown.error" => TransferCode::ReceiverUnknownError,
             "api.fetching.price_error" => TransferCode::ApiFetchingPriceError,
             "sender.invalid.phone_number" => TransferCode::SenderInvalidPhoneNumber,

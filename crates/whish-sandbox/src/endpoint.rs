@@ -32,11 +32,11 @@ pub enum Endpoint {
     Shops,
     /// GET /payment/account/balance
     CollectBalance,
-    /// POST /payment/svc
+    /// POST /payment/whish (or the spec's /payment/svc)
     CollectCreate,
     /// POST /payment/collect/status
     CollectStatus,
-    /// POST /payment/svc/refund
+    /// POST /payment/whish/refund (or the spec's /payment/svc/refund)
     CollectRefund,
     /// GET /account/balance
     TopupBalance,
@@ -131,9 +131,12 @@ impl Endpoint {
         if let Some(p) = path.strip_prefix(COLLECT_PREFIX) {
             let e = match (p, get, post) {
                 ("/payment/account/balance", true, _) => Endpoint::CollectBalance,
-                ("/payment/svc", _, true) => Endpoint::CollectCreate,
+                // The spec anonymizes the brand as `svc`; the live service uses `whish`.
+                ("/payment/svc" | "/payment/whish", _, true) => Endpoint::CollectCreate,
                 ("/payment/collect/status", _, true) => Endpoint::CollectStatus,
-                ("/payment/svc/refund", _, true) => Endpoint::CollectRefund,
+                ("/payment/svc/refund" | "/payment/whish/refund", _, true) => {
+                    Endpoint::CollectRefund
+                }
                 _ => return None,
             };
             return Some((e, None));
