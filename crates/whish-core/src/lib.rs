@@ -42,6 +42,7 @@ pub mod dates;
 pub mod de;
 pub mod envelope;
 pub mod error;
+pub mod follow_up;
 pub mod ids;
 pub mod money;
 mod open_enum;
@@ -61,6 +62,7 @@ pub use error::{
     DecodeError, Error, Failure, HttpError, PendingReply, SetupError, TransportError,
     TransportErrorKind,
 };
+pub use follow_up::FollowUp;
 pub use ids::{ExternalId, RequestId};
 pub use money::{Amount, Currency};
 pub use request::{CallOptions, Policy, Reply, Request};

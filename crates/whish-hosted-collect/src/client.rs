@@ -3,12 +3,14 @@
 use serde::Deserialize;
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Request, Transport};
-use whish_core::{ClientSettings, Currency, ExternalId, SecretString, ServiceHeaders, SetupError};
+use whish_core::{
+    ClientSettings, Currency, ExternalId, FollowUp, SecretString, ServiceHeaders, SetupError,
+};
 
 use crate::Error;
 use crate::code::CollectCode;
 use crate::create::{CreatedPayment, NewPayment, PreparedPayment, prepare};
-use crate::model::{BalanceData, CollectBalance, PaymentStatus, Refund};
+use crate::model::{BalanceData, CollectBalance, CollectStatus, PaymentStatus, Refund};
 
 /// Builds a [`CollectClient`]: the shared [`ClientSettings`] (which must carry a `user_agent`:
 /// the service requires one) plus the issued `channel`, `secret` and `website_url`.
@@ -232,6 +234,43 @@ impl CollectClient {
             .call::<PaymentStatus, CollectCode>(req)
             .await?
             .require_data()
+    }
+
+    /// Follow up a payment: ask the status, with backoff, until it is settled (`success` or
+    /// `failed`) or `refunded`, or until the deadline; the last status comes back either way
+    /// (check [`CollectStatus::is_settled`](crate::CollectStatus::is_settled)). The spec's
+    /// fallback when no callback arrived, and the follow-up of a Pending create.
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_hosted_collect::CollectClient, id: whish_core::ExternalId) -> Result<(), whish_hosted_collect::Error> {
+    /// use std::time::Duration;
+    /// use whish_core::{Currency, FollowUp};
+    /// let status = client
+    ///     .await_final(Currency::Usd, &id, FollowUp::within(Duration::from_secs(900)))
+    ///     .await?;
+    /// if status.collect_status.is_paid() {
+    ///     // fulfil the order
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn await_final(
+        &self,
+        currency: Currency,
+        external_id: &ExternalId,
+        follow_up: FollowUp,
+    ) -> Result<PaymentStatus, Error> {
+        follow_up
+            .run(
+                || self.status(currency.clone(), external_id),
+                |answer| match answer {
+                    Ok(s) => matches!(
+                        s.collect_status,
+                        CollectStatus::Success | CollectStatus::Failed | CollectStatus::Refunded
+                    ),
+                    Err(e) => !e.outcome_unknown(),
+                },
+            )
+            .await
     }
 
     /// Refund a successful payment, by its original externalId. The service accepts refunds only

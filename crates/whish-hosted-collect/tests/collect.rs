@@ -533,3 +533,26 @@ async fn the_brand_segment_is_a_setting_and_codes_decode_under_either_spelling()
         .expect_err("one path segment");
     assert_eq!(bad.setting, "brand");
 }
+
+#[tokio::test]
+async fn await_final_polls_status_until_the_payment_settles() {
+    use whish_core::FollowUp;
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("hosted-collect/status.pending.success.json")),
+        Step::json(r#"{"status":false,"code":500,"data":null}"#),
+        Step::json(fixture("hosted-collect/status.success.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let id = ExternalId::new("order-7").expect("id");
+    let follow = FollowUp::within(std::time::Duration::from_secs(5)).waits(
+        std::time::Duration::from_millis(1),
+        std::time::Duration::from_millis(5),
+    );
+    let status = c
+        .await_final(Currency::Usd, &id, follow)
+        .await
+        .expect("settled");
+    assert!(status.collect_status.is_paid());
+    assert_eq!(server.hits(), 3);
+}

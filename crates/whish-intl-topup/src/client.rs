@@ -3,8 +3,8 @@
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
-    ClientSettings, Error as CoreError, SecretString, ServiceHeaders, SetupError, ValidationError,
-    ValidationKind,
+    ClientSettings, Error as CoreError, FollowUp, SecretString, ServiceHeaders, SetupError,
+    ValidationError, ValidationKind,
 };
 
 use crate::code::TopupCode;
@@ -169,6 +169,34 @@ impl TopupClient {
         let request = request.into();
         let segment = whish_core::path::segment(&request.option.provider, "provider")?;
         Ok(prepare(request, segment)?)
+    }
+
+    /// Follow up a payment whose outcome is unknown (Pending, or a transport failure after the
+    /// resends): the service has no status endpoint, so this pays again with the same
+    /// `PreparedPay` (same bytes, same externalId; the service replays the original result and
+    /// never charges twice), with backoff, until the answer is final or the deadline passes.
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_intl_topup::TopupClient, prepared: whish_intl_topup::PreparedPay) -> Result<(), whish_intl_topup::Error> {
+    /// use std::time::Duration;
+    /// use whish_core::FollowUp;
+    /// let outcome = client
+    ///     .await_final(&prepared, FollowUp::within(Duration::from_secs(120)))
+    ///     .await?;
+    /// println!("{outcome:?}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn await_final(
+        &self,
+        prepared: &PreparedPay,
+        follow_up: FollowUp,
+    ) -> Result<PayOutcome, Error> {
+        follow_up
+            .run(
+                || self.pay(prepared),
+                |answer| !matches!(answer, Err(e) if e.outcome_unknown()),
+            )
+            .await
     }
 
     /// Pay. `Ok` means paid ([`PayOutcome::Paid`], with the sold items) or a documented

@@ -416,3 +416,37 @@ async fn a_numeric_pin_decodes_and_no_decode_error_quotes_a_pin() {
         assert!(!text.contains("99999999"), "{text}");
     }
 }
+
+#[tokio::test]
+async fn await_final_replays_the_same_pay_until_the_outcome_is_known() {
+    use whish_core::FollowUp;
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("intl-topup/fetch.success.json")),
+        Step::json(fixture("intl-topup/pay.pending.json")),
+        Step::json(fixture("intl-topup/pay.pending.json")),
+        Step::json(fixture("intl-topup/pay.replay.success.json")),
+    ])
+    .await;
+    let offer = fetched(&server).await;
+    let c = client(&server.base, 0);
+    let prepared = c.prepare_pay(&offer.options()[0]).expect("prepared");
+    assert!(c.pay(&prepared).await.expect_err("pending").is_pending());
+    let follow = FollowUp::within(std::time::Duration::from_secs(5)).waits(
+        std::time::Duration::from_millis(1),
+        std::time::Duration::from_millis(5),
+    );
+    let PayOutcome::Paid(paid) = c.await_final(&prepared, follow).await.expect("paid") else {
+        panic!("not paid")
+    };
+    assert!(paid.retrieved, "a replay: nothing charged twice");
+    let pays: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/pay"))
+        .collect();
+    assert_eq!(pays.len(), 3);
+    assert!(
+        pays.iter().all(|r| r.raw_body == pays[0].raw_body),
+        "same bytes, same externalId"
+    );
+}

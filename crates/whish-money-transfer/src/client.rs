@@ -4,8 +4,8 @@ use http::header::{HeaderName, HeaderValue};
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
-    Amount, ClientSettings, Currency, DateTime, Error as CoreError, RequestId, SecretString,
-    ServiceHeaders, SetupError, ValidationError, ValidationKind,
+    Amount, ClientSettings, Currency, DateTime, Error as CoreError, FollowUp, RequestId,
+    SecretString, ServiceHeaders, SetupError, ValidationError, ValidationKind,
 };
 
 use crate::Error;
@@ -384,6 +384,52 @@ impl TransferClient {
                 Err(e)
             }
         }
+    }
+
+    /// Follow up a send whose outcome is not known yet (a Pending create, or an unknown outcome
+    /// after the resends): ask the status by Request-id, with backoff, until the service knows
+    /// the transfer, or until the deadline. The spec says a Pending create "must be followed
+    /// up"; this is that follow-up, with the status endpoint it names as authoritative.
+    ///
+    /// `Ok` is the transfer's state: it exists. `Err` with `sending.transfer.invalid.info` at
+    /// the deadline means it is still not in the records: resend the original create with the
+    /// same Request-id ([`resend`](Self::resend)), then ask again. Pending or a transport error
+    /// at the deadline: the outcome is still unknown; follow up later (or with the operator).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_money_transfer::TransferClient,
+    /// #              prepared: whish_money_transfer::PreparedTransfer) -> Result<(), whish_money_transfer::Error> {
+    /// use std::time::Duration;
+    /// use whish_core::FollowUp;
+    /// match client.send(&prepared).await {
+    ///     Err(e) if e.is_pending() => {
+    ///         let state = client
+    ///             .await_final(prepared.request_id(), FollowUp::within(Duration::from_secs(120)))
+    ///             .await?;
+    ///         println!("the transfer exists: {}", state.status);
+    ///     }
+    ///     other => { let _ = other?; }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn await_final(
+        &self,
+        request_id: RequestId,
+        follow_up: FollowUp,
+    ) -> Result<StatusResult, Error> {
+        let query = StatusQuery::RequestId(request_id);
+        follow_up
+            .run(
+                || self.status(&query),
+                |answer| match answer {
+                    Ok(_) => true,
+                    Err(e) if e.outcome_unknown() => false,
+                    Err(e) => e.code() != Some(&TransferCode::SendingTransferInvalidInfo),
+                },
+            )
+            .await
     }
 
     /// The status of a transfer; authoritative for every status. `sending.transfer.invalid.info`

@@ -187,3 +187,38 @@ async fn a_failure_code_is_never_resent() {
     );
     assert_eq!(server.hits(), 1);
 }
+
+#[tokio::test]
+async fn await_final_follows_a_pending_create_up_with_status() {
+    use whish_core::FollowUp;
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("money-transfer/send.pending.number.json")),
+        Step::json(fixture("money-transfer/send.pending.number.json")),
+        Step::json(fixture("money-transfer/status.failure.invalid-info.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let prepared = c.prepare_send(cash("100", Currency::Usd)).expect("valid");
+    let pending = c.send(&prepared).await.expect_err("pending");
+    assert!(pending.is_pending());
+    let follow = FollowUp::within(Duration::from_secs(5))
+        .waits(Duration::from_millis(1), Duration::from_millis(5));
+    let state = c
+        .await_final(prepared.request_id(), follow)
+        .await
+        .expect("it exists");
+    assert_eq!(state.status, TransferStatus::Sent);
+    let reqs = server.requests();
+    assert_eq!(
+        reqs.len(),
+        4,
+        "one send, three status reads, no second create"
+    );
+    assert!(
+        reqs[1..]
+            .iter()
+            .all(|r| r.path.ends_with("/status")
+                && r.body["requestId"] == prepared.request_id().get())
+    );
+}
