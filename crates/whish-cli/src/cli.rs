@@ -16,8 +16,6 @@ pub struct Cli {
     pub command: Command,
     #[command(flatten)]
     pub global: Global,
-    #[command(flatten)]
-    pub settings: Settings,
 }
 
 /// Flags of every command.
@@ -38,6 +36,17 @@ pub struct Global {
     /// Log to stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too. Secrets never print.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// A service's commands with the client settings they read (flags or `WHISH_*` variables). The
+/// settings belong to the service commands only: `whish sandbox serve` and `whish demo` do not
+/// take them.
+#[derive(Debug, Args)]
+pub struct ServiceArgs<C: Subcommand> {
+    #[command(subcommand)]
+    pub command: C,
+    #[command(flatten)]
+    pub settings: Settings,
 }
 
 /// How results are printed.
@@ -125,17 +134,13 @@ pub struct Settings {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Money transfers into Lebanon.
-    #[command(subcommand)]
-    Transfer(TransferCmd),
+    Transfer(ServiceArgs<TransferCmd>),
     /// Cash-collection locations.
-    #[command(subcommand)]
-    Locations(LocationsCmd),
+    Locations(ServiceArgs<LocationsCmd>),
     /// Hosted wallet-payment collection.
-    #[command(subcommand)]
-    Collect(CollectCmd),
+    Collect(ServiceArgs<CollectCmd>),
     /// International top-up.
-    #[command(subcommand)]
-    Topup(TopupCmd),
+    Topup(ServiceArgs<TopupCmd>),
     /// The local sandbox of all three services.
     #[command(subcommand)]
     Sandbox(SandboxCmd),
@@ -323,11 +328,42 @@ pub enum TopupCmd {
 #[derive(Debug, Subcommand)]
 pub enum SandboxCmd {
     /// Run the sandbox and print its settings as `export` lines.
-    Serve {
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        port: u16,
-        /// Answer HTTP 403 for non-public collect callback addresses, as the real service does.
-        #[arg(long)]
-        strict: bool,
-    },
+    Serve(ServeArgs),
+}
+
+/// `whish sandbox serve`: the sandbox's own options, and the credentials it issues.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The port (0: any free one).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// The address to listen on (default loopback). The control API has no credentials: bind
+    /// elsewhere only on a network you trust, such as a container's.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Accept loopback or non-public collect callback and redirect addresses (the real service
+    /// answers HTTP 403 for them, and so does the sandbox by default).
+    #[arg(long)]
+    pub lenient: bool,
+    /// The transfer username the sandbox issues (and accepts).
+    #[arg(long, value_name = "NAME")]
+    pub transfer_username: Option<String>,
+    /// The transfer key the sandbox issues.
+    #[arg(long, value_name = "KEY")]
+    pub transfer_key: Option<String>,
+    /// The collect channel the sandbox issues.
+    #[arg(long, value_name = "CHANNEL")]
+    pub collect_channel: Option<String>,
+    /// The collect secret the sandbox issues.
+    #[arg(long, value_name = "SECRET")]
+    pub collect_secret: Option<String>,
+    /// The collect websiteUrl the sandbox issues.
+    #[arg(long, value_name = "SITE")]
+    pub collect_website_url: Option<String>,
+    /// The top-up sessionId the sandbox issues.
+    #[arg(long, value_name = "ID")]
+    pub topup_session_id: Option<String>,
+    /// The top-up token the sandbox issues.
+    #[arg(long, value_name = "TOKEN")]
+    pub topup_token: Option<String>,
 }

@@ -76,31 +76,57 @@ async fn run(cli: Cli) -> u8 {
         Ok(p) => p,
         Err(status) => return status,
     };
-    let ctx = Ctx {
-        settings: cli.settings,
+    let ctx = |settings| Ctx {
+        settings,
         policy,
         out,
         allow_local_callbacks: cli.global.allow_local_callbacks,
     };
     let done = match cli.command {
-        Command::Transfer(c) => transfer::run(&ctx, c).await,
-        Command::Locations(c) => locations::locations(&ctx, c).await,
-        Command::Collect(c) => collect::run(&ctx, c).await,
-        Command::Topup(c) => topup::topup(&ctx, c).await,
-        Command::Sandbox(SandboxCmd::Serve { port, strict }) => serve(port, strict).await,
+        Command::Transfer(a) => transfer::run(&ctx(a.settings), a.command).await,
+        Command::Locations(a) => locations::locations(&ctx(a.settings), a.command).await,
+        Command::Collect(a) => collect::run(&ctx(a.settings), a.command).await,
+        Command::Topup(a) => topup::topup(&ctx(a.settings), a.command).await,
+        Command::Sandbox(SandboxCmd::Serve(args)) => serve(args).await,
         Command::Demo => demo::run(std::io::stdout().is_terminal()).await,
     };
     done.unwrap_or_else(|status| status)
 }
 
 /// `whish sandbox serve`: run until Ctrl-C, after printing the settings as `export` lines.
-async fn serve(port: u16, strict: bool) -> output::Done {
-    let sandbox = whish_sandbox::Sandbox::builder()
-        .port(port)
-        .strict(strict)
+async fn serve(a: cli::ServeArgs) -> output::Done {
+    let mut b = whish_sandbox::Sandbox::builder()
+        .port(a.port)
+        .bind(a.bind)
+        .lenient(a.lenient);
+    let defaults = whish_sandbox::Sandbox::builder();
+    let t = defaults.transfer_credentials_issued();
+    let c = defaults.collect_credentials_issued();
+    let p = defaults.topup_credentials_issued();
+    b = b
+        .transfer_credentials(
+            a.transfer_username.as_deref().unwrap_or(&t.username),
+            a.transfer_key.as_deref().unwrap_or(&t.key),
+        )
+        .collect_credentials(
+            a.collect_channel.as_deref().unwrap_or(&c.channel),
+            a.collect_secret.as_deref().unwrap_or(&c.secret),
+            a.collect_website_url.as_deref().unwrap_or(&c.website_url),
+        )
+        .topup_credentials(
+            a.topup_session_id.as_deref().unwrap_or(&p.session_id),
+            a.topup_token.as_deref().unwrap_or(&p.token),
+        );
+    if !a.bind.is_loopback() {
+        eprintln!(
+            "whish: warning: listening on {}: the sandbox's control API has no credentials; anyone who can reach this address can drive or reset it",
+            a.bind
+        );
+    }
+    let sandbox = b
         .start()
         .await
-        .map_err(|e| output::usage(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+        .map_err(|e| output::usage(format!("cannot listen on {}:{}: {e}", a.bind, a.port)))?;
     print!("{}", sandbox.env_exports());
     println!(
         "# control API: {}/_sandbox/  (stop with Ctrl-C)",

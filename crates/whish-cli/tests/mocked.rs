@@ -220,7 +220,9 @@ async fn bad_input_and_missing_settings_are_exit_2_and_send_nothing() {
                 "transfer".into(),
                 "send".into(),
                 "--body".into(),
-                temp_file("c.json", &cash_body("0.5")).display().to_string(),
+                temp_file("c.json", &cash_body("0.505"))
+                    .display()
+                    .to_string(),
             ],
             "amount",
         ),

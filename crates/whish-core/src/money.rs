@@ -96,16 +96,38 @@ impl Amount {
         self.0.normalize().to_string()
     }
 
-    /// Check the amount rules of the transfer and collect services: USD at least 1.00 with at most
-    /// 2 decimals; LBP a whole number, at least 1000. Other currencies are refused.
+    /// Check the amount rules of the collect service: USD at least 1.00 with at most 2 decimals;
+    /// LBP a whole number, at least 1000 (spec 001, "Limits"). Other currencies are refused.
     pub fn check_rules(self, currency: &Currency, field: &str) -> Result<(), ValidationError> {
+        self.check_precision(currency, field)?;
+        let (min, minimum) = match currency {
+            Currency::Usd => (Decimal::ONE, "1.00 USD"),
+            _ => (Decimal::from(1000), "1000 LBP"),
+        };
+        if self.0 < min {
+            return Err(ValidationError::new(
+                field,
+                ValidationKind::BelowMinimum {
+                    minimum: minimum.to_owned(),
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// The checks no price list could pass: the amount is greater than zero, has no more
+    /// decimals than its currency (USD 2, LBP 0), and can be sent exactly as a JSON number.
+    /// The transfer service states no minimum: the price list decides (`transfer.invalid_amount`,
+    /// `amount.not_allowed`), so only these are checked before a transfer is sent. Other
+    /// currencies are refused.
+    pub fn check_precision(self, currency: &Currency, field: &str) -> Result<(), ValidationError> {
         let v = self.0.normalize();
         if v <= Decimal::ZERO {
             return Err(ValidationError::new(field, ValidationKind::NotPositive));
         }
-        let (min, decimals) = match currency {
-            Currency::Usd => (Decimal::ONE, 2),
-            Currency::Lbp => (Decimal::from(1000), 0),
+        let decimals = match currency {
+            Currency::Usd => 2,
+            Currency::Lbp => 0,
             Currency::Other(_) => {
                 return Err(ValidationError::new(
                     "currency",
@@ -119,18 +141,7 @@ impl Amount {
                 ValidationKind::TooManyDecimals { allowed: decimals },
             ));
         }
-        self.check_exact_json_number(field)?;
-        if v < min {
-            let minimum = match currency {
-                Currency::Usd => "1.00 USD".to_owned(),
-                _ => "1000 LBP".to_owned(),
-            };
-            return Err(ValidationError::new(
-                field,
-                ValidationKind::BelowMinimum { minimum },
-            ));
-        }
-        Ok(())
+        self.check_exact_json_number(field)
     }
 
     /// Parse text such as `12.34`, `1000`, `1.5E3`: an optional sign, digits with at most one
@@ -426,6 +437,20 @@ mod tests {
         let big = Amount::parse("12345678901234567.89").expect("ok");
         assert!(big.check_rules(&Currency::Usd, "amount").is_err());
         assert!(Amount::parse("5.0000000000000000000000000001").is_ok());
+    }
+
+    #[test]
+    fn a_double_with_an_exponent_reads_as_its_shortest_decimal() {
+        // Found by the amount property test: without serde_json's correctly rounded float
+        // parsing (`float_roundtrip`), 2.21e25 read back as 22099999999999997000000000.
+        for text in ["2.21e25", "61E23", "1e22", "9007199254740993e3"] {
+            let a: Amount = serde_json::from_str(text).expect("reads");
+            let back: Amount =
+                serde_json::from_str(&serde_json::to_string(&a).expect("w")).expect("r");
+            assert_eq!(a, back, "{text}");
+        }
+        let a: Amount = serde_json::from_str("2.21e25").expect("reads");
+        assert_eq!(a.to_plain_string(), "22100000000000000000000000");
     }
 
     #[test]

@@ -153,7 +153,7 @@ impl CollectClient {
             .await?
             .require_data()?;
         Ok(CollectBalance {
-            balance: data.balance,
+            balance: data.balance(),
             currency,
         })
     }

@@ -13,9 +13,32 @@ pub struct CollectBalance {
     pub currency: Currency,
 }
 
+/// `data` of the balance reply: `{"balance": ...}` as the spec documents it, or the older nested
+/// `{"balanceDetails": {"balance": ...}}` seen in real replies. Both are read.
 #[derive(Deserialize)]
-pub(crate) struct BalanceData {
-    pub(crate) balance: Amount,
+#[serde(untagged)]
+pub(crate) enum BalanceData {
+    Flat {
+        balance: Amount,
+    },
+    Nested {
+        #[serde(rename = "balanceDetails")]
+        balance_details: NestedBalance,
+    },
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NestedBalance {
+    balance: Amount,
+}
+
+impl BalanceData {
+    pub(crate) fn balance(self) -> Amount {
+        match self {
+            BalanceData::Flat { balance } => balance,
+            BalanceData::Nested { balance_details } => balance_details.balance,
+        }
+    }
 }
 
 whish_core::open_enum! {

@@ -192,8 +192,8 @@ pub struct ActivityEntry {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct StatementLine {
-    /// Transaction id (may be empty for account funding).
-    #[serde(default)]
+    /// Transaction id (may be empty for account funding; `null` reads as empty too).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub id: String,
     /// TRANSFER, TOPUP, or another value.
     #[serde(rename = "type")]
@@ -265,4 +265,9 @@ mod tests {
         assert_eq!(StatementType::parse("REVERSAL").as_str(), "REVERSAL");
         assert_eq!(PaymentMode::MobileWallet.to_string(), "MOBILE_WALLET");
     }
+}
+
+/// `null` or a missing key reads as the empty string.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }

@@ -485,7 +485,8 @@ pub(crate) fn check_common_money(
     amount: Amount,
 ) -> Result<i64, ValidationError> {
     currency.require_usd_or_lbp("currencyId")?;
-    amount.check_rules(currency, "amount")?;
+    // No minimum: the transfer spec leaves amounts to the price list.
+    amount.check_precision(currency, "amount")?;
     currency
         .id()
         .ok_or_else(|| ValidationError::new("currencyId", ValidationKind::UnsupportedCurrency))

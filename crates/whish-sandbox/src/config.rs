@@ -141,6 +141,7 @@ pub(crate) struct Settings {
     pub topup_void_balance: Decimal,
     pub sending_countries: Vec<(i64, String, String)>,
     pub strict: bool,
+    pub bind: std::net::IpAddr,
     pub link_expiry: Duration,
     pub callback_key: Vec<u8>,
     pub wallets: WalletPhones,
@@ -196,7 +197,8 @@ impl Default for Settings {
             topup_balance: d(500),
             topup_void_balance: Decimal::ZERO,
             sending_countries: vec![(1, "Lebanon".into(), "LB".into())],
-            strict: false,
+            strict: true,
+            bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             link_expiry: Duration::from_secs(15 * 60),
             callback_key: b"sandbox-callback-signing-key".to_vec(),
             wallets: WalletPhones {
@@ -307,12 +309,37 @@ impl SandboxBuilder {
         self
     }
 
-    /// Strict mode: a collect payment with a loopback or non-public callback or redirect address
-    /// gets HTTP 403, as the real service answers. By default such addresses are accepted (so
-    /// callbacks reach a local listener) with one log line saying the real service refuses them.
-    pub fn strict(mut self, strict: bool) -> Self {
-        self.settings.strict = strict;
+    /// Lenient mode: accept loopback and non-public callback and redirect addresses, so that
+    /// callbacks reach a listener on this machine (the demo, tests), with one log line saying
+    /// the real service refuses them. By default the sandbox is as strict as production: a
+    /// collect payment with such an address gets HTTP 403, and so does a transfer whose
+    /// `callbackUrl` is one (a sandbox choice; see docs/sandbox.md).
+    pub fn lenient(mut self, lenient: bool) -> Self {
+        self.settings.strict = !lenient;
         self
+    }
+
+    /// Listen on this address instead of 127.0.0.1 (a container, another machine). The control
+    /// API has no credentials: it then also answers a `Host` naming this address, so bind
+    /// elsewhere only on a network you trust.
+    pub fn bind(mut self, address: std::net::IpAddr) -> Self {
+        self.settings.bind = address;
+        self
+    }
+
+    /// The transfer credentials this builder issues (the defaults, unless changed).
+    pub fn transfer_credentials_issued(&self) -> &TransferCredentials {
+        &self.settings.transfer
+    }
+
+    /// The collect credentials this builder issues.
+    pub fn collect_credentials_issued(&self) -> &CollectCredentials {
+        &self.settings.collect
+    }
+
+    /// The top-up credentials this builder issues.
+    pub fn topup_credentials_issued(&self) -> &TopupCredentials {
+        &self.settings.topup
     }
 
     /// How long a client has to send a request's headers, and how long one request may take,

@@ -216,3 +216,9 @@ mod tests {
         );
     }
 }
+
+/// The collect rate query that v1.4.2 removed (`/payment/whish/rate`, `/payment/svc/rate`).
+pub(crate) fn is_removed_rate_query(path: &str) -> bool {
+    path.strip_prefix(COLLECT_PREFIX)
+        .is_some_and(|p| matches!(p, "/payment/whish/rate" | "/payment/svc/rate"))
+}

@@ -25,12 +25,27 @@ impl Reply {
     }
 
     /// Pending: `code` 500, outcome unknown.
+    /// Pending as the transfer service writes it: the number 500 ("String (or the value 500)").
     pub(crate) fn pending() -> Reply {
         Reply(json!({
             "status": false, "code": 500, "data": null,
             "dialog": {"title": "Pending", "message": "The operation is being processed; its outcome is not known yet."},
             "extra": null, "actions": null
         }))
+    }
+
+    /// Pending as a service whose `code` is typed String writes it: `"500"` (collect, top-up).
+    pub(crate) fn pending_text() -> Reply {
+        let mut r = Reply::pending();
+        if let Some(o) = r.0.as_object_mut() {
+            o.insert("code".into(), json!("500"));
+        }
+        r
+    }
+
+    /// The failure code, when this reply has a string one.
+    pub(crate) fn code(&self) -> Option<&str> {
+        self.0.get("code").and_then(serde_json::Value::as_str)
     }
 
     /// Add `retrieved` (collect and top-up idempotent operations).

@@ -148,7 +148,7 @@ impl Sandbox {
     }
 
     pub(crate) async fn start_with(settings: Settings) -> std::io::Result<Sandbox> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", settings.port)).await?;
+        let listener = tokio::net::TcpListener::bind((settings.bind, settings.port)).await?;
         let addr = listener.local_addr()?;
         let clock = match settings.start_time {
             Some(t) => Clock::fixed(t),
@@ -167,7 +167,7 @@ impl Sandbox {
         });
         let app = Router::new()
             .route("/collect/pay/{token}", get(pages::show).post(pages::submit))
-            .nest("/_sandbox", control::routes())
+            .nest("/_sandbox", control::guarded(shared.clone()))
             .fallback(service::dispatch)
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),

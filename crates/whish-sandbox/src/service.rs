@@ -27,6 +27,11 @@ pub(crate) async fn dispatch(
     body: Bytes,
 ) -> Response {
     let Some((endpoint, provider)) = Endpoint::identify(&method, uri.path()) else {
+        if crate::endpoint::is_removed_rate_query(uri.path()) {
+            // v1.4.2 removed the rate query; the spec's code for a retired endpoint.
+            return Reply::fail("deprecation", "This endpoint version is deprecated.")
+                .into_response();
+        }
         return (StatusCode::NOT_FOUND, "no such endpoint in the sandbox").into_response();
     };
     let fault = shared.next_fault(endpoint);
@@ -41,7 +46,10 @@ pub(crate) async fn dispatch(
             tokio::time::sleep(d).await;
             response
         }
-        Some(Fault::Pending) => Reply::pending().into_response(),
+        Some(Fault::Pending) => match endpoint.service() {
+            Service::Transfer => Reply::pending().into_response(),
+            Service::Collect | Service::Topup => Reply::pending_text().into_response(),
+        },
         _ => response,
     }
 }

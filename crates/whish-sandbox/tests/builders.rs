@@ -383,7 +383,7 @@ async fn quotes_that_pass_the_builder_pass_the_service_checks() {
 async fn payments_that_pass_the_builder_pass_the_strict_service() {
     // Strict: the real service answers HTTP 403 to a callback or redirect it cannot reach.
     let sb = Sandbox::builder()
-        .strict(true)
+        .lenient(false)
         .start()
         .await
         .expect("sandbox");

@@ -44,7 +44,11 @@ fn wallet(phone: &str) -> MobileWalletSend {
 
 #[tokio::test]
 async fn quote_send_collect_callback_and_status() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = transfer(&sb, 0);
     let listener = Listener::start().await;
 
@@ -129,7 +133,11 @@ async fn quote_send_collect_callback_and_status() {
 
 #[tokio::test]
 async fn send_then_cancel_and_the_cancel_rules() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = transfer(&sb, 0);
     let prepared = client.prepare_send(cash("250")).expect("prepared");
     let SendOutcome::Sent(sent) = client.send(&prepared).await.expect("send") else {
@@ -164,7 +172,11 @@ async fn send_then_cancel_and_the_cancel_rules() {
 
 #[tokio::test]
 async fn mobile_wallet_credited_failed_and_pending() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = transfer(&sb, 0);
     let phones = sb.wallet_phones().clone();
 
@@ -213,7 +225,11 @@ async fn mobile_wallet_credited_failed_and_pending() {
 
 #[tokio::test]
 async fn activity_and_statement_reconcile_with_the_balance_rule() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = transfer(&sb, 0);
     let a = client.prepare_send(cash("100")).expect("a");
     let b = client.prepare_send(cash("40")).expect("b");
@@ -252,7 +268,11 @@ async fn activity_and_statement_reconcile_with_the_balance_rule() {
 
 #[tokio::test]
 async fn a_dropped_reply_is_recovered_by_the_safe_resend_with_no_duplicate() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = transfer(&sb, 2);
     sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
     let prepared = client.prepare_send(cash("100")).expect("prepared");
@@ -295,7 +315,11 @@ async fn a_dropped_reply_is_recovered_by_the_safe_resend_with_no_duplicate() {
 
 #[tokio::test]
 async fn a_used_request_id_guards_a_different_transfer_and_status_says_never_received() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = transfer(&sb, 0);
     let first = client.prepare_send(cash("10")).expect("first");
     let _ = client.send(&first).await.expect("send");
@@ -319,7 +343,11 @@ async fn a_used_request_id_guards_a_different_transfer_and_status_says_never_rec
 
 #[tokio::test]
 async fn limits_balance_price_list_and_countries() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = transfer(&sb, 0);
     let code = |o: Result<SendOutcome, whish::transfer::Error>| match o {
         Err(Error::Failed(f)) => f.raw,
@@ -368,7 +396,11 @@ async fn limits_balance_price_list_and_countries() {
 
 #[tokio::test]
 async fn governorates_districts_and_shops() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let client = locations(&sb);
     let gs = client.governorates().await.expect("governorates");
     assert_eq!(gs.len(), 8);
@@ -399,7 +431,11 @@ async fn governorates_districts_and_shops() {
 
 #[tokio::test]
 async fn wrong_credentials_answer_the_auth_code_in_the_envelope() {
-    let sb = Sandbox::start().await.expect("sandbox");
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
     let bad = TransferClient::builder(sb.transfer_base_url())
         .username("sandbox-user")
         .key(SecretString::from("wrong"))

@@ -25,14 +25,19 @@ pub(crate) fn balance(w: &CollectWorld, query: Option<&str>) -> Reply {
     let currency = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
         .find(|(k, _)| k == "currency")
         .map(|(_, v)| v.into_owned());
-    match currency.as_deref() {
-        None | Some("") => Reply::fail(BAD, "The currency parameter is required."),
-        Some(c) => match crate::transfer::state::static_currency(c) {
-            Some(c) => Reply::ok(
-                json!({"balance": crate::values::num(w.balances.get(c).copied().unwrap_or_default())}),
-            ),
-            None => Reply::fail("currency.not_supported", "Only LBP and USD are accepted."),
-        },
+    // Without `?currency` the answer is in LBP, the only currency before v1.4.1 (a sandbox
+    // choice: clients written for the older version send none). `balanceDetails.balance` repeats
+    // the balance in the older nested shape some clients read.
+    let c = match currency.as_deref().map(str::trim) {
+        None | Some("") => "LBP",
+        Some(c) => c,
+    };
+    match crate::transfer::state::static_currency(c) {
+        Some(c) => {
+            let balance = crate::values::num(w.balances.get(c).copied().unwrap_or_default());
+            Reply::ok(json!({"balance": balance, "balanceDetails": {"balance": balance}}))
+        }
+        None => Reply::fail("currency.not_supported", "Only LBP and USD are accepted."),
     }
 }
 
@@ -47,7 +52,9 @@ pub(crate) fn create(
     let Some(b) = object(body) else {
         return Created::Reply(Reply::fail(BAD, "The body is not a JSON object."));
     };
-    let Some(external_id) = text(&b, "externalId").map(str::to_owned) else {
+    // The spec types externalId as String; a number is read as its text (clients written in
+    // other languages send one).
+    let Some(external_id) = text_or_number(&b, "externalId") else {
         return Created::Reply(Reply::fail(BAD, "externalId is required."));
     };
     if let Some(recorded) = w.create_replies.get(&external_id) {
@@ -79,7 +86,11 @@ pub(crate) fn create(
     let reply = match check_and_create(w, s, root, &b, &external_id, now) {
         Ok(r) | Err(r) => r,
     };
-    w.create_replies.insert(external_id, reply.clone());
+    // A 400 is a payload to fix, not a transaction: it does not burn the externalId. Every other
+    // result is recorded and replayed verbatim.
+    if reply.code() != Some(BAD) {
+        w.create_replies.insert(external_id, reply.clone());
+    }
     Created::Reply(reply.retrieved(false))
 }
 
@@ -97,8 +108,9 @@ fn check_and_create(
             Reply::fail("currency.not_supported", "Only LBP and USD are accepted.")
         })?,
     };
-    let Some(amount_text) = b.get("amount").and_then(Value::as_str) else {
-        return Err(Reply::fail(BAD, "amount is required, as a JSON string."));
+    // The spec types amount as String; a JSON number is read as its text, with the same rules.
+    let Some(amount_text) = text_or_number(b, "amount") else {
+        return Err(Reply::fail(BAD, "amount is required."));
     };
     let amount: Decimal = amount_text
         .trim()
@@ -177,16 +189,20 @@ pub(crate) fn refund(w: &mut CollectWorld, body: &[u8]) -> Reply {
         .by_external_id(&id)
         .filter(|i| w.payments[*i].currency == currency)
     else {
+        // Nothing to record against: no such payment.
         return Reply::fail(
             "external_id.not_exists",
             "No payment with this externalId and currency.",
         );
     };
     if w.payments[i].state != LinkState::Success {
-        return Reply::fail(
+        // Rule 1: a resend replays the recorded result verbatim, an error code included.
+        let reply = Reply::fail(
             "fail",
             "Only a successful payment that was not refunded can be refunded.",
         );
+        w.refund_replies.insert(id, reply.clone());
+        return reply.retrieved(false);
     }
     let (c, a) = (w.payments[i].currency, w.payments[i].amount);
     let balance = w.balances.entry(c).or_default();
@@ -205,8 +221,16 @@ fn currency_and_id(body: &[u8]) -> Option<(String, String)> {
     let b = object(body)?;
     Some((
         text(&b, "currency")?.to_owned(),
-        text(&b, "externalId")?.to_owned(),
+        text_or_number(&b, "externalId")?,
     ))
+}
+
+/// A string field, or a number sent where the spec says String, as its text.
+fn text_or_number(b: &Value, key: &str) -> Option<String> {
+    match b.get(key)? {
+        Value::Number(n) => Some(n.to_string()),
+        _ => text(b, key).map(str::to_owned),
+    }
 }
 
 /// One payer attempt on a link: what changed, which callback to call, where the browser goes.
@@ -227,7 +251,9 @@ pub(crate) fn attempt(
     phone: &str,
     code: &str,
 ) -> Result<Attempt, String> {
-    let paid = phone.trim() == s.payer.phone && code.trim() == s.payer.code;
+    // The test phone is accepted with or without its leading `+`.
+    let digits = |p: &str| p.trim().trim_start_matches('+').to_owned();
+    let paid = digits(phone) == digits(&s.payer.phone) && code.trim() == s.payer.code;
     if paid {
         let (c, a) = (w.payments[i].currency, w.payments[i].amount);
         let balance = w.balances.entry(c).or_default();
@@ -237,7 +263,7 @@ pub(crate) fn attempt(
         *balance = after;
         let p = &mut w.payments[i];
         p.state = LinkState::Success;
-        p.payer_phone = Some(phone.trim().to_owned());
+        p.payer_phone = Some(s.payer.phone.clone());
         Ok(Attempt {
             state: p.state,
             callback: ("collect.success", p.success_callback_url.clone()),

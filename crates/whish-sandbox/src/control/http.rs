@@ -38,13 +38,21 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/state", get(state))
         .route("/clock/advance", post(advance))
         .route("/reset", post(reset))
-        .route_layer(axum::middleware::from_fn(same_machine_json_only))
+}
+
+/// The control routes behind [`same_machine_json_only`].
+pub(crate) fn guarded(shared: Arc<Shared>) -> Router<Arc<Shared>> {
+    routes().route_layer(axum::middleware::from_fn_with_state(
+        shared,
+        same_machine_json_only,
+    ))
 }
 
 /// The control API has no credentials, so it answers only what a page in a browser cannot send:
 /// a `Host` that names a loopback address (a DNS-rebinding page sends its own name), and, for a
 /// POST, a JSON content type (a cross-site "simple" POST is `text/plain` or a form).
 async fn same_machine_json_only(
+    State(shared): State<Arc<Shared>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -57,11 +65,12 @@ async fn same_machine_json_only(
         Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
         _ => host,
     };
+    let bound = shared.settings.bind;
+    let named = name.trim_start_matches('[').trim_end_matches(']');
     let loopback = name.eq_ignore_ascii_case("localhost")
-        || name == "[::1]"
-        || name
-            .parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|ip| ip.is_loopback());
+        || named
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || (ip == bound && !bound.is_unspecified()));
     if !loopback {
         return ControlError::Forbidden(format!(
             "the control API answers only a loopback Host, not `{}`",

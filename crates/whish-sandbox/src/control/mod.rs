@@ -4,7 +4,7 @@
 
 mod http;
 
-pub(crate) use http::routes;
+pub(crate) use http::guarded;
 
 use std::time::Duration;
 
