@@ -54,6 +54,7 @@ fn args() -> Result<Args, String> {
 async fn sandbox() -> std::io::Result<Sandbox> {
     let plenty = Decimal::from(1_000_000_000u64);
     Sandbox::builder()
+        .lenient(true)
         .transfer_balance("USD", plenty)
         .limits("USD", plenty, plenty)
         .collect_balance("USD", plenty)

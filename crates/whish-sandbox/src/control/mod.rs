@@ -288,7 +288,7 @@ impl Sandbox {
         self.shared.expire_link(external_id)
     }
 
-    /// Set the transfer balance of `USD` or `LBP` (a TOPUP or ADJUSTMENT statement line keeps the
+    /// Set the transfer balance of `USD` or `LBP` (a TOPUP statement line keeps the
     /// balance rule).
     pub fn set_transfer_balance(
         &self,

@@ -150,7 +150,9 @@ impl TransferWorld {
         self.statements.entry(currency).or_default().push(line);
     }
 
-    /// Move the balance to `amount` with a TOPUP (up) or ADJUSTMENT (down) line.
+    /// Move the balance to `amount` with a TOPUP line: a debit when it goes up, a credit when it
+    /// goes down (a sandbox choice: the spec names only TRANSFER and TOPUP, and no type for a
+    /// decrease; the balance rule holds either way).
     pub(crate) fn set_balance(
         &mut self,
         currency: &'static str,
@@ -170,10 +172,7 @@ impl TransferWorld {
         if amount > current {
             self.post(currency, line("TOPUP", amount - current, Decimal::ZERO));
         } else if amount < current {
-            self.post(
-                currency,
-                line("ADJUSTMENT", Decimal::ZERO, current - amount),
-            );
+            self.post(currency, line("TOPUP", Decimal::ZERO, current - amount));
         }
     }
 
