@@ -405,3 +405,36 @@ async fn an_unreadable_200_reply_to_a_money_moving_command_is_an_unknown_outcome
         assert_eq!(refund.code, 4, "collect refund, {body}: {refund:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_without_a_date_of_birth_is_refused_before_sending() {
+    // The service checks identity.dateBirth whenever an identity is sent.
+    let server = httpmock::MockServer::start_async().await;
+    let any = server
+        .mock_async(|_, then| {
+            then.status(200).body(whish_testkit::fixture(
+                "money-transfer/send.cash-collection.success.json",
+            ));
+        })
+        .await;
+    let body = common::cash_body("100").replace(
+        r#""sender": {"firstName": "John", "lastName": "Smith", "phone": "+14155550100"}"#,
+        r#""sender": {"firstName": "John", "lastName": "Smith", "phone": "+14155550100", "identity": {"nationality": "US"}}"#,
+    );
+    assert!(body.contains("nationality"));
+    let file = common::temp_file("identity.json", &body)
+        .display()
+        .to_string();
+    let run = whish(
+        &["transfer", "send", "--body", &file],
+        &env(&server.base_url()),
+    )
+    .await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("sender.identity needs dateBirth"),
+        "{}",
+        run.stderr
+    );
+    any.assert_calls_async(0).await;
+}

@@ -560,7 +560,16 @@ async fn no_secret_in_any_output_at_trace_level() {
 fn sandbox_serve_prints_export_lines() {
     use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_whish"))
-        .args(["sandbox", "serve", "--port", "0"])
+        .args([
+            "sandbox",
+            "serve",
+            "--port",
+            "0",
+            "--collect-channel",
+            "fixed-channel",
+            "--transfer-username",
+            "fixed-user",
+        ])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
@@ -582,6 +591,40 @@ fn sandbox_serve_prints_export_lines() {
             .any(|l| l.starts_with("export WHISH_USER_AGENT="))
     );
     assert!(lines[11].contains("/_sandbox/"));
+    // The credentials a client already has are the ones issued.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "export WHISH_COLLECT_CHANNEL='fixed-channel'"),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "export WHISH_TRANSFER_USERNAME='fixed-user'"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn sandbox_serve_shows_only_its_own_options() {
+    let run = whish_blocking(&["sandbox", "serve", "--help"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for own in ["--port", "--bind", "--lenient", "--collect-channel"] {
+        assert!(run.stdout.contains(own), "{own}: {}", run.stdout);
+    }
+    for client_only in [
+        "--collect-base-url",
+        "--transfer-base-url",
+        "--topup-base-url",
+        "--user-agent",
+    ] {
+        assert!(
+            !run.stdout.contains(client_only),
+            "{client_only}: {}",
+            run.stdout
+        );
+    }
 }
 
 #[test]

@@ -556,3 +556,16 @@ async fn await_final_polls_status_until_the_payment_settles() {
     assert!(status.collect_status.is_paid());
     assert_eq!(server.hits(), 3);
 }
+
+#[tokio::test]
+async fn the_older_nested_balance_shape_is_read_too() {
+    let server = ScriptedServer::start(vec![Step::json(
+        r#"{"status":true,"code":null,"data":{"balanceDetails":{"balance":12.5}}}"#,
+    )])
+    .await;
+    let b = client(&server.base, 0)
+        .balance(Currency::Usd)
+        .await
+        .expect("nested shape");
+    assert_eq!(b.balance.to_string(), "12.5");
+}

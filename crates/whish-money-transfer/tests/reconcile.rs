@@ -93,3 +93,22 @@ fn activity_and_statement_match_by_request_id() {
     assert!(m.values().all(|x| !x.is_one_sided()));
     assert_eq!(m.len(), 3, "TOPUP lines have no requestId and are left out");
 }
+
+#[test]
+fn a_null_statement_line_id_reads_as_empty() {
+    // "may be empty for account funding": null is tolerated too.
+    let text = fixture("money-transfer/statement.success.json").replacen(
+        r#""id": """#,
+        r#""id": null"#,
+        1,
+    );
+    assert_ne!(
+        text,
+        fixture("money-transfer/statement.success.json"),
+        "the fixture has an empty id"
+    );
+    let e: Envelope<List<CurrencyStatement>> =
+        Envelope::from_slice(text.as_bytes()).expect("decodes");
+    let list = e.data.expect("data").list;
+    assert!(list[0].transactions.iter().any(|l| l.id.is_empty()));
+}

@@ -241,12 +241,9 @@ async fn control_calls_pay_fail_and_expire_links() {
 }
 
 #[tokio::test]
-async fn strict_mode_answers_403_for_local_addresses() {
-    let sb = Sandbox::builder()
-        .lenient(false)
-        .start()
-        .await
-        .expect("sandbox");
+async fn strict_by_default_answers_403_for_local_addresses() {
+    // As strict as production unless asked to be lenient.
+    let sb = Sandbox::start().await.expect("sandbox");
     let client = collect(&sb, 0);
     let listener = Listener::start().await;
     let prepared = client
