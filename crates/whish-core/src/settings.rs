@@ -294,15 +294,15 @@ impl ClientSettings {
             .https_only(!base.is_loopback())
             .build()
             .map_err(|e| SetupError::invalid("http_client", "could not be built").with_source(e))?;
-        Ok(Transport::new(
+        Ok(Transport {
             service,
             base,
-            all,
-            self.policy,
+            headers: all,
+            policy: self.policy,
             client,
             callbacks,
-            self.max_reply_bytes,
-        ))
+            max_reply_bytes: self.max_reply_bytes,
+        })
     }
 }
 

@@ -32,13 +32,13 @@ use crate::retry::{AttemptOutcome, Decision, decide};
 /// A service's HTTP transport. Cheap to clone; clones share the connection pool.
 #[derive(Clone)]
 pub struct Transport {
-    service: &'static str,
-    base: BaseUrl,
-    headers: HeaderMap,
-    policy: Policy,
-    client: reqwest::Client,
-    callbacks: CallbackAddresses,
-    max_reply_bytes: usize,
+    pub(crate) service: &'static str,
+    pub(crate) base: BaseUrl,
+    pub(crate) headers: HeaderMap,
+    pub(crate) policy: Policy,
+    pub(crate) client: reqwest::Client,
+    pub(crate) callbacks: CallbackAddresses,
+    pub(crate) max_reply_bytes: usize,
 }
 
 impl fmt::Debug for Transport {
@@ -69,26 +69,6 @@ enum Attempt {
 }
 
 impl Transport {
-    pub(crate) fn new(
-        service: &'static str,
-        base: BaseUrl,
-        headers: HeaderMap,
-        policy: Policy,
-        client: reqwest::Client,
-        callbacks: CallbackAddresses,
-        max_reply_bytes: usize,
-    ) -> Transport {
-        Transport {
-            service,
-            base,
-            headers,
-            policy,
-            client,
-            callbacks,
-            max_reply_bytes,
-        }
-    }
-
     /// Which callback addresses the client accepts (checked against the base URL).
     pub fn callbacks(&self) -> CallbackAddresses {
         self.callbacks

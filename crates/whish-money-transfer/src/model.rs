@@ -244,6 +244,11 @@ pub(crate) struct ListData<T> {
     pub(crate) list: Vec<T>,
 }
 
+/// `null` or a missing key reads as the empty string.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,9 +270,4 @@ mod tests {
         assert_eq!(StatementType::parse("REVERSAL").as_str(), "REVERSAL");
         assert_eq!(PaymentMode::MobileWallet.to_string(), "MOBILE_WALLET");
     }
-}
-
-/// `null` or a missing key reads as the empty string.
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }

@@ -193,6 +193,12 @@ pub(crate) enum Service {
     Topup,
 }
 
+/// The collect rate query that v1.4.2 removed (`/payment/whish/rate`, `/payment/svc/rate`).
+pub(crate) fn is_removed_rate_query(path: &str) -> bool {
+    path.strip_prefix(COLLECT_PREFIX)
+        .is_some_and(|p| matches!(p, "/payment/whish/rate" | "/payment/svc/rate"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,10 +221,4 @@ mod tests {
             None
         );
     }
-}
-
-/// The collect rate query that v1.4.2 removed (`/payment/whish/rate`, `/payment/svc/rate`).
-pub(crate) fn is_removed_rate_query(path: &str) -> bool {
-    path.strip_prefix(COLLECT_PREFIX)
-        .is_some_and(|p| matches!(p, "/payment/whish/rate" | "/payment/svc/rate"))
 }

@@ -16,15 +16,21 @@ struct Foreign {
 }
 
 impl Foreign {
+    /// The credential headers, in the given case (header names are case-insensitive).
+    fn signed(&self, r: reqwest::RequestBuilder, names: [&str; 3]) -> reqwest::RequestBuilder {
+        r.header(names[0], &self.channel)
+            .header(names[1], &self.secret)
+            .header(names[2], &self.site)
+            .header("User-Agent", UA)
+    }
+
     /// A raw POST with the header case such clients use and a body written by hand.
     async fn post(&self, path: &str, body: &str) -> (u16, serde_json::Value) {
         let r = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .header("Channel", &self.channel)
-            .header("Secret", &self.secret)
-            .header("WebsiteUrl", &self.site)
-            .header("User-Agent", UA)
+            .signed(
+                self.http.post(format!("{}{path}", self.base)),
+                ["Channel", "Secret", "WebsiteUrl"],
+            )
             .header("Content-Type", "application/json; charset=utf-8")
             .body(body.to_owned())
             .send()
@@ -37,12 +43,10 @@ impl Foreign {
 
     async fn get(&self, path: &str) -> serde_json::Value {
         let bytes = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .header("CHANNEL", &self.channel)
-            .header("SECRET", &self.secret)
-            .header("WEBSITEURL", &self.site)
-            .header("User-Agent", UA)
+            .signed(
+                self.http.get(format!("{}{path}", self.base)),
+                ["CHANNEL", "SECRET", "WEBSITEURL"],
+            )
             .send()
             .await
             .expect("sent")

@@ -28,6 +28,22 @@ fn payment(amount: &str) -> NewPayment {
     NewPayment::new(amount.parse().expect("amount"), Currency::Usd, urls)
 }
 
+fn cash_with_callback(url: &str) -> CashCollectionSend {
+    CashCollectionSend::new(
+        CountryId::LEBANON,
+        Currency::Usd,
+        "20".parse().expect("a"),
+        Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        CashReceiver::new(
+            Customer::new("Rami", "Haddad", "+96170123456"),
+            Identity::new(DateOfBirth::parse("07-03-1990").expect("dob")),
+        ),
+        Reason::Other,
+        SourceOfFunds::Other,
+    )
+    .callback_url(url)
+}
+
 #[tokio::test]
 async fn an_absurd_clock_advance_is_refused_and_changes_nothing() {
     let sb = Sandbox::start().await.expect("sandbox");
@@ -119,19 +135,7 @@ async fn a_callback_never_targets_the_control_api() {
         .await
         .expect("sandbox");
     let c = common::transfer(&sb, 0);
-    let send = CashCollectionSend::new(
-        CountryId::LEBANON,
-        Currency::Usd,
-        "20".parse().expect("a"),
-        Sender::new(Customer::new("John", "Smith", "+14155550100")),
-        CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
-            Identity::new(DateOfBirth::parse("07-03-1990").expect("dob")),
-        ),
-        Reason::Other,
-        SourceOfFunds::Other,
-    )
-    .callback_url(format!("{}/_sandbox/reset", sb.root_url()));
+    let send = cash_with_callback(&format!("{}/_sandbox/reset", sb.root_url()));
     let p = c.prepare_send(send).expect("local callbacks allowed");
     let sent = c.send(&p).await.expect("sent");
     let ltn = sent.ltn_number().expect("ltn").to_owned();
@@ -155,21 +159,7 @@ async fn a_callback_never_targets_the_control_api() {
         .expect("sandbox");
     let c = common::transfer(&strict, 0);
     let p = c
-        .prepare_send(
-            CashCollectionSend::new(
-                CountryId::LEBANON,
-                Currency::Usd,
-                "20".parse().expect("a"),
-                Sender::new(Customer::new("John", "Smith", "+14155550100")),
-                CashReceiver::new(
-                    Customer::new("Rami", "Haddad", "+96170123456"),
-                    Identity::new(DateOfBirth::parse("07-03-1990").expect("dob")),
-                ),
-                Reason::Other,
-                SourceOfFunds::Other,
-            )
-            .callback_url("http://127.0.0.1:9/cb"),
-        )
+        .prepare_send(cash_with_callback("http://127.0.0.1:9/cb"))
         .expect("the client allows it against the sandbox");
     let e = c.send(&p).await.expect_err("forbidden");
     assert!(
