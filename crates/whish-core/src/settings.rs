@@ -197,8 +197,9 @@ impl ClientSettings {
         self
     }
 
-    /// The largest reply body read, in bytes ([`DEFAULT_MAX_REPLY_BYTES`] by default). A larger
-    /// reply stops reading there and is a transport error whose outcome is unknown.
+    /// The largest reply body read, in bytes ([`DEFAULT_MAX_REPLY_BYTES`] by default; at least
+    /// 1 KiB, a smaller value is raised to it). A larger reply stops reading there and is a
+    /// transport error whose outcome is unknown.
     pub fn max_reply_bytes(mut self, max: usize) -> Self {
         self.max_reply_bytes = max.max(1024);
         self
