@@ -137,7 +137,9 @@ fn setup(e: &whish::SetupError, service: &str) -> u8 {
     let var = match e.setting.as_str() {
         "user_agent" => "WHISH_USER_AGENT".to_owned(),
         "allow_local_callbacks" => "--allow-local-callbacks".to_owned(),
-        "http_client" | "proxy" => "the HTTP client (check HTTPS_PROXY, ALL_PROXY, NO_PROXY)".to_owned(),
+        "http_client" | "proxy" => {
+            "the HTTP client (check HTTPS_PROXY, ALL_PROXY, NO_PROXY)".to_owned()
+        }
         other => format!("WHISH_{service}_{}", other.to_ascii_uppercase()),
     };
     usage(format!("{var}: {}", e.reason))
