@@ -28,7 +28,7 @@ impl Out {
             let text = serde_json::to_string_pretty(v).unwrap_or_default();
             let mut safe = String::with_capacity(text.len());
             for c in text.chars() {
-                if matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+                if is_direction_override(c) {
                     let _ = write!(safe, "\\u{:04x}", u32::from(c));
                 } else {
                     safe.push(c);
@@ -66,14 +66,18 @@ pub fn usage(message: impl std::fmt::Display) -> u8 {
     USAGE
 }
 
+/// The Unicode embeddings, overrides and isolates that reorder how a terminal shows text.
+fn is_direction_override(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Text from the network made safe for a terminal: control characters (escape sequences that
 /// would retitle the window or clear the screen, line breaks) and the Unicode direction
 /// overrides are shown escaped, never interpreted. JSON output is already escaped by the encoder.
 pub fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if c.is_control() || bidi {
+        if c.is_control() || is_direction_override(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);

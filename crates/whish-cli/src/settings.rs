@@ -78,28 +78,31 @@ impl Ctx {
         Ok(settings)
     }
 
-    pub fn transfer(&self) -> Result<TransferClient, u8> {
+    /// The money-transfer account: settings, username and key (locations shares them).
+    fn transfer_account(&self) -> Result<(ClientSettings, String, SecretString), u8> {
         let s = &self.settings;
         let base = need(&s.transfer_base_url, "WHISH_TRANSFER_BASE_URL")?;
-        TransferClient::builder(self.client_settings(base, false)?)
-            .username(need(&s.transfer_username, "WHISH_TRANSFER_USERNAME")?)
-            .key(SecretString::from(need(
-                &s.transfer_key,
-                "WHISH_TRANSFER_KEY",
-            )?))
+        Ok((
+            self.client_settings(base, false)?,
+            need(&s.transfer_username, "WHISH_TRANSFER_USERNAME")?,
+            SecretString::from(need(&s.transfer_key, "WHISH_TRANSFER_KEY")?),
+        ))
+    }
+
+    pub fn transfer(&self) -> Result<TransferClient, u8> {
+        let (settings, username, key) = self.transfer_account()?;
+        TransferClient::builder(settings)
+            .username(username)
+            .key(key)
             .build()
             .map_err(|e| setup(&e, "TRANSFER"))
     }
 
     pub fn locations(&self) -> Result<LocationsClient, u8> {
-        let s = &self.settings;
-        let base = need(&s.transfer_base_url, "WHISH_TRANSFER_BASE_URL")?;
-        LocationsClient::builder(self.client_settings(base, false)?)
-            .username(need(&s.transfer_username, "WHISH_TRANSFER_USERNAME")?)
-            .key(SecretString::from(need(
-                &s.transfer_key,
-                "WHISH_TRANSFER_KEY",
-            )?))
+        let (settings, username, key) = self.transfer_account()?;
+        LocationsClient::builder(settings)
+            .username(username)
+            .key(key)
             .build()
             .map_err(|e| setup(&e, "TRANSFER"))
     }

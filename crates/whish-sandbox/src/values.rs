@@ -32,6 +32,15 @@ pub(crate) fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
+/// A string field, or a number sent where the spec says String (clients in other languages send
+/// one), as its text.
+pub(crate) fn text_or_number(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::Number(n) => Some(n.to_string()),
+        _ => text(v, key).map(str::to_owned),
+    }
+}
+
 /// An integer field (a JSON number without fraction).
 pub(crate) fn int(v: &Value, key: &str) -> Option<i64> {
     v.get(key).and_then(Value::as_i64)

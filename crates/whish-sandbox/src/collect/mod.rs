@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 
 use crate::config::Settings;
 use crate::envelope::Reply;
-use crate::values::{object, text};
+use crate::values::{object, text, text_or_number};
 use state::{CollectWorld, LinkState, Payment};
 
 const BAD: &str = "400";
@@ -223,14 +223,6 @@ fn currency_and_id(body: &[u8]) -> Option<(String, String)> {
         text(&b, "currency")?.to_owned(),
         text_or_number(&b, "externalId")?,
     ))
-}
-
-/// A string field, or a number sent where the spec says String, as its text.
-fn text_or_number(b: &Value, key: &str) -> Option<String> {
-    match b.get(key)? {
-        Value::Number(n) => Some(n.to_string()),
-        _ => text(b, key).map(str::to_owned),
-    }
 }
 
 /// One payer attempt on a link: what changed, which callback to call, where the browser goes.
