@@ -80,10 +80,10 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
             reason,
         } => {
             let id = ExternalId::new(x).map_err(usage)?;
-            let r = client
-                .refund(currency(c), &id, reason.as_deref())
-                .await
+            let prepared = client
+                .prepare_refund(currency(c), &id, reason.as_deref())
                 .map_err(|e| report(&e))?;
+            let r = client.refund(&prepared).await.map_err(|e| report(&e))?;
             Ok(out.success(&json!({"externalId": r.external_id, "retrieved": r.retrieved})))
         }
     }

@@ -360,14 +360,21 @@ async fn send_then_cancel(c: &Clients) -> Step {
     };
     let cancelled = c
         .transfer
-        .cancel(&s.ltn_number, Some("demo"))
+        .cancel(
+            &c.transfer
+                .prepare_cancel(&s.ltn_number, Some("demo"))
+                .map_err(e)?,
+        )
         .await
         .map_err(e)?;
     ensure(
         cancelled.status == TransferStatus::CanceledFull,
         "not CANCELED_FULL",
     )?;
-    let again = c.transfer.cancel(&s.ltn_number, None).await;
+    let again = c
+        .transfer
+        .cancel(&c.transfer.prepare_cancel(&s.ltn_number, None).map_err(e)?)
+        .await;
     let code = match again {
         Err(whish::core::Error::Failed(f)) => f.raw,
         other => return Err(format!("a second cancel answered {other:?}")),
@@ -522,12 +529,20 @@ async fn status_and_refund(c: &Clients, payment: Option<&(String, String)>) -> S
     )?;
     let first = c
         .collect
-        .refund(Currency::Usd, &id, Some("demo"))
+        .refund(
+            &c.collect
+                .prepare_refund(Currency::Usd, &id, Some("demo"))
+                .map_err(e)?,
+        )
         .await
         .map_err(e)?;
     let second = c
         .collect
-        .refund(Currency::Usd, &id, None)
+        .refund(
+            &c.collect
+                .prepare_refund(Currency::Usd, &id, None)
+                .map_err(e)?,
+        )
         .await
         .map_err(e)?;
     let after = c.collect.status(Currency::Usd, &id).await.map_err(e)?;

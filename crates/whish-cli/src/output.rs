@@ -137,6 +137,10 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
         ),
         Error::Validation(v) => usage(v),
         Error::Setup(s) => usage(s),
+        Error::Record(r) => {
+            eprintln!("whish: {}", printable(&r.to_string()));
+            USAGE
+        }
         other => out.failure(
             &json!({"error": "decode", "message": other.to_string()}),
             "the reply could not be read; the outcome is unknown: check status before retrying",

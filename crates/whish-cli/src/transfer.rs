@@ -102,10 +102,10 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             Ok(out.success(&to_json(&s)))
         }
         TransferCmd::Cancel { ltn, reason } => {
-            let c = client
-                .cancel(&ltn, reason.as_deref())
-                .await
+            let prepared = client
+                .prepare_cancel(&ltn, reason.as_deref())
                 .map_err(|e| report(&e))?;
+            let c = client.cancel(&prepared).await.map_err(|e| report(&e))?;
             Ok(out.success(&to_json(&c)))
         }
         TransferCmd::Countries => {

@@ -45,6 +45,9 @@ pub enum Error<C> {
     Validation(ValidationError),
     /// The HTTP client or the request could not be set up; nothing was sent.
     Setup(SetupError),
+    /// The durable record of the request (a journal) could not be written before sending, or
+    /// refused the request; nothing was sent.
+    Record(RecordError),
 }
 
 /// A documented (or new) failure code.
@@ -339,8 +342,10 @@ impl<C: ErrorCode> Error<C> {
     /// True when nothing was sent: refused locally, a client that could not be set up, or a
     /// connection that never opened. Safe to fix and try again.
     pub fn nothing_sent(&self) -> bool {
-        matches!(self, Error::Validation(_) | Error::Setup(_))
-            || matches!(self, Error::Transport(t) if !t.may_have_reached)
+        matches!(
+            self,
+            Error::Validation(_) | Error::Setup(_) | Error::Record(_)
+        ) || matches!(self, Error::Transport(t) if !t.may_have_reached)
     }
 
     /// True when the outcome is unknown: Pending, a transport failure after which the request
@@ -369,7 +374,7 @@ impl<C: ErrorCode> Error<C> {
             Error::Transport(t) => t.may_have_reached,
             Error::Http(h) => h.is_server_side(),
             Error::Decode(_) => true,
-            Error::Failed(_) | Error::Validation(_) | Error::Setup(_) => false,
+            Error::Failed(_) | Error::Validation(_) | Error::Setup(_) | Error::Record(_) => false,
         }
     }
 
@@ -389,7 +394,7 @@ impl<C: ErrorCode> Error<C> {
             Error::Transport(t) => Some(t.endpoint),
             Error::Http(h) => Some(h.endpoint),
             Error::Decode(d) => Some(d.endpoint),
-            Error::Validation(_) | Error::Setup(_) => None,
+            Error::Validation(_) | Error::Setup(_) | Error::Record(_) => None,
         }
     }
 
@@ -401,6 +406,7 @@ impl<C: ErrorCode> Error<C> {
             Error::Transport(t) => t.idempotency_key.as_deref(),
             Error::Http(h) => h.idempotency_key.as_deref(),
             Error::Decode(d) => d.idempotency_key.as_deref(),
+            Error::Record(r) => r.idempotency_key.as_deref(),
             Error::Validation(_) | Error::Setup(_) => None,
         }
     }
@@ -455,6 +461,10 @@ impl<C: ErrorCode> Error<C> {
             }
             Error::Validation(_) => "nothing was sent: correct the value and call again",
             Error::Setup(_) => "nothing was sent: correct the client settings",
+            Error::Record(_) => {
+                "nothing was sent: the journal could not record the request; fix the journal \
+                 (disk, database, a reused key) and call again with the same prepared request"
+            }
         }
     }
 }
@@ -462,6 +472,72 @@ impl<C: ErrorCode> Error<C> {
 impl<C> From<ValidationError> for Error<C> {
     fn from(e: ValidationError) -> Self {
         Error::Validation(e)
+    }
+}
+
+/// A durable record of a request (the journal) that could not be written before sending, or
+/// that refused the request (its key already names a different request). Nothing was sent.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RecordError {
+    /// What went wrong, in one line; never carries a credential or a request body.
+    pub message: String,
+    /// The idempotency key of the request.
+    pub idempotency_key: Option<String>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl RecordError {
+    /// A record error for the request with this key, with its cause.
+    pub fn new(
+        message: impl Into<String>,
+        idempotency_key: Option<String>,
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    ) -> RecordError {
+        RecordError {
+            message: message.into(),
+            idempotency_key,
+            source,
+        }
+    }
+}
+
+impl fmt::Debug for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordError")
+            .field("message", &self.message)
+            .field("idempotency_key", &self.idempotency_key)
+            .finish()
+    }
+}
+
+impl PartialEq for RecordError {
+    fn eq(&self, o: &Self) -> bool {
+        self.message == o.message && self.idempotency_key == o.idempotency_key
+    }
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "journal: {}", self.message)?;
+        if let Some(k) = &self.idempotency_key {
+            write!(f, ", idempotency key {k}")?;
+        }
+        f.write_str("; nothing was sent")
+    }
+}
+
+impl std::error::Error for RecordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl<C> From<RecordError> for Error<C> {
+    fn from(e: RecordError) -> Self {
+        Error::Record(e)
     }
 }
 
@@ -574,6 +650,7 @@ impl<C: ErrorCode> fmt::Display for Error<C> {
             Error::Decode(d) => d.fmt(f),
             Error::Validation(v) => write!(f, "refused before sending: {v}"),
             Error::Setup(s) => s.fmt(f),
+            Error::Record(r) => r.fmt(f),
         }
     }
 }
@@ -585,6 +662,7 @@ impl<C: ErrorCode> std::error::Error for Error<C> {
         match self {
             Error::Transport(t) => std::error::Error::source(t),
             Error::Setup(s) => std::error::Error::source(s),
+            Error::Record(r) => std::error::Error::source(r),
             _ => None,
         }
     }

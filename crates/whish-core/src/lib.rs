@@ -59,7 +59,7 @@ pub use code::ErrorCode;
 pub use dates::{DateTime, DayMonthYear, EpochMillis};
 pub use envelope::{Code, Dialog, Envelope, Outcome};
 pub use error::{
-    DecodeError, Error, Failure, HttpError, PendingReply, SetupError, TransportError,
+    DecodeError, Error, Failure, HttpError, PendingReply, RecordError, SetupError, TransportError,
     TransportErrorKind,
 };
 pub use follow_up::FollowUp;

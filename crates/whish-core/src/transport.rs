@@ -128,6 +128,7 @@ impl Transport {
             Err(Error::Decode(_)) => "decode".to_owned(),
             Err(Error::Validation(_)) => "validation".to_owned(),
             Err(Error::Setup(_)) => "setup".to_owned(),
+            Err(Error::Record(_)) => "record".to_owned(),
         };
         span.record("outcome", outcome.as_str());
         span.record("duration_ms", started.elapsed().as_millis() as u64);

@@ -87,6 +87,11 @@ async fn every_variant_renders_as_one_line() {
         ValidationKind::NotPositive,
     )));
     errors.push(Error::Setup(SetupError::missing("username")));
+    errors.push(Error::Record(whish_core::RecordError::new(
+        "the key already names a different request",
+        Some("42".into()),
+        None,
+    )));
 
     let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -121,6 +126,12 @@ async fn every_variant_renders_as_one_line() {
         "refused before sending: `amount` must be greater than zero"
     );
     assert_eq!(texts[8], "setting `username` is required");
+    assert_eq!(
+        texts[9],
+        "journal: the key already names a different request, idempotency key 42; nothing was sent"
+    );
+    assert!(errors[9].nothing_sent() && !errors[9].outcome_unknown());
+    assert_eq!(errors[9].idempotency_key(), Some("42"));
     for e in &errors {
         assert_reads_well(e);
     }

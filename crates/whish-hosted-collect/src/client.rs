@@ -5,11 +5,12 @@ use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
     ClientSettings, Currency, ExternalId, FollowUp, SecretString, ServiceHeaders, SetupError,
+    ValidationError,
 };
 
 use crate::Error;
 use crate::code::CollectCode;
-use crate::create::{CreatedPayment, NewPayment, PreparedPayment, prepare};
+use crate::create::{CreatedPayment, NewPayment, PreparedPayment, PreparedRefund, prepare};
 use crate::model::{BalanceData, CollectBalance, CollectStatus, PaymentStatus, Refund};
 
 /// Builds a [`CollectClient`]: the shared [`ClientSettings`] (which must carry a `user_agent`:
@@ -273,6 +274,27 @@ impl CollectClient {
             .await
     }
 
+    /// Check a refund of the payment with this externalId, without sending.
+    pub fn prepare_refund(
+        &self,
+        currency: Currency,
+        external_id: &ExternalId,
+        refund_reason: Option<&str>,
+    ) -> Result<PreparedRefund, Error> {
+        currency.require_usd_or_lbp("currency")?;
+        let body = serde_json::to_vec(&ByExternalId {
+            currency: &currency,
+            external_id,
+            refund_reason,
+        })
+        .map_err(|e| ValidationError::invalid("refundReason", e.to_string()))?;
+        Ok(PreparedRefund {
+            external_id: external_id.clone(),
+            currency,
+            body: body.into(),
+        })
+    }
+
     /// Refund a successful payment, by its original externalId. The service accepts refunds only
     /// from the source IP addresses registered for the account (see
     /// [`ClientSettings::proxy`] for a fixed-egress proxy). Resent with the same externalId
@@ -285,26 +307,17 @@ impl CollectClient {
     /// # async fn run(client: whish_hosted_collect::CollectClient,
     /// #              external_id: whish_core::ExternalId) -> Result<(), whish_hosted_collect::Error> {
     /// use whish_core::Currency;
-    /// let refund = client.refund(Currency::Usd, &external_id, Some("returned goods")).await?;
-    /// if refund.retrieved {
+    /// let refund = client.prepare_refund(Currency::Usd, &external_id, Some("returned goods"))?;
+    /// let refunded = client.refund(&refund).await?;
+    /// if refunded.retrieved {
     ///     println!("already refunded before; nothing refunded twice");
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn refund(
-        &self,
-        currency: Currency,
-        external_id: &ExternalId,
-        refund_reason: Option<&str>,
-    ) -> Result<Refund, Error> {
-        currency.require_usd_or_lbp("currency")?;
+    pub async fn refund(&self, prepared: &PreparedRefund) -> Result<Refund, Error> {
         let req = Request::new("collect.refund", Method::POST, self.refund_path.as_str())
-            .json(&ByExternalId {
-                currency: &currency,
-                external_id,
-                refund_reason,
-            })?
-            .idempotency_key(external_id.as_str())
+            .json_bytes(prepared.body.clone())
+            .idempotency_key(prepared.external_id.as_str())
             .resend(Resend::SameKey { on_pending: true })
             .options(self.options);
         let reply = self
@@ -312,7 +325,7 @@ impl CollectClient {
             .call::<serde_json::Value, CollectCode>(req)
             .await?;
         Ok(Refund {
-            external_id: external_id.clone(),
+            external_id: prepared.external_id.clone(),
             retrieved: reply.retrieved == Some(true),
         })
     }

@@ -196,6 +196,75 @@ impl PreparedPayment {
     pub fn body(&self) -> &[u8] {
         &self.body
     }
+
+    /// Rebuild a prepared payment from the exact bytes of [`body`](Self::body), stored before
+    /// its first send (the externalId, currency and amount are read from them). Creating it
+    /// again replays the recorded result; it never creates a second payment. Pass only bytes
+    /// that came from `body()`: the checks of
+    /// [`prepare_payment`](crate::CollectClient::prepare_payment) are not repeated.
+    pub fn from_stored(body: impl Into<Bytes>) -> Result<PreparedPayment, ValidationError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored {
+            #[serde(with = "whish_core::money::as_string")]
+            amount: Amount,
+            currency: Currency,
+            external_id: String,
+        }
+        let body = body.into();
+        let s: Stored = serde_json::from_slice(&body)
+            .map_err(|_| ValidationError::invalid("body", "is not a stored create body"))?;
+        Ok(PreparedPayment {
+            external_id: ExternalId::new(s.external_id)?,
+            currency: s.currency,
+            amount: s.amount,
+            body,
+        })
+    }
+}
+
+/// A checked refund, its body serialized once; from
+/// [`CollectClient::prepare_refund`](crate::CollectClient::prepare_refund). Its idempotency key
+/// is the original payment's externalId: sending it again refunds nothing twice.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a prepared refund does nothing until it is sent"]
+pub struct PreparedRefund {
+    pub(crate) external_id: ExternalId,
+    pub(crate) currency: Currency,
+    pub(crate) body: Bytes,
+}
+
+impl PreparedRefund {
+    /// The externalId of the payment to refund (the refund's idempotency key).
+    pub fn external_id(&self) -> &ExternalId {
+        &self.external_id
+    }
+    /// The currency of the payment.
+    pub fn currency(&self) -> &Currency {
+        &self.currency
+    }
+    /// The exact JSON body every send of this refund carries.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// Rebuild a prepared refund from the exact bytes of [`body`](Self::body).
+    pub fn from_stored(body: impl Into<Bytes>) -> Result<PreparedRefund, ValidationError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored {
+            currency: Currency,
+            external_id: String,
+        }
+        let body = body.into();
+        let s: Stored = serde_json::from_slice(&body)
+            .map_err(|_| ValidationError::invalid("body", "is not a stored refund body"))?;
+        Ok(PreparedRefund {
+            external_id: ExternalId::new(s.external_id)?,
+            currency: s.currency,
+            body,
+        })
+    }
 }
 
 #[derive(Serialize)]

@@ -58,7 +58,7 @@ pub use client::{CollectClient, CollectClientBuilder, LIVE_BRAND, SPEC_BRAND};
 pub use code::CollectCode;
 pub use create::{
     CollectUrls, CreatedPayment, FailureCallbackUrl, FailureRedirectUrl, NewPayment,
-    PreparedPayment, SuccessCallbackUrl, SuccessRedirectUrl,
+    PreparedPayment, PreparedRefund, SuccessCallbackUrl, SuccessRedirectUrl,
 };
 pub use model::{CollectBalance, CollectStatus, PaymentStatus, Refund};
 

@@ -135,14 +135,26 @@ async fn refund_request_and_retrieved_flag() {
     let c = client(&server.base, 0);
     let id = ExternalId::new("order-A-17").expect("id");
     let r = c
-        .refund(Currency::Usd, &id, Some("customer cancelled"))
+        .refund(
+            &c.prepare_refund(Currency::Usd, &id, Some("customer cancelled"))
+                .expect("prepared"),
+        )
         .await
         .expect("refund");
     assert!(!r.retrieved);
-    let r = c.refund(Currency::Usd, &id, None).await.expect("replay");
+    let r = c
+        .refund(
+            &c.prepare_refund(Currency::Usd, &id, None)
+                .expect("prepared"),
+        )
+        .await
+        .expect("replay");
     assert!(r.retrieved, "duplicate refund is exposed");
     let err = c
-        .refund(Currency::Usd, &id, None)
+        .refund(
+            &c.prepare_refund(Currency::Usd, &id, None)
+                .expect("prepared"),
+        )
         .await
         .expect_err("unknown id");
     assert_eq!(err.code(), Some(&CollectCode::ExternalIdNotExists));
@@ -283,7 +295,9 @@ async fn question_mark_propagates_a_refusal_and_a_pending() {
         c: &CollectClient,
         id: &ExternalId,
     ) -> Result<bool, whish_hosted_collect::Error> {
-        let refund = c.refund(Currency::Usd, id, None).await?;
+        let refund = c
+            .refund(&c.prepare_refund(Currency::Usd, id, None).expect("prepared"))
+            .await?;
         Ok(refund.retrieved)
     }
     let server = ScriptedServer::start(vec![
@@ -389,8 +403,7 @@ async fn refusals_send_nothing() {
     );
     assert!(c.balance(Currency::Other("AED".into())).await.is_err());
     assert!(
-        c.refund(Currency::Other("AED".into()), &id, None)
-            .await
+        c.prepare_refund(Currency::Other("AED".into()), &id, None)
             .is_err()
     );
     any.assert_calls_async(0).await;

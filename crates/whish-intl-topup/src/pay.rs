@@ -51,6 +51,47 @@ impl PreparedPay {
     pub fn body(&self) -> &[u8] {
         &self.body
     }
+
+    /// Rebuild a prepared pay from what was stored before its first send: the provider and the
+    /// exact bytes of [`body`](Self::body) (the externalId, option, amount and target are read
+    /// from them). Paying it again replays the original result; it never charges twice. Pass
+    /// only bytes that came from `body()`: the checks of
+    /// [`prepare_pay`](crate::TopupClient::prepare_pay) are not repeated.
+    ///
+    /// ```
+    /// use whish_intl_topup::PreparedPay;
+    /// let body = br#"{"target":"971501234567","optionId":"ETI-10","amount":10.5,"externalId":"order-17"}"#;
+    /// let p = PreparedPay::from_stored("etisalat-ae", body.to_vec())?;
+    /// assert_eq!(p.external_id().as_str(), "order-17");
+    /// assert_eq!(p.amount().to_string(), "10.5");
+    /// # Ok::<(), whish_core::ValidationError>(())
+    /// ```
+    pub fn from_stored(
+        provider: &str,
+        body: impl Into<Bytes>,
+    ) -> Result<PreparedPay, whish_core::ValidationError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored {
+            target: String,
+            option_id: String,
+            amount: Amount,
+            external_id: String,
+        }
+        let body = body.into();
+        let s: Stored = serde_json::from_slice(&body).map_err(|_| {
+            whish_core::ValidationError::invalid("body", "is not a stored pay body")
+        })?;
+        Ok(PreparedPay {
+            provider: provider.to_owned(),
+            provider_segment: whish_core::path::segment(provider, "provider")?,
+            external_id: ExternalId::new(s.external_id)?,
+            option_id: s.option_id,
+            amount: s.amount,
+            target: s.target,
+            body,
+        })
+    }
 }
 
 #[derive(Serialize)]

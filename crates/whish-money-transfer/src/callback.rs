@@ -248,6 +248,24 @@ pub struct StatusChange {
     pub to: TransferStatus,
 }
 
+impl StatusChange {
+    /// A change of `transfer_id` (created with `request_id`) from `from` to `to`; for stores
+    /// that keep the record elsewhere (a journal, a database of your own).
+    pub fn new(
+        transfer_id: impl Into<String>,
+        request_id: RequestId,
+        from: Option<TransferStatus>,
+        to: TransferStatus,
+    ) -> StatusChange {
+        StatusChange {
+            transfer_id: transfer_id.into(),
+            request_id,
+            from,
+            to,
+        }
+    }
+}
+
 /// Turns callbacks into one state change per recorded change of status: a repeated callback
 /// reports the current status again and is not a new event.
 ///

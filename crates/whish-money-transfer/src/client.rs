@@ -15,8 +15,8 @@ use crate::model::{
     SendingCountry, StatusResult,
 };
 use crate::send::{
-    CashSent, CountryId, LEBANON, PreparedTransfer, SendOutcome, SendRequest, WalletCredited,
-    check_common_money,
+    CashSent, CountryId, LEBANON, PreparedCancel, PreparedTransfer, SendOutcome, SendRequest,
+    WalletCredited, check_common_money,
 };
 
 /// Builds a [`TransferClient`]: the shared [`ClientSettings`] plus the account's `username` and
@@ -462,16 +462,41 @@ impl TransferClient {
             .require_data()
     }
 
-    /// Cancel a cash-collection transfer not yet collected. Not resent automatically: if the
-    /// outcome is unknown, read it with [`status`](Self::status). The reason is kept in the
+    /// Check a cancel and fix its Request-id. Nothing is sent. The reason is kept in the
     /// account's audit log only.
+    pub fn prepare_cancel(
+        &self,
+        ltn_number: &str,
+        reason: Option<&str>,
+    ) -> Result<PreparedCancel, Error> {
+        let ltn_number = ltn_number.trim();
+        if ltn_number.is_empty() {
+            return Err(ValidationError::new("ltnNumber", ValidationKind::Missing).into());
+        }
+        let mut body = serde_json::json!({ "ltnNumber": ltn_number });
+        if let Some(r) = reason {
+            body["reason"] = serde_json::Value::from(r);
+        }
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| ValidationError::invalid("reason", e.to_string()))?;
+        Ok(PreparedCancel {
+            request_id: RequestId::generate(),
+            ltn_number: ltn_number.to_owned(),
+            body: body.into(),
+        })
+    }
+
+    /// Cancel a cash-collection transfer not yet collected. Not resent automatically: if the
+    /// outcome is unknown, read it with [`status`](Self::status) by LTN (`CANCELED_FULL` means
+    /// it was applied) before sending the same prepared cancel again.
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # async fn run(client: whish_money_transfer::TransferClient) -> Result<(), whish_money_transfer::Error> {
     /// use whish_money_transfer::TransferCode;
-    /// match client.cancel("LTN-123", Some("customer asked")).await {
+    /// let cancel = client.prepare_cancel("LTN-123", Some("customer asked"))?;
+    /// match client.cancel(&cancel).await {
     ///     Ok(c) => println!("now {:?}", c.status),
     ///     Err(e) if e.code() == Some(&TransferCode::TransferCannotBeCanceled) => {
     ///         println!("already collected or cancelled")
@@ -481,26 +506,18 @@ impl TransferClient {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn cancel(
-        &self,
-        ltn_number: &str,
-        reason: Option<&str>,
-    ) -> Result<Cancellation, Error> {
-        if ltn_number.trim().is_empty() {
-            return Err(ValidationError::new("ltnNumber", ValidationKind::Missing).into());
-        }
-        let mut body = serde_json::json!({ "ltnNumber": ltn_number.trim() });
-        if let Some(r) = reason {
-            body["reason"] = serde_json::Value::from(r);
-        }
-        let req = self
-            .request(
+    pub async fn cancel(&self, prepared: &PreparedCancel) -> Result<Cancellation, Error> {
+        let req = with_request_id(
+            Request::new(
                 "transfer.cancel",
                 Method::POST,
                 "/api/woo/cancel/send/money",
             )
-            .json(&body)?
-            .resend(Resend::Never);
+            .json_bytes(prepared.body.clone())
+            .resend(Resend::Never)
+            .options(self.options),
+            prepared.request_id,
+        );
         self.transport
             .call::<Cancellation, TransferCode>(req)
             .await?

@@ -43,8 +43,8 @@ pub use model::{
 pub use reference::{Reason, SourceOfFunds};
 pub use send::{
     CashCollectionSend, CashReceiver, CashSent, CountryId, Customer, DateOfBirth, Identity,
-    LEBANON, MobileWalletSend, PreparedTransfer, SendOutcome, SendRequest, Sender, WalletCredited,
-    WalletReceiver, is_english_name,
+    LEBANON, MobileWalletSend, PreparedCancel, PreparedTransfer, SendOutcome, SendRequest, Sender,
+    WalletCredited, WalletReceiver, is_english_name,
 };
 
 /// The error type of this service's calls.

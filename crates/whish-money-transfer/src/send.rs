@@ -592,6 +592,43 @@ impl PreparedTransfer {
         &self.body
     }
 
+    /// Rebuild a prepared transfer from what was stored before its first send: its Request-id
+    /// and the exact bytes of [`body`](Self::body). This is how a journal or your own store
+    /// resends the same request after a restart ([`TransferClient::resend`](crate::TransferClient::resend)).
+    /// The bytes must be a JSON object; the payment mode is read from them. The checks of
+    /// [`prepare_send`](crate::TransferClient::prepare_send) ran when they were first built and
+    /// are not repeated: pass only bytes that came from `body()`.
+    ///
+    /// ```
+    /// use whish_core::RequestId;
+    /// use whish_money_transfer::{PaymentMode, PreparedTransfer};
+    /// let stored = br#"{"paymentMode":"MOBILE_WALLET","amount":10}"#;
+    /// let p = PreparedTransfer::from_stored(RequestId::new(42)?, stored.to_vec())?;
+    /// assert_eq!(p.payment_mode(), &PaymentMode::MobileWallet);
+    /// assert!(PreparedTransfer::from_stored(RequestId::new(42)?, b"[1]".to_vec()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_stored(
+        request_id: RequestId,
+        body: impl Into<Bytes>,
+    ) -> Result<PreparedTransfer, ValidationError> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            #[serde(rename = "paymentMode", default)]
+            payment_mode: Option<PaymentMode>,
+        }
+        let body = body.into();
+        let head: Head = serde_json::from_slice(&body)
+            .map_err(|_| ValidationError::invalid("body", "is not a stored send body"))?;
+        Ok(PreparedTransfer {
+            request_id,
+            payment_mode: head.payment_mode.unwrap_or(PaymentMode::CashCollection),
+            body,
+            // Stored before a send: it may have arrived, so `transfer.already.done` confirms.
+            may_have_arrived: Arc::new(AtomicBool::new(true)),
+        })
+    }
+
     pub(crate) fn mark_may_have_arrived(&self) {
         self.may_have_arrived.store(true, Ordering::SeqCst);
     }
@@ -604,6 +641,53 @@ impl PreparedTransfer {
 impl PartialEq for PreparedTransfer {
     fn eq(&self, other: &Self) -> bool {
         self.request_id == other.request_id && self.body == other.body
+    }
+}
+
+/// A checked cancel with its Request-id fixed and its body serialized once; from
+/// [`TransferClient::prepare_cancel`](crate::TransferClient::prepare_cancel). Store
+/// [`request_id`](Self::request_id) (and the LTN) before sending if you journal it.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a prepared cancel does nothing until it is sent"]
+pub struct PreparedCancel {
+    pub(crate) request_id: RequestId,
+    pub(crate) ltn_number: String,
+    pub(crate) body: Bytes,
+}
+
+impl PreparedCancel {
+    /// The Request-id this cancel carries.
+    pub fn request_id(&self) -> RequestId {
+        self.request_id
+    }
+    /// The LTN number of the transfer to cancel.
+    pub fn ltn_number(&self) -> &str {
+        &self.ltn_number
+    }
+    /// The exact JSON body every send of this cancel carries.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// Rebuild a prepared cancel from its stored Request-id and the exact bytes of
+    /// [`body`](Self::body) (a JSON object with `ltnNumber`).
+    pub fn from_stored(
+        request_id: RequestId,
+        body: impl Into<Bytes>,
+    ) -> Result<PreparedCancel, ValidationError> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            #[serde(rename = "ltnNumber")]
+            ltn_number: String,
+        }
+        let body = body.into();
+        let head: Head = serde_json::from_slice(&body)
+            .map_err(|_| ValidationError::invalid("body", "is not a stored cancel body"))?;
+        Ok(PreparedCancel {
+            request_id,
+            ltn_number: head.ltn_number,
+            body,
+        })
     }
 }
 

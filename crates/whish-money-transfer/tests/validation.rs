@@ -162,7 +162,7 @@ async fn refusals_send_nothing() {
         kind_of(c.status(&StatusQuery::LtnNumber(String::new())).await).0,
         "transferId"
     );
-    assert_eq!(kind_of(c.cancel("", None).await).0, "ltnNumber");
+    assert_eq!(kind_of(c.prepare_cancel("", None)).0, "ltnNumber");
     assert!(
         ReportRange::starting("2026-08-31 00:00:00")
             .and_then(|r| r.until("2026-08-01 00:00:00"))

@@ -247,14 +247,23 @@ async fn cancel() {
     .await;
     let c = client(&server.base, 3);
     let r = c
-        .cancel("48213590", Some("customer asked"))
+        .cancel(
+            &c.prepare_cancel("48213590", Some("customer asked"))
+                .expect("prepared"),
+        )
         .await
         .expect("cancelled");
     assert_eq!(r.status, TransferStatus::CanceledFull);
     assert_eq!(r.receiver_identity, None);
-    let e = c.cancel("48213590", None).await.expect_err("twice");
+    let e = c
+        .cancel(&c.prepare_cancel("48213590", None).expect("prepared"))
+        .await
+        .expect_err("twice");
     assert_eq!(e.code(), Some(&TransferCode::TransferCannotBeCanceled));
-    let e = c.cancel("1", None).await.expect_err("unknown");
+    let e = c
+        .cancel(&c.prepare_cancel("1", None).expect("prepared"))
+        .await
+        .expect_err("unknown");
     assert_eq!(e.code(), Some(&TransferCode::TransferNotExists));
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3);

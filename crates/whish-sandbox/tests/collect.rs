@@ -140,12 +140,20 @@ async fn pay_on_the_hosted_page_with_a_wrong_code_first_then_refund_once() {
     );
 
     let first = client
-        .refund(Currency::Usd, &id, Some("damaged"))
+        .refund(
+            &client
+                .prepare_refund(Currency::Usd, &id, Some("damaged"))
+                .expect("prepared"),
+        )
         .await
         .expect("refund");
     assert!(!first.retrieved);
     let second = client
-        .refund(Currency::Usd, &id, None)
+        .refund(
+            &client
+                .prepare_refund(Currency::Usd, &id, None)
+                .expect("prepared"),
+        )
         .await
         .expect("replayed");
     assert!(second.retrieved, "a second refund replays the first");
@@ -176,12 +184,20 @@ async fn create_replays_by_external_id_and_refund_needs_a_success() {
     assert_eq!(sb.payments().len(), 1);
 
     let early = client
-        .refund(Currency::Usd, prepared.external_id(), None)
+        .refund(
+            &client
+                .prepare_refund(Currency::Usd, prepared.external_id(), None)
+                .expect("prepared"),
+        )
         .await
         .expect_err("not paid");
     assert!(matches!(&early, Error::Failed(_)), "{early:?}");
     let unknown = client
-        .refund(Currency::Usd, &ExternalId::new("nope").expect("id"), None)
+        .refund(
+            &client
+                .prepare_refund(Currency::Usd, &ExternalId::new("nope").expect("id"), None)
+                .expect("prepared"),
+        )
         .await
         .expect_err("unknown");
     assert!(matches!(&unknown, Error::Failed(f) if f.raw == "external_id.not_exists"));

@@ -155,9 +155,21 @@ async fn transfer_paths(sb: &Sandbox, t: &mut Texts) {
     t.result(client.status(&id).await);
     t.result(client.status(&StatusQuery::LtnNumber("nope".into())).await);
     if let Some(whish::transfer::SendOutcome::Sent(s)) = t.result(client.send(&sent).await) {
-        t.result(client.cancel(&s.ltn_number, Some("test")).await);
+        t.result(
+            client
+                .cancel(
+                    &client
+                        .prepare_cancel(&s.ltn_number, Some("test"))
+                        .expect("prepared"),
+                )
+                .await,
+        );
     }
-    t.result(client.cancel("nope", None).await);
+    t.result(
+        client
+            .cancel(&client.prepare_cancel("nope", None).expect("prepared"))
+            .await,
+    );
     let range = ReportRange::starting("2000-01-01 00:00:00")
         .and_then(|r| r.until("2100-01-01 00:00:00"))
         .expect("range");
@@ -195,7 +207,15 @@ async fn collect_paths(sb: &Sandbox, t: &mut Texts) {
     t.result(client.create_payment(&p).await);
     t.result(client.status(Currency::Usd, p.external_id()).await);
     let unknown = ExternalId::new("no-such-order").expect("id");
-    t.result(client.refund(Currency::Usd, &unknown, None).await);
+    t.result(
+        client
+            .refund(
+                &client
+                    .prepare_refund(Currency::Usd, &unknown, None)
+                    .expect("prepared"),
+            )
+            .await,
+    );
     t.result(client.status(Currency::Usd, &unknown).await);
 }
 

@@ -144,19 +144,30 @@ async fn send_then_cancel_and_the_cancel_rules() {
         panic!("not sent")
     };
     let cancelled = client
-        .cancel(&sent.ltn_number, Some("customer asked"))
+        .cancel(
+            &client
+                .prepare_cancel(&sent.ltn_number, Some("customer asked"))
+                .expect("prepared"),
+        )
         .await
         .expect("cancel");
     assert_eq!(cancelled.status, TransferStatus::CanceledFull);
     let again = client
-        .cancel(&sent.ltn_number, None)
+        .cancel(
+            &client
+                .prepare_cancel(&sent.ltn_number, None)
+                .expect("prepared"),
+        )
         .await
         .expect_err("twice");
     assert!(
         matches!(&again, Error::Failed(f) if f.raw == "transfer.cannot_be_canceled"),
         "{again:?}"
     );
-    let unknown = client.cancel("0000", None).await.expect_err("unknown");
+    let unknown = client
+        .cancel(&client.prepare_cancel("0000", None).expect("prepared"))
+        .await
+        .expect_err("unknown");
     assert!(matches!(&unknown, Error::Failed(f) if f.raw == "transfer.not_exists"));
     let status = client
         .status(&StatusQuery::TransferId(sent.transfer_id.clone()))
@@ -195,7 +206,11 @@ async fn mobile_wallet_credited_failed_and_pending() {
         other => panic!("expected Credited, got {other:?}"),
     }
     let cancel = client
-        .cancel(&sb.transfers()[0].ltn_number, None)
+        .cancel(
+            &client
+                .prepare_cancel(&sb.transfers()[0].ltn_number, None)
+                .expect("prepared"),
+        )
         .await
         .expect_err("wallet");
     assert!(matches!(&cancel, Error::Failed(f) if f.raw == "transfer.cannot_be_canceled"));
@@ -239,7 +254,14 @@ async fn activity_and_statement_reconcile_with_the_balance_rule() {
     let SendOutcome::Sent(_) = client.send(&b).await.expect("b") else {
         panic!()
     };
-    client.cancel(&sa.ltn_number, None).await.expect("cancel");
+    client
+        .cancel(
+            &client
+                .prepare_cancel(&sa.ltn_number, None)
+                .expect("prepared"),
+        )
+        .await
+        .expect("cancel");
 
     let range = ReportRange::starting("2000-01-01 00:00:00")
         .and_then(|r| r.until("2100-01-01 00:00:00"))

@@ -356,7 +356,10 @@ async fn send(c: &Clients, prepared: &PreparedTransfer) -> (Belief, Option<Strin
 /// Cancel is not resent by the SDK (a resend could fail as "cannot be canceled" after a success):
 /// on an unknown outcome the caller reads the status.
 async fn cancel(c: &Clients, id: i64, ltn: &str) -> Belief {
-    match c.transfer.cancel(ltn, Some("soak")).await {
+    let Ok(prepared) = c.transfer.prepare_cancel(ltn, Some("soak")) else {
+        return Belief::NotDone;
+    };
+    match c.transfer.cancel(&prepared).await {
         Ok(_) => Belief::Done,
         Err(e) if !e.outcome_unknown() => Belief::NotDone,
         Err(_) => {
@@ -411,11 +414,13 @@ async fn refund(c: &Clients, id: &str) -> Belief {
     let Ok(external) = ExternalId::new(id) else {
         return Belief::NotDone;
     };
-    let result = resend_while_unknown(
-        || c.collect.refund(Currency::Usd, &external, Some("soak")),
-        failed_unknown,
-    )
-    .await;
+    let Ok(prepared) = c
+        .collect
+        .prepare_refund(Currency::Usd, &external, Some("soak"))
+    else {
+        return Belief::NotDone;
+    };
+    let result = resend_while_unknown(|| c.collect.refund(&prepared), failed_unknown).await;
     match result {
         Ok(_) => Belief::Done,
         Err(e) if !e.outcome_unknown() => Belief::NotDone,

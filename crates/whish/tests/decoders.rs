@@ -206,7 +206,15 @@ fn transfer_and_locations_replies_never_panic() {
                 0 => outcome(client.fees(&fee).await),
                 1 => outcome(client.send(&send).await),
                 2 => outcome(client.status(&query).await),
-                3 => outcome(client.cancel("LTN1", Some("reason")).await),
+                3 => outcome(
+                    client
+                        .cancel(
+                            &client
+                                .prepare_cancel("LTN1", Some("reason"))
+                                .expect("prepared"),
+                        )
+                        .await,
+                ),
                 4 => outcome(client.sending_countries().await),
                 5 => outcome(client.payment_modes().await),
                 6 => outcome(client.activity(&range).await),
@@ -293,7 +301,15 @@ fn collect_replies_never_panic() {
                 0 => outcome(client.balance(Currency::Usd).await),
                 1 => outcome(client.create_payment(&prepared).await),
                 2 => outcome(client.status(Currency::Usd, &id).await),
-                _ => outcome(client.refund(Currency::Usd, &id, Some("reason")).await),
+                _ => outcome(
+                    client
+                        .refund(
+                            &client
+                                .prepare_refund(Currency::Usd, &id, Some("reason"))
+                                .expect("prepared"),
+                        )
+                        .await,
+                ),
             }
         })
     });

@@ -1,0 +1,226 @@
+//! What one journal entry holds: the request, its key, its state and its outcome.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+macro_rules! names {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident => $s:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vm])* $v,)*
+        }
+
+        impl $name {
+            /// Every value.
+            pub const ALL: &'static [$name] = &[$($name::$v),*];
+
+            /// The name stored in the journal and printed by the command.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$v => $s,)*
+                }
+            }
+
+            /// The value with this stored name.
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($s => Some($name::$v),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    };
+}
+
+names! {
+    /// The service a request went to.
+    Service {
+        /// Money transfer (send, cancel).
+        MoneyTransfer => "money-transfer",
+        /// Hosted collect (create, refund).
+        HostedCollect => "hosted-collect",
+        /// International top-up (pay).
+        IntlTopup => "intl-topup",
+    }
+}
+
+names! {
+    /// The money-moving operation.
+    Operation {
+        /// Money transfer: create a transfer (key: the Request-id).
+        Send => "send",
+        /// Money transfer: cancel a cash-collection transfer (key: the cancel's Request-id).
+        Cancel => "cancel",
+        /// Hosted collect: create a payment (key: the externalId).
+        Create => "create",
+        /// Hosted collect: refund a payment (key: the payment's externalId).
+        Refund => "refund",
+        /// Top-up: pay for an option (key: the externalId).
+        Pay => "pay",
+    }
+}
+
+names! {
+    /// Where an entry stands. The moves follow the outcome model of the specs:
+    ///
+    /// | state | meaning | what [`recover`](crate::Journal::recover) does |
+    /// |---|---|---|
+    /// | `intended` | recorded, its first send was starting | treats it as `may-have-arrived` |
+    /// | `may-have-arrived` | an unknown outcome: a timeout, a dropped reply, a crash | resends the same bytes with the same key |
+    /// | `pending` | the service answered Pending (code 500) | follows up with status (transfer) or the same request replayed |
+    /// | `accepted` | the service accepted it (or confirmed it) | nothing: final |
+    /// | `refused` | the service refused it, or nothing was sent | nothing: final; a new attempt needs a new key |
+    /// | `needs-operator` | still open after the recovery deadline | nothing: a person looks at it |
+    State {
+        /// Recorded; the first send was starting.
+        Intended => "intended",
+        /// The request may have reached the service; its outcome is unknown.
+        MayHaveArrived => "may-have-arrived",
+        /// The service answered Pending: outcome unknown, not failed.
+        Pending => "pending",
+        /// Accepted by the service: final.
+        Accepted => "accepted",
+        /// Refused by the service, or not sent at all: final, nothing done.
+        Refused => "refused",
+        /// Still open after the recovery deadline: an operator decides.
+        NeedsOperator => "needs-operator",
+    }
+}
+
+impl State {
+    /// True for the states [`recover`](crate::Journal::recover) works on.
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            State::Intended | State::MayHaveArrived | State::Pending
+        )
+    }
+
+    /// True for `accepted` and `refused`: the service's answer is known.
+    pub fn is_final(self) -> bool {
+        matches!(self, State::Accepted | State::Refused)
+    }
+}
+
+/// The references needed to confirm an entry with the service. Never a credential, never a PIN.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct References {
+    /// Money transfer: the LTN number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ltn_number: Option<String>,
+    /// Money transfer: the transfer id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_id: Option<String>,
+    /// Money transfer: the status last read or returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_status: Option<String>,
+    /// Hosted collect: the hosted page the payer is sent to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collect_url: Option<String>,
+    /// Top-up: the transaction id of every sold item (the PIN is never kept: pay again with
+    /// the same externalId to retrieve the sale).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sold_item_ids: Vec<String>,
+}
+
+/// What the service answered last, in a few words.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// `accepted`, `confirmed`, `refused`, `not-sent`, `pending`, `unknown`, `challenge`.
+    pub result: String,
+    /// The failure code, when the service answered one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The one-line error, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The reply was a replay of an earlier one (`retrieved` true).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retrieved: bool,
+}
+
+impl Outcome {
+    pub(crate) fn new(result: &str) -> Outcome {
+        Outcome {
+            result: result.to_owned(),
+            ..Outcome::default()
+        }
+    }
+}
+
+/// One recorded request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Entry {
+    /// The journal's own row id.
+    pub id: i64,
+    /// The service.
+    pub service: Service,
+    /// The operation.
+    pub operation: Operation,
+    /// The idempotency key: the Request-id (transfer) or the externalId (collect, top-up).
+    pub key: String,
+    /// What the request needs besides its body (the top-up provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// The exact request body, byte for byte (no credentials: those travel in headers). It
+    /// holds personal data (names, phones, dates of birth): see
+    /// [`prune`](crate::Journal::prune).
+    #[serde(skip)]
+    pub request: Vec<u8>,
+    /// The state.
+    pub state: State,
+    /// How many times the request was handed to the client (each may hold resends).
+    pub attempts: u32,
+    /// When it was recorded.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created: OffsetDateTime,
+    /// When it last changed.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated: OffsetDateTime,
+    /// The last answer, summarized.
+    pub outcome: Option<Outcome>,
+    /// What confirms it with the service.
+    pub references: References,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in State::ALL {
+            assert_eq!(State::parse(s.as_str()), Some(*s));
+        }
+        for s in Service::ALL {
+            assert_eq!(Service::parse(s.as_str()), Some(*s));
+        }
+        for o in Operation::ALL {
+            assert_eq!(Operation::parse(o.as_str()), Some(*o));
+        }
+        assert_eq!(State::parse("done"), None);
+        let open: Vec<_> = State::ALL.iter().filter(|s| s.is_open()).collect();
+        assert_eq!(
+            open,
+            [&State::Intended, &State::MayHaveArrived, &State::Pending]
+        );
+        assert!(!State::NeedsOperator.is_open() && !State::NeedsOperator.is_final());
+    }
+}

@@ -1,0 +1,438 @@
+//! The journaled clients: record, send, record the outcome. They return exactly what the
+//! service clients return, so code written for a client works unchanged with its journaled
+//! twin; a journal that cannot record is `Err` with
+//! [`nothing_sent`](whish_core::Error::nothing_sent), before anything is sent.
+
+use whish_core::{Error, RecordError};
+use whish_hosted_collect::{
+    CollectClient, CreatedPayment, PreparedPayment, PreparedRefund, Refund,
+};
+use whish_intl_topup::{PayOutcome, PreparedPay, TopupClient};
+use whish_money_transfer::{
+    Cancellation, PreparedCancel, PreparedTransfer, SendOutcome, StatusResult, TransferClient,
+};
+
+use crate::Journal;
+use crate::entry::{Operation, Outcome, References, Service, State};
+use crate::store::{NewEntry, millis};
+
+/// An entry this process holds the lease of, for one send.
+pub(crate) struct Held {
+    pub id: i64,
+    /// True when the entry was there before: this send is a resend of a recorded request.
+    pub resend: bool,
+}
+
+/// Where an answer leaves an entry: a new state (`None`: leave it as it was) and its summary.
+pub(crate) struct Verdict {
+    pub state: Option<State>,
+    pub outcome: Outcome,
+    pub refs: References,
+}
+
+impl Verdict {
+    pub(crate) fn accepted(result: &str, refs: References) -> Verdict {
+        Verdict {
+            state: Some(State::Accepted),
+            outcome: Outcome::new(result),
+            refs,
+        }
+    }
+
+    /// The state an error leaves an entry in, by the outcome model: a code is final; Pending
+    /// and an unknown outcome stay open; nothing sent is final for a first send, and changes
+    /// nothing for a resend (an earlier send may still have arrived).
+    pub(crate) fn of_error<C: whish_core::ErrorCode>(e: &Error<C>, resend: bool) -> Verdict {
+        let (state, result) = match e {
+            Error::Failed(_) => (Some(State::Refused), "refused"),
+            Error::Pending(_) => (Some(State::Pending), "pending"),
+            _ if e.outcome_unknown() => (Some(State::MayHaveArrived), "unknown"),
+            _ if e.nothing_sent() && resend => (None, "not-sent"),
+            _ if e.nothing_sent() => (Some(State::Refused), "not-sent"),
+            // An HTTP answer without the envelope that is not a server failure (the collect
+            // service's 403 for a non-public address): refused, nothing done.
+            _ => (Some(State::Refused), "refused"),
+        };
+        let mut outcome = Outcome::new(result);
+        if let Error::Failed(f) = e {
+            outcome.code = Some(f.raw.clone());
+            outcome.retrieved = f.retrieved == Some(true);
+        }
+        outcome.message = Some(e.to_string());
+        Verdict {
+            state,
+            outcome,
+            refs: References::default(),
+        }
+    }
+}
+
+impl Journal {
+    /// Record a request before it is sent, and hold its lease. A key already recorded with the
+    /// same bytes is a resend of that request; with other bytes it is refused.
+    pub(crate) async fn hold<C>(
+        &self,
+        service: Service,
+        operation: Operation,
+        key: &str,
+        context: Option<&str>,
+        request: &[u8],
+    ) -> Result<Held, Error<C>> {
+        let record = |message: String, source: Option<crate::JournalError>| {
+            Error::Record(RecordError::new(
+                message,
+                Some(key.to_owned()),
+                source.map(|s| std::sync::Arc::new(s) as _),
+            ))
+        };
+        let lease_ms = millis(self.inner.lease);
+        let owner = self.inner.owner.as_str();
+        let new = NewEntry {
+            service,
+            operation,
+            key,
+            context,
+            request,
+            owner,
+            lease_ms,
+        };
+        match self.inner.db.insert(&new).await {
+            Ok(Some(id)) => return Ok(Held { id, resend: false }),
+            Ok(None) => {}
+            Err(e) => return Err(record(e.to_string(), Some(e))),
+        }
+        let existing = match self.inner.db.get(service, operation, key).await {
+            Ok(Some(e)) => e,
+            Ok(None) => return Err(record("the entry vanished while it was read".into(), None)),
+            Err(e) => return Err(record(e.to_string(), Some(e))),
+        };
+        if existing.request != request || existing.context.as_deref() != context {
+            return Err(record(
+                format!("{service} {operation} key already names a different request"),
+                None,
+            ));
+        }
+        match self.inner.db.take_lease(existing.id, owner, lease_ms).await {
+            Ok(true) => Ok(Held {
+                id: existing.id,
+                resend: true,
+            }),
+            Ok(false) => Err(record(
+                "another process is sending or recovering this request now".into(),
+                None,
+            )),
+            Err(e) => Err(record(e.to_string(), Some(e))),
+        }
+    }
+
+    /// Record where a send left its entry and release the lease. A failure here is logged,
+    /// not returned: the answer is the caller's either way, and the entry stays open, so the
+    /// next [`recover`](Journal::recover) reads the outcome again with the same key.
+    pub(crate) async fn settle(&self, held: &Held, verdict: Verdict) {
+        let owner = self.inner.owner.as_str();
+        let result = match verdict.state {
+            Some(state) => self
+                .inner
+                .db
+                .finish(held.id, owner, state, &verdict.outcome, &verdict.refs)
+                .await
+                .map(|_| ()),
+            None => self.inner.db.release(held.id, owner).await,
+        };
+        if let Err(e) = result {
+            tracing::warn!(entry = held.id, error = %e, "the journal could not record an outcome; recover() will read it again");
+        }
+    }
+}
+
+pub(crate) fn transfer_refs(outcome: &SendOutcome) -> References {
+    let mut refs = References {
+        ltn_number: outcome.ltn_number().map(str::to_owned),
+        transfer_id: outcome.transfer_id().map(str::to_owned),
+        ..References::default()
+    };
+    refs.transfer_status = Some(match outcome {
+        SendOutcome::Confirmed { status, .. } => status.status.to_string(),
+        SendOutcome::Credited(_) => "CREDITED".to_owned(),
+        _ => "SENT".to_owned(),
+    });
+    refs
+}
+
+pub(crate) fn status_refs(status: &StatusResult) -> References {
+    References {
+        ltn_number: status.ltn_number.clone(),
+        transfer_id: status.transfer_id.clone(),
+        transfer_status: Some(status.status.to_string()),
+        ..References::default()
+    }
+}
+
+pub(crate) fn send_verdict(
+    result: &Result<SendOutcome, whish_money_transfer::Error>,
+    resend: bool,
+) -> Verdict {
+    match result {
+        Ok(o @ SendOutcome::Confirmed { .. }) => Verdict::accepted("confirmed", transfer_refs(o)),
+        Ok(o) => Verdict::accepted("accepted", transfer_refs(o)),
+        Err(e) => Verdict::of_error(e, resend),
+    }
+}
+
+pub(crate) fn cancel_verdict(
+    result: &Result<Cancellation, whish_money_transfer::Error>,
+    resend: bool,
+) -> Verdict {
+    match result {
+        Ok(c) => Verdict::accepted(
+            "accepted",
+            References {
+                ltn_number: c.ltn_number.clone(),
+                transfer_id: c.transfer_id.clone(),
+                transfer_status: Some(c.status.to_string()),
+                ..References::default()
+            },
+        ),
+        Err(e) => Verdict::of_error(e, resend),
+    }
+}
+
+pub(crate) fn create_verdict(
+    result: &Result<CreatedPayment, whish_hosted_collect::Error>,
+    resend: bool,
+) -> Verdict {
+    match result {
+        Ok(c) => {
+            let mut v = Verdict::accepted(
+                "accepted",
+                References {
+                    collect_url: Some(c.collect_url.clone()),
+                    ..References::default()
+                },
+            );
+            v.outcome.retrieved = c.retrieved;
+            v
+        }
+        Err(e) => Verdict::of_error(e, resend),
+    }
+}
+
+pub(crate) fn refund_verdict(
+    result: &Result<Refund, whish_hosted_collect::Error>,
+    resend: bool,
+) -> Verdict {
+    match result {
+        Ok(r) => {
+            let mut v = Verdict::accepted("accepted", References::default());
+            v.outcome.retrieved = r.retrieved;
+            v
+        }
+        Err(e) => Verdict::of_error(e, resend),
+    }
+}
+
+pub(crate) fn pay_verdict(
+    result: &Result<PayOutcome, whish_intl_topup::Error>,
+    resend: bool,
+) -> Verdict {
+    match result {
+        Ok(PayOutcome::Paid(p)) => {
+            let mut v = Verdict::accepted(
+                "accepted",
+                References {
+                    sold_item_ids: p
+                        .sold_items()
+                        .iter()
+                        .map(|i| i.transaction_id().to_owned())
+                        .collect(),
+                    ..References::default()
+                },
+            );
+            v.outcome.retrieved = p.retrieved;
+            v
+        }
+        // A challenge is final for this externalId (a replay answers the same) and charged
+        // nothing.
+        Ok(PayOutcome::Challenge(c)) => {
+            let mut outcome = Outcome::new("challenge");
+            outcome.code = Some(c.code.as_str().to_owned());
+            Verdict {
+                state: Some(State::Refused),
+                outcome,
+                refs: References::default(),
+            }
+        }
+        Ok(_) => Verdict {
+            state: Some(State::Refused),
+            outcome: Outcome::new("challenge"),
+            refs: References::default(),
+        },
+        Err(e) => Verdict::of_error(e, resend),
+    }
+}
+
+/// A [`TransferClient`] whose sends and cancels are journaled. From [`Journal::transfer`].
+#[derive(Debug, Clone)]
+pub struct JournaledTransfer {
+    pub(crate) journal: Journal,
+    pub(crate) client: TransferClient,
+}
+
+impl JournaledTransfer {
+    /// The client, for the calls that move no money (fees, status, reports).
+    pub fn client(&self) -> &TransferClient {
+        &self.client
+    }
+
+    /// Record the transfer (its Request-id and exact bytes), durably, then send it, then
+    /// record the outcome. The answer is [`TransferClient::send`]'s. If this process dies at
+    /// any point, [`Journal::recover`] finishes it with the same Request-id: one transfer.
+    ///
+    /// A Request-id already in the journal with the same bytes is sent as a resend
+    /// (`transfer.already.done` confirms it); with other bytes it is refused before sending.
+    pub async fn send(
+        &self,
+        prepared: &PreparedTransfer,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        let key = prepared.request_id().to_string();
+        let held = self
+            .journal
+            .hold(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &key,
+                None,
+                prepared.body(),
+            )
+            .await?;
+        let result = if held.resend {
+            self.client.resend(prepared).await
+        } else {
+            self.client.send(prepared).await
+        };
+        self.journal
+            .settle(&held, send_verdict(&result, held.resend))
+            .await;
+        result
+    }
+
+    /// Record the cancel, send it, record the outcome; the answer is
+    /// [`TransferClient::cancel`]'s. Recovery reads the transfer's status by LTN before it
+    /// sends the same cancel again.
+    pub async fn cancel(
+        &self,
+        prepared: &PreparedCancel,
+    ) -> Result<Cancellation, whish_money_transfer::Error> {
+        let key = prepared.request_id().to_string();
+        let held = self
+            .journal
+            .hold(
+                Service::MoneyTransfer,
+                Operation::Cancel,
+                &key,
+                None,
+                prepared.body(),
+            )
+            .await?;
+        let result = self.client.cancel(prepared).await;
+        self.journal
+            .settle(&held, cancel_verdict(&result, held.resend))
+            .await;
+        result
+    }
+}
+
+/// A [`CollectClient`] whose creates and refunds are journaled. From [`Journal::collect`].
+#[derive(Debug, Clone)]
+pub struct JournaledCollect {
+    pub(crate) journal: Journal,
+    pub(crate) client: CollectClient,
+}
+
+impl JournaledCollect {
+    /// The client, for balance and status.
+    pub fn client(&self) -> &CollectClient {
+        &self.client
+    }
+
+    /// Record the payment (its externalId and exact bytes), create it, record the outcome; the
+    /// answer is [`CollectClient::create_payment`]'s. It still does not mean the payer paid.
+    pub async fn create_payment(
+        &self,
+        prepared: &PreparedPayment,
+    ) -> Result<CreatedPayment, whish_hosted_collect::Error> {
+        let held = self
+            .journal
+            .hold(
+                Service::HostedCollect,
+                Operation::Create,
+                prepared.external_id().as_str(),
+                None,
+                prepared.body(),
+            )
+            .await?;
+        let result = self.client.create_payment(prepared).await;
+        self.journal
+            .settle(&held, create_verdict(&result, held.resend))
+            .await;
+        result
+    }
+
+    /// Record the refund (keyed by the payment's externalId), send it, record the outcome; the
+    /// answer is [`CollectClient::refund`]'s.
+    pub async fn refund(
+        &self,
+        prepared: &PreparedRefund,
+    ) -> Result<Refund, whish_hosted_collect::Error> {
+        let held = self
+            .journal
+            .hold(
+                Service::HostedCollect,
+                Operation::Refund,
+                prepared.external_id().as_str(),
+                None,
+                prepared.body(),
+            )
+            .await?;
+        let result = self.client.refund(prepared).await;
+        self.journal
+            .settle(&held, refund_verdict(&result, held.resend))
+            .await;
+        result
+    }
+}
+
+/// A [`TopupClient`] whose payments are journaled. From [`Journal::topup`].
+#[derive(Debug, Clone)]
+pub struct JournaledTopup {
+    pub(crate) journal: Journal,
+    pub(crate) client: TopupClient,
+}
+
+impl JournaledTopup {
+    /// The client, for balance and options.
+    pub fn client(&self) -> &TopupClient {
+        &self.client
+    }
+
+    /// Record the payment (provider, externalId, exact bytes), pay, record the outcome; the
+    /// answer is [`TopupClient::pay`]'s. The journal keeps the sold items' transaction ids,
+    /// never a PIN.
+    pub async fn pay(&self, prepared: &PreparedPay) -> Result<PayOutcome, whish_intl_topup::Error> {
+        let held = self
+            .journal
+            .hold(
+                Service::IntlTopup,
+                Operation::Pay,
+                prepared.external_id().as_str(),
+                Some(prepared.provider()),
+                prepared.body(),
+            )
+            .await?;
+        let result = self.client.pay(prepared).await;
+        self.journal
+            .settle(&held, pay_verdict(&result, held.resend))
+            .await;
+        result
+    }
+}

@@ -1,0 +1,331 @@
+//! Recovery: drive every open entry to a final state with the same key, or hand it to an
+//! operator once its deadline has passed.
+
+use std::time::Duration;
+
+use whish_core::RequestId;
+use whish_hosted_collect::{CollectClient, PreparedPayment, PreparedRefund};
+use whish_intl_topup::{PreparedPay, TopupClient};
+use whish_money_transfer::{
+    PreparedCancel, PreparedTransfer, StatusQuery, TransferClient, TransferCode, TransferStatus,
+};
+
+use crate::entry::{Entry, Operation, Outcome, Service, State};
+use crate::journaled::{
+    Verdict, cancel_verdict, create_verdict, pay_verdict, refund_verdict, send_verdict, status_refs,
+};
+use crate::store::{millis, now_ms};
+use crate::{Journal, JournalError};
+
+/// The clients recovery sends with. An entry of a service without a client is left as it is
+/// (and counted in [`RecoveryReport::skipped`]).
+#[derive(Debug, Clone, Default)]
+pub struct Clients {
+    transfer: Option<TransferClient>,
+    collect: Option<CollectClient>,
+    topup: Option<TopupClient>,
+}
+
+impl Clients {
+    /// No clients yet.
+    pub fn new() -> Clients {
+        Clients::default()
+    }
+    /// Recover money-transfer sends and cancels with this client.
+    pub fn transfer(mut self, client: TransferClient) -> Self {
+        self.transfer = Some(client);
+        self
+    }
+    /// Recover hosted-collect creates and refunds with this client.
+    pub fn collect(mut self, client: CollectClient) -> Self {
+        self.collect = Some(client);
+        self
+    }
+    /// Recover top-up payments with this client.
+    pub fn topup(mut self, client: TopupClient) -> Self {
+        self.topup = Some(client);
+        self
+    }
+}
+
+/// How recovery runs.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Recovery {
+    deadline: Duration,
+    batch: i64,
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery {
+            deadline: Duration::from_secs(24 * 3600),
+            batch: 64,
+        }
+    }
+}
+
+impl Recovery {
+    /// The defaults: an entry still open 24 hours after it was recorded goes to
+    /// `needs-operator`; 64 entries leased at a time.
+    pub fn new() -> Recovery {
+        Recovery::default()
+    }
+    /// How long after it was recorded an entry may stay open before an operator must decide.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+    /// How many entries one lease takes at a time (at least 1).
+    pub fn batch(mut self, batch: u32) -> Self {
+        self.batch = i64::from(batch.max(1));
+        self
+    }
+}
+
+/// One entry that recovery moved.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Change {
+    /// The service.
+    pub service: Service,
+    /// The operation.
+    pub operation: Operation,
+    /// The idempotency key.
+    pub key: String,
+    /// The state before.
+    pub from: State,
+    /// The state after.
+    pub to: State,
+    /// The answer that moved it.
+    pub outcome: Outcome,
+}
+
+/// What one [`Journal::recover`] did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct RecoveryReport {
+    /// Every entry whose state changed.
+    pub changes: Vec<Change>,
+    /// Entries looked at.
+    pub examined: usize,
+    /// Entries still open afterwards (Pending, or an outcome still unknown), by this run.
+    pub still_open: usize,
+    /// Of those, the ones whose last attempt did not reach the service, or whose outcome is
+    /// unknown after a transport failure.
+    pub unreachable: usize,
+    /// Entries moved to `needs-operator` by this run.
+    pub needs_operator: usize,
+    /// Entries of a service no client was given for.
+    pub skipped: usize,
+}
+
+impl RecoveryReport {
+    /// True when every entry recovery looked at is final.
+    pub fn all_final(&self) -> bool {
+        self.still_open == 0 && self.needs_operator == 0 && self.skipped == 0
+    }
+}
+
+impl Journal {
+    /// Take every open entry (`intended`, `may-have-arrived`, `pending`) that no live process
+    /// holds, and drive it with the same key and the same bytes, by the outcome model:
+    ///
+    /// - money-transfer send: a Pending one asks the status by Request-id first; the others are
+    ///   resent ([`TransferClient::resend`]: `transfer.already.done` is a confirmation, read
+    ///   through status), as the spec says for a transfer that may never have arrived;
+    /// - money-transfer cancel: the status by LTN decides (`CANCELED_FULL` accepted,
+    ///   `RECEIVED` refused); a transfer still `SENT` gets the same cancel again;
+    /// - hosted-collect create and refund, top-up pay: the same request again; the service
+    ///   replays the recorded result and never acts twice.
+    ///
+    /// An entry still open after the [`Recovery::deadline`] goes to `needs-operator`. Each
+    /// entry is leased while it is worked on, so processes recovering one PostgreSQL journal
+    /// at once never work on the same entry; an entry a crashed process held comes back when
+    /// its lease expires ([`JournalBuilder::lease`](crate::JournalBuilder::lease)).
+    ///
+    /// `Err` only when the journal itself cannot be read or written; the service's answers are
+    /// in the report.
+    pub async fn recover(
+        &self,
+        clients: &Clients,
+        options: &Recovery,
+    ) -> Result<RecoveryReport, JournalError> {
+        let owner = self.inner.owner.as_str();
+        let lease_ms = millis(self.inner.lease);
+        let mut report = RecoveryReport::default();
+        let mut after = 0;
+        loop {
+            let batch = self
+                .inner
+                .db
+                .claim_open(owner, lease_ms, after, options.batch)
+                .await?;
+            let Some(last) = batch.last() else { break };
+            after = last.id;
+            for entry in batch {
+                report.examined += 1;
+                let Some(verdict) = drive(clients, &entry).await else {
+                    report.skipped += 1;
+                    self.inner.db.release(entry.id, owner).await?;
+                    continue;
+                };
+                let to = verdict.state.unwrap_or(entry.state);
+                if to == State::NeedsOperator {
+                    report.needs_operator += 1;
+                }
+                if to.is_open() {
+                    let overdue = now_ms().saturating_sub(entry.created.unix_timestamp() * 1000)
+                        > millis(options.deadline);
+                    if overdue {
+                        self.inner
+                            .db
+                            .mark_needs_operator(entry.id, owner, &verdict.outcome)
+                            .await?;
+                        report.needs_operator += 1;
+                        report
+                            .changes
+                            .push(change(&entry, State::NeedsOperator, verdict));
+                        continue;
+                    }
+                    report.still_open += 1;
+                    if matches!(verdict.outcome.result.as_str(), "unknown" | "not-sent") {
+                        report.unreachable += 1;
+                    }
+                }
+                self.inner
+                    .db
+                    .finish(entry.id, owner, to, &verdict.outcome, &verdict.refs)
+                    .await?;
+                if to != entry.state {
+                    report.changes.push(change(&entry, to, verdict));
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+fn change(entry: &Entry, to: State, verdict: Verdict) -> Change {
+    Change {
+        service: entry.service,
+        operation: entry.operation,
+        key: entry.key.clone(),
+        from: entry.state,
+        to,
+        outcome: verdict.outcome,
+    }
+}
+
+fn unreadable(what: &str, e: impl std::fmt::Display) -> Verdict {
+    let mut outcome = Outcome::new("unreadable");
+    outcome.message = Some(format!("the stored {what} cannot be rebuilt: {e}"));
+    Verdict {
+        state: Some(State::NeedsOperator),
+        outcome,
+        refs: Default::default(),
+    }
+}
+
+/// Work one entry with its service; `None` when no client was given for it.
+async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
+    let body = entry.request.clone();
+    Some(match (entry.service, entry.operation) {
+        (Service::MoneyTransfer, Operation::Send) => {
+            let client = clients.transfer.as_ref()?;
+            let prepared = match request_id(&entry.key)
+                .and_then(|id| PreparedTransfer::from_stored(id, body).map_err(|e| e.to_string()))
+            {
+                Ok(p) => p,
+                Err(e) => return Some(unreadable("transfer", e)),
+            };
+            if entry.state == State::Pending {
+                // The spec: a Pending create is followed up with status; a transfer the
+                // records do not hold is resent with the same Request-id.
+                match client
+                    .status(&StatusQuery::RequestId(prepared.request_id()))
+                    .await
+                {
+                    Ok(status) => {
+                        return Some(Verdict::accepted("confirmed", status_refs(&status)));
+                    }
+                    Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {}
+                    Err(e) => return Some(Verdict::of_error(&e, true).keep_open()),
+                }
+            }
+            send_verdict(&client.resend(&prepared).await, true)
+        }
+        (Service::MoneyTransfer, Operation::Cancel) => {
+            let client = clients.transfer.as_ref()?;
+            let prepared = match request_id(&entry.key)
+                .and_then(|id| PreparedCancel::from_stored(id, body).map_err(|e| e.to_string()))
+            {
+                Ok(p) => p,
+                Err(e) => return Some(unreadable("cancel", e)),
+            };
+            let query = StatusQuery::LtnNumber(prepared.ltn_number().to_owned());
+            match client.status(&query).await {
+                Ok(s) if s.status == TransferStatus::CanceledFull => {
+                    Verdict::accepted("confirmed", status_refs(&s))
+                }
+                Ok(s) if s.status == TransferStatus::Sent => {
+                    cancel_verdict(&client.cancel(&prepared).await, true)
+                }
+                Ok(s) => {
+                    // RECEIVED (or a status this version does not know): the cancel did not
+                    // and cannot apply.
+                    let mut v = Verdict::accepted("refused", status_refs(&s));
+                    v.state = Some(State::Refused);
+                    v.outcome.message = Some(format!("the transfer is {}", s.status));
+                    v
+                }
+                Err(e) if e.code().is_some() => Verdict::of_error(&e, true),
+                Err(e) => Verdict::of_error(&e, true).keep_open(),
+            }
+        }
+        (Service::HostedCollect, Operation::Create) => {
+            let client = clients.collect.as_ref()?;
+            match PreparedPayment::from_stored(body) {
+                Ok(p) => create_verdict(&client.create_payment(&p).await, true),
+                Err(e) => unreadable("payment", e),
+            }
+        }
+        (Service::HostedCollect, Operation::Refund) => {
+            let client = clients.collect.as_ref()?;
+            match PreparedRefund::from_stored(body) {
+                Ok(p) => refund_verdict(&client.refund(&p).await, true),
+                Err(e) => unreadable("refund", e),
+            }
+        }
+        (Service::IntlTopup, Operation::Pay) => {
+            let client = clients.topup.as_ref()?;
+            match PreparedPay::from_stored(entry.context.as_deref().unwrap_or_default(), body) {
+                Ok(p) => pay_verdict(&client.pay(&p).await, true),
+                Err(e) => unreadable("payment", e),
+            }
+        }
+        (service, operation) => {
+            return Some(unreadable(
+                "entry",
+                format!("{service} has no {operation} operation"),
+            ));
+        }
+    })
+}
+
+fn request_id(key: &str) -> Result<RequestId, String> {
+    key.parse::<i64>()
+        .map_err(|e| e.to_string())
+        .and_then(|n| RequestId::new(n).map_err(|e| e.to_string()))
+}
+
+impl Verdict {
+    /// A status read that did not answer proves nothing about the request: the entry stays
+    /// where it was.
+    fn keep_open(mut self) -> Verdict {
+        if !self.state.is_some_and(State::is_open) {
+            self.state = None;
+        }
+        self
+    }
+}

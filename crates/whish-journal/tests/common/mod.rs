@@ -1,0 +1,201 @@
+//! The journals the tests run on (a fresh SQLite file always; a fresh PostgreSQL database when
+//! a server is given), and SDK clients pointed at a sandbox.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use rust_decimal::Decimal;
+use whish_core::{Amount, ClientSettings, Currency, Policy, RetryPolicy, SecretString, Timeouts};
+use whish_hosted_collect::{
+    CollectClient, CollectUrls, FailureCallbackUrl, FailureRedirectUrl, NewPayment,
+    SuccessCallbackUrl, SuccessRedirectUrl,
+};
+use whish_intl_topup::TopupClient;
+use whish_journal::Journal;
+use whish_money_transfer::{
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, Reason,
+    SendRequest, Sender, SourceOfFunds, TransferClient,
+};
+use whish_sandbox::Sandbox;
+
+/// The server the PostgreSQL tests use: `WHISH_TEST_POSTGRES_URL`, a role that may create
+/// databases (`scripts/postgres-throwaway.sh start` prints one).
+pub const POSTGRES_VAR: &str = "WHISH_TEST_POSTGRES_URL";
+
+/// The lease of the tests: short, so that an entry a "crashed" journal held comes back soon.
+pub const LEASE: Duration = Duration::from_millis(300);
+
+/// A place for one test's journal.
+#[derive(Debug, Clone)]
+pub enum Place {
+    /// A SQLite file.
+    Sqlite(String),
+    /// A fresh database on the test server.
+    Postgres(String),
+}
+
+impl Place {
+    pub fn url(&self) -> &str {
+        match self {
+            Place::Sqlite(u) | Place::Postgres(u) => u,
+        }
+    }
+
+    /// Open it as a new process would: its own connections, its own lease owner.
+    pub async fn open(&self) -> Journal {
+        Journal::builder(self.url())
+            .lease(LEASE)
+            .open()
+            .await
+            .expect("open the journal")
+    }
+}
+
+/// A fresh SQLite file, and a fresh PostgreSQL database when a server is given. Without one,
+/// the PostgreSQL half says plainly that it did not run; under `CI=true` that is a failure.
+pub async fn places(test: &str) -> Vec<Place> {
+    let dir = std::env::temp_dir().join(format!("whish-journal-{test}-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut out = vec![Place::Sqlite(format!(
+        "sqlite:{}",
+        dir.join("journal.sqlite").display()
+    ))];
+    match std::env::var(POSTGRES_VAR) {
+        Ok(admin) if !admin.is_empty() => out.push(Place::Postgres(fresh_database(&admin).await)),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
+            "{test}: {POSTGRES_VAR} is not set under CI=true; the PostgreSQL tests must run \
+             (scripts/postgres-throwaway.sh start prints a URL)"
+        ),
+        _ => eprintln!(
+            "{test}: PostgreSQL part NOT RUN: {POSTGRES_VAR} is not set \
+             (scripts/postgres-throwaway.sh start prints a URL); SQLite part runs"
+        ),
+    }
+    out
+}
+
+async fn fresh_database(admin: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("whish_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(admin)
+        .await
+        .expect("connect to the test PostgreSQL server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .expect("create a test database");
+    let (base, _) = admin.rsplit_once('/').expect("a URL with a database name");
+    format!("{base}/{name}")
+}
+
+pub fn policy(retries: u32) -> Policy {
+    Policy {
+        retry: RetryPolicy {
+            max_retries: retries,
+            initial_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(40),
+        },
+        timeouts: Timeouts {
+            connect: Duration::from_secs(2),
+            attempt: Duration::from_millis(1500),
+        },
+    }
+}
+
+fn ua() -> whish_core::UserAgent {
+    "JournalTests/1.0 (https://shop.example.com; dev@shop.example.com)"
+        .parse()
+        .expect("user agent")
+}
+
+pub async fn sandbox() -> Sandbox {
+    let plenty = Decimal::from(1_000_000u64);
+    Sandbox::builder()
+        .lenient(true)
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .collect_balance("USD", plenty)
+        .topup_balance(plenty, Decimal::ZERO)
+        .start()
+        .await
+        .expect("sandbox")
+}
+
+pub fn transfer_at(base: &str, sb: &Sandbox, retries: u32) -> TransferClient {
+    let c = sb.transfer_credentials();
+    TransferClient::builder(ClientSettings::new(base).policy(policy(retries)))
+        .username(c.username.clone())
+        .key(SecretString::from(c.key.clone()))
+        .build()
+        .expect("transfer client")
+}
+
+pub fn transfer(sb: &Sandbox, retries: u32) -> TransferClient {
+    transfer_at(&sb.transfer_base_url(), sb, retries)
+}
+
+pub fn collect(sb: &Sandbox, retries: u32) -> CollectClient {
+    let c = sb.collect_credentials();
+    CollectClient::builder(
+        ClientSettings::new(sb.collect_base_url())
+            .policy(policy(retries))
+            .user_agent(ua())
+            .allow_local_callbacks(),
+    )
+    .channel(c.channel.clone())
+    .secret(SecretString::from(c.secret.clone()))
+    .website_url(c.website_url.clone())
+    .build()
+    .expect("collect client")
+}
+
+pub fn topup(sb: &Sandbox, retries: u32) -> TopupClient {
+    let c = sb.topup_credentials();
+    TopupClient::builder(
+        ClientSettings::new(sb.topup_base_url())
+            .policy(policy(retries))
+            .user_agent(ua()),
+    )
+    .session_id(SecretString::from(c.session_id.clone()))
+    .token(SecretString::from(c.token.clone()))
+    .build()
+    .expect("topup client")
+}
+
+pub fn cash_send(dollars: i64) -> SendRequest {
+    CashCollectionSend::new(
+        CountryId::LEBANON,
+        Currency::Usd,
+        Amount::new(Decimal::from(dollars)),
+        Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        CashReceiver::new(
+            Customer::new("Rami", "Haddad", "+96170123456"),
+            Identity::new(DateOfBirth::parse("07-03-1990").expect("date")),
+        ),
+        Reason::FamilySupport,
+        SourceOfFunds::Salary,
+    )
+    .into()
+}
+
+pub fn payment(cents: i64) -> NewPayment {
+    NewPayment::new(
+        Amount::new(Decimal::new(cents, 2)),
+        Currency::Usd,
+        CollectUrls::new(
+            SuccessCallbackUrl::new("http://127.0.0.1:9/ok").expect("url"),
+            FailureCallbackUrl::new("http://127.0.0.1:9/ko").expect("url"),
+            SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+            FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
+        ),
+    )
+}
+
+/// How many transfers the sandbox holds for this Request-id.
+pub fn transfers_with(sb: &Sandbox, request_id: i64) -> usize {
+    sb.transfers()
+        .iter()
+        .filter(|t| t.request_id == request_id)
+        .count()
+}
