@@ -129,6 +129,16 @@ pub struct Settings {
     /// `AppName/version (website; contact-email)`.
     #[arg(long, global = true, env = "WHISH_USER_AGENT", hide_env_values = true)]
     pub user_agent: Option<String>,
+    /// The journal every money-moving command records in before sending: `sqlite:PATH` or
+    /// `postgres://...` (default: a SQLite file in the user's data directory).
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_JOURNAL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub journal: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,6 +151,8 @@ pub enum Command {
     Collect(ServiceArgs<CollectCmd>),
     /// International top-up.
     Topup(ServiceArgs<TopupCmd>),
+    /// The journal of money-moving requests: list, show, recover.
+    Journal(ServiceArgs<JournalCmd>),
     /// The local sandbox of all three services.
     #[command(subcommand)]
     Sandbox(SandboxCmd),
@@ -251,6 +263,34 @@ pub enum LocationsCmd {
         governorate_id: Option<i64>,
         #[arg(long, value_name = "N")]
         district_id: Option<i64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JournalCmd {
+    /// The entries, one JSON line each: key, service, operation, state, created.
+    List {
+        /// Only the entries still open or waiting for an operator.
+        #[arg(long)]
+        open: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
+    /// The entries with this idempotency key (a Request-id or an externalId), with their
+    /// request bodies.
+    Show { key: String },
+    /// Drive every open entry to a final state with its own key. Exit 0 when every entry is
+    /// final, 3 when some are still pending or need the operator, 4 when a service could not be
+    /// reached.
+    Recover {
+        /// Move an entry still open this many hours after it was recorded to needs-operator.
+        #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
+        deadline_hours: f64,
+        /// Also take the entries another process holds (their lease lasts two minutes): only
+        /// when that process is known to be dead, such as a `whish` that was killed.
+        #[arg(long)]
+        take_over: bool,
     },
 }
 

@@ -50,7 +50,9 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 "whish: externalId {}: store it with the order; status and refund need it",
                 prepared.external_id()
             );
-            let created = client
+            let journal = ctx.journal().await?;
+            let created = journal
+                .collect(client)
                 .create_payment(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
@@ -83,7 +85,12 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
             let prepared = client
                 .prepare_refund(currency(c), &id, reason.as_deref())
                 .map_err(|e| report(&e))?;
-            let r = client.refund(&prepared).await.map_err(|e| report(&e))?;
+            let journal = ctx.journal().await?;
+            let r = journal
+                .collect(client)
+                .refund(&prepared)
+                .await
+                .map_err(|e| report(&e))?;
             Ok(out.success(&json!({"externalId": r.external_id, "retrieved": r.retrieved})))
         }
     }

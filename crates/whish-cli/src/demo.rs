@@ -174,7 +174,7 @@ fn clients(sb: &Sandbox) -> Result<Clients, String> {
     })
 }
 
-const STEPS: usize = 15;
+const STEPS: usize = 16;
 
 /// Run the demo; `tty` chooses the progress display.
 pub async fn run(tty: bool) -> Done {
@@ -251,6 +251,10 @@ pub async fn run(tty: bool) -> Done {
     p.report(
         "dropped request resent, nothing duplicated",
         dropped_request(&c, &sb).await,
+    );
+    p.report(
+        "journal: a client dropped mid-send, recovered after a restart",
+        journal_recovery(&c, &sb).await,
     );
 
     sb.shutdown().await;
@@ -646,5 +650,72 @@ async fn dropped_request(c: &Clients, sb: &Sandbox) -> Step {
     Ok(format!(
         "the connection closed before the pay was applied; resent with the same externalId after {} attempts: 1 sale",
         paid.attempts
+    ))
+}
+
+/// The journal: a send recorded before its first byte, the client dropped while the service
+/// holds its reply (a crash), the journal reopened as a new process would, and `recover()`
+/// finishing it with the same Request-id: one transfer.
+async fn journal_recovery(c: &Clients, sb: &Sandbox) -> Step {
+    use whish::journal::{Clients as Recovering, Journal, Recovery, State};
+    let dir = std::env::temp_dir().join(format!("whish-demo-{}", std::process::id()));
+    let url = format!("sqlite:{}", dir.join("journal.sqlite").display());
+    let _ = std::fs::remove_dir_all(&dir);
+    let short = Duration::from_millis(200);
+    let journal = Journal::builder(&url)
+        .lease(short)
+        .open()
+        .await
+        .map_err(e)?;
+    let prepared = c.transfer.prepare_send(cash("25")).map_err(e)?;
+    let id = prepared.request_id();
+    sb.inject(
+        Endpoint::TransferSend,
+        Fault::Delay(Duration::from_secs(30)),
+        1,
+    );
+    let journaled = journal.transfer(c.transfer.clone());
+    let task = tokio::spawn(async move { journaled.send(&prepared).await });
+    let arrived = async {
+        while !sb.transfers().iter().any(|t| t.request_id == id.get()) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), arrived)
+        .await
+        .map_err(|_| "the send never reached the sandbox".to_owned())?;
+    task.abort(); // the process "dies" with the reply still held
+    journal.close().await;
+    tokio::time::sleep(short * 2).await; // the dead process's lease expires
+
+    let reopened = Journal::open(&url).await.map_err(e)?;
+    let report = reopened
+        .recover(
+            &Recovering::new().transfer(c.transfer.clone()),
+            &Recovery::new(),
+        )
+        .await
+        .map_err(e)?;
+    let found = report.changes.iter().find(|ch| ch.key == id.to_string());
+    ensure(
+        found.is_some_and(|ch| ch.to == State::Accepted),
+        format!("recover() did not finish the send: {report:?}"),
+    )?;
+    let copies = sb
+        .transfers()
+        .iter()
+        .filter(|t| t.request_id == id.get())
+        .count();
+    ensure(
+        copies == 1,
+        format!("{copies} transfers for one Request-id"),
+    )?;
+    reopened.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(format!(
+        "Request-id {id} was in the journal before it was sent; after the restart recover() resent it ({}): 1 transfer",
+        found
+            .map(|ch| ch.outcome.result.as_str())
+            .unwrap_or_default()
     ))
 }

@@ -5,6 +5,7 @@ mod cli;
 mod collect;
 mod demo;
 mod input;
+mod journal;
 mod locations;
 mod output;
 mod settings;
@@ -87,6 +88,7 @@ async fn run(cli: Cli) -> u8 {
         Command::Locations(a) => locations::locations(&ctx(a.settings), a.command).await,
         Command::Collect(a) => collect::run(&ctx(a.settings), a.command).await,
         Command::Topup(a) => topup::topup(&ctx(a.settings), a.command).await,
+        Command::Journal(a) => journal::run(&ctx(a.settings), a.command).await,
         Command::Sandbox(SandboxCmd::Serve(args)) => serve(args).await,
         Command::Demo => demo::run(std::io::stdout().is_terminal()).await,
     };

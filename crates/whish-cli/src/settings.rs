@@ -134,6 +134,62 @@ impl Ctx {
     }
 }
 
+/// Where the journal is when `WHISH_JOURNAL` does not say: `whish/journal.sqlite` in the
+/// user's data directory (`$XDG_DATA_HOME`, `~/.local/share`; `~/Library/Application Support`
+/// on macOS; `%APPDATA%` on Windows).
+pub fn default_journal() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(windows) {
+        var("APPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|h| h.join("Library/Application Support"))
+    } else {
+        var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local/share")))
+    };
+    base.map(|b| b.join("whish").join("journal.sqlite"))
+}
+
+impl Ctx {
+    /// The service's client when its base URL is set (a missing credential is still reported).
+    pub fn transfer_quiet(&self) -> Option<TransferClient> {
+        self.settings.transfer_base_url.as_ref()?;
+        self.transfer().ok()
+    }
+    /// The same for hosted collect.
+    pub fn collect_quiet(&self) -> Option<CollectClient> {
+        self.settings.collect_base_url.as_ref()?;
+        self.collect().ok()
+    }
+    /// The same for top-up.
+    pub fn topup_quiet(&self) -> Option<TopupClient> {
+        self.settings.topup_base_url.as_ref()?;
+        self.topup().ok()
+    }
+
+    /// The journal, opened (and created) before anything is sent; exit 2 when it cannot be.
+    pub async fn journal(&self) -> Result<whish::journal::Journal, u8> {
+        let url = match self.settings.journal.as_deref().map(str::trim) {
+            Some(u) if !u.is_empty() => u.to_owned(),
+            _ => match default_journal() {
+                Some(p) => format!("sqlite:{}", p.display()),
+                None => {
+                    return Err(usage(
+                        "missing setting WHISH_JOURNAL (no data directory: set the environment variable or the flag --journal)",
+                    ));
+                }
+            },
+        };
+        whish::journal::Journal::open(&url)
+            .await
+            .map_err(|e| usage(format!("WHISH_JOURNAL: {e}")))
+    }
+}
+
 /// A client setting the library refused, reported with the command's own name for it: the
 /// library names the setting (`base_url`), the command maps it to its variable.
 fn setup(e: &whish::SetupError, service: &str) -> u8 {

@@ -90,7 +90,13 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
                 "whish: externalId {}: store it; a retry of this payment must reuse it (--external-id)",
                 prepared.external_id()
             );
-            match client.pay(&prepared).await.map_err(|e| report(&e))? {
+            let journal = ctx.journal().await?;
+            match journal
+                .topup(client)
+                .pay(&prepared)
+                .await
+                .map_err(|e| report(&e))?
+            {
                 PayOutcome::Paid(p) => Ok(out.success(&json!({
                     "externalId": p.external_id,
                     "retrieved": p.retrieved,

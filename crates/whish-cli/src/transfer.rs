@@ -71,7 +71,12 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             eprintln!(
                 "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
             );
-            let outcome = client.send(&prepared).await.map_err(|e| report(&e))?;
+            let journal = ctx.journal().await?;
+            let outcome = journal
+                .transfer(client)
+                .send(&prepared)
+                .await
+                .map_err(|e| report(&e))?;
             Ok(send_outcome(&out, outcome))
         }
         TransferCmd::Resend { body, request_id } => {
@@ -80,7 +85,12 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
             // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
             // the outcome is read with status by requestId.
-            let outcome = client.resend(&prepared).await.map_err(|e| report(&e))?;
+            let journal = ctx.journal().await?;
+            let outcome = journal
+                .transfer(client)
+                .resend(&prepared)
+                .await
+                .map_err(|e| report(&e))?;
             Ok(send_outcome(&out, outcome))
         }
         TransferCmd::Status {
@@ -105,7 +115,12 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             let prepared = client
                 .prepare_cancel(&ltn, reason.as_deref())
                 .map_err(|e| report(&e))?;
-            let c = client.cancel(&prepared).await.map_err(|e| report(&e))?;
+            let journal = ctx.journal().await?;
+            let c = journal
+                .transfer(client)
+                .cancel(&prepared)
+                .await
+                .map_err(|e| report(&e))?;
             Ok(out.success(&to_json(&c)))
         }
         TransferCmd::Countries => {

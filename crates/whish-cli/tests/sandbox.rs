@@ -60,8 +60,8 @@ async fn transfer_commands_end_to_end() {
     );
     let ltn = v["ltnNumber"].as_str().expect("ltn").to_owned();
 
-    // The same body and Request-id again: the service says already done; as a first attempt of
-    // this process that is a failure code (the caller chose to reuse the id).
+    // The same body and Request-id again: the journal knows this transfer, so it is resent as
+    // itself and `transfer.already.done` confirms it (read through status).
     let again = whish(
         &[
             "transfer",
@@ -74,8 +74,8 @@ async fn transfer_commands_end_to_end() {
         &env,
     )
     .await;
-    assert_eq!(again.code, 1, "{again:?}");
-    assert_eq!(again.json()["code"], "transfer.already.done");
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(again.json()["outcome"], "confirmed");
     assert_eq!(sb.transfers().len(), 1);
 
     sb.collect_cash(&ltn).await.expect("collect");
@@ -220,8 +220,9 @@ async fn a_lost_send_is_recovered_with_transfer_resend() {
     assert_eq!(resend.code, 0, "{resend:?}");
     assert_eq!(resend.json()["outcome"], "confirmed");
     assert_eq!(resend.json()["status"]["status"], "SENT");
-    // `send --request-id` stays a NEW transfer with an own reference: a used one is refused.
-    let reuse = whish(
+    // The journal knows Request-id 880001: `send` with the same body is the same transfer
+    // (confirmed again); with another body it is refused before anything is sent.
+    let again = whish(
         &[
             "transfer",
             "send",
@@ -233,7 +234,54 @@ async fn a_lost_send_is_recovered_with_transfer_resend() {
         &env,
     )
     .await;
-    assert_eq!(reuse.code, 1, "{reuse:?}");
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(again.json()["outcome"], "confirmed");
+    let other = temp_file("other.json", &cash_body("101"))
+        .display()
+        .to_string();
+    let sent_before = sb.requests().len();
+    let reuse = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &other,
+            "--request-id",
+            "880001",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(reuse.code, 2, "{reuse:?}");
+    assert!(
+        reuse.stderr.contains("different request"),
+        "{}",
+        reuse.stderr
+    );
+    assert_eq!(sb.requests().len(), sent_before, "nothing was sent");
+    // Without the journal's record (another journal), the service's guard refuses it.
+    let elsewhere = format!(
+        "sqlite:{}",
+        std::env::temp_dir()
+            .join(format!("whish-cli-other-journal-{}", std::process::id()))
+            .join("j.sqlite")
+            .display()
+    );
+    let mut env_elsewhere = env.clone();
+    env_elsewhere.push(("WHISH_JOURNAL".into(), elsewhere));
+    let guarded = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &other,
+            "--request-id",
+            "880001",
+        ],
+        &env_elsewhere,
+    )
+    .await;
+    assert_eq!(guarded.code, 1, "{guarded:?}");
     assert_eq!(sb.transfers().len(), 1, "exactly one transfer");
     sb.shutdown().await;
 }
@@ -337,6 +385,22 @@ async fn collect_commands_end_to_end() {
             "order-9",
             "--reason",
             "r",
+        ],
+        &env,
+    )
+    .await;
+    // The journal holds the early refund of order-9 with other bytes (no reason): a refund
+    // keyed by the same externalId with a reason is another request, refused unsent.
+    assert_eq!(refund.code, 2, "{refund:?}");
+    assert!(refund.stderr.contains("different request"), "{refund:?}");
+    let refund = whish(
+        &[
+            "collect",
+            "refund",
+            "--currency",
+            "USD",
+            "--external-id",
+            "order-9",
         ],
         &env,
     )
@@ -632,9 +696,84 @@ fn the_demo_walks_every_flow_and_exits_0() {
     let run = whish_blocking(&["demo"], &[]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
-        run.stdout.contains("all 15 steps matched"),
+        run.stdout.contains("all 16 steps matched"),
         "{}",
         run.stdout
     );
     assert!(!run.stdout.contains("FAIL"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_killed_midway_is_resolved_by_journal_recover_to_one_transfer() {
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let journal = format!(
+        "sqlite:{}",
+        temp_file("placeholder", "")
+            .with_file_name("killed.sqlite")
+            .display()
+    );
+    env.push(("WHISH_JOURNAL".into(), journal));
+    // The sandbox applies the send and holds its reply; the process is killed meanwhile.
+    sb.inject(
+        Endpoint::TransferSend,
+        whish_sandbox::Fault::Delay(std::time::Duration::from_secs(30)),
+        1,
+    );
+    let body = temp_file("killed.json", &cash_body("75"))
+        .display()
+        .to_string();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_whish"));
+    child
+        .args([
+            "transfer",
+            "send",
+            "--body",
+            &body,
+            "--request-id",
+            "880077",
+        ])
+        .env_remove("WHISH_JOURNAL")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = child.spawn().expect("spawn whish");
+    while !sb.transfers().iter().any(|t| t.request_id == 880077) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+
+    let open = whish(&["journal", "list", "--open"], &env).await;
+    assert_eq!(open.code, 0, "{open:?}");
+    let line: serde_json::Value = serde_json::from_str(open.stdout.trim()).expect("one line");
+    assert_eq!(line["key"], "880077");
+    assert_eq!(line["state"], "intended");
+
+    // Its lease is the killed process's: recover says so until told to take over.
+    let waiting = whish(&["journal", "recover"], &env).await;
+    assert_eq!(waiting.code, 3, "{waiting:?}");
+    let recovered = whish(&["journal", "recover", "--take-over"], &env).await;
+    assert_eq!(recovered.code, 0, "{recovered:?}");
+    let changes = &recovered.json()["report"]["changes"];
+    assert_eq!(changes[0]["to"], "accepted", "{changes}");
+    assert_eq!(changes[0]["outcome"]["result"], "confirmed", "{changes}");
+    assert_eq!(
+        sb.transfers()
+            .iter()
+            .filter(|t| t.request_id == 880077)
+            .count(),
+        1,
+        "exactly one transfer"
+    );
+    let show = whish(&["journal", "show", "880077"], &env).await;
+    assert_eq!(show.code, 0, "{show:?}");
+    assert_eq!(show.json()[0]["state"], "accepted");
+    assert_eq!(show.json()[0]["request"]["amount"], 75);
+    assert!(show.json()[0]["references"]["ltnNumber"].is_string());
+    sb.shutdown().await;
 }

@@ -316,6 +316,31 @@ impl JournaledTransfer {
         result
     }
 
+    /// Resend a transfer you know you sent before (`transfer.already.done` is a confirmation
+    /// in every case), recording it like [`send`](Self::send): the answer is
+    /// [`TransferClient::resend`]'s.
+    pub async fn resend(
+        &self,
+        prepared: &PreparedTransfer,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        let key = prepared.request_id().to_string();
+        let held = self
+            .journal
+            .hold(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &key,
+                None,
+                prepared.body(),
+            )
+            .await?;
+        let result = self.client.resend(prepared).await;
+        self.journal
+            .settle(&held, send_verdict(&result, true))
+            .await;
+        result
+    }
+
     /// Record the cancel, send it, record the outcome; the answer is
     /// [`TransferClient::cancel`]'s. Recovery reads the transfer's status by LTN before it
     /// sends the same cancel again.

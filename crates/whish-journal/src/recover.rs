@@ -54,6 +54,7 @@ impl Clients {
 pub struct Recovery {
     deadline: Duration,
     batch: i64,
+    take_over: bool,
 }
 
 impl Default for Recovery {
@@ -61,6 +62,7 @@ impl Default for Recovery {
         Recovery {
             deadline: Duration::from_secs(24 * 3600),
             batch: 64,
+            take_over: false,
         }
     }
 }
@@ -74,6 +76,14 @@ impl Recovery {
     /// How long after it was recorded an entry may stay open before an operator must decide.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
+        self
+    }
+    /// Also take the entries whose lease has not expired yet. Only when the process that held
+    /// them is known to be gone (the one process of a SQLite journal was killed, and you are
+    /// restarting it): a live holder would then send the same request at the same time (safe,
+    /// with the same key, but no longer one worker per entry).
+    pub fn take_over(mut self, yes: bool) -> Self {
+        self.take_over = yes;
         self
     }
     /// How many entries one lease takes at a time (at least 1).
@@ -159,7 +169,7 @@ impl Journal {
             let batch = self
                 .inner
                 .db
-                .claim_open(owner, lease_ms, after, options.batch)
+                .claim_open(owner, lease_ms, after, options.batch, options.take_over)
                 .await?;
             let Some(last) = batch.last() else { break };
             after = last.id;

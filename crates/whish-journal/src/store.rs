@@ -100,6 +100,15 @@ impl Db {
     pub(crate) async fn open_postgres(url: &str) -> Result<Db, JournalError> {
         let options =
             sqlx::postgres::PgConnectOptions::from_str(url).map_err(JournalError::open)?;
+        // One connection first: a server that is not there fails now, plainly, instead of
+        // after the pool's retries.
+        {
+            use sqlx::Connection;
+            let first = sqlx::postgres::PgConnection::connect_with(&options)
+                .await
+                .map_err(JournalError::open)?;
+            let _ = first.close().await;
+        }
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(30))
@@ -223,6 +232,7 @@ impl Db {
         lease_ms: i64,
         after: i64,
         limit: i64,
+        take_over: bool,
     ) -> Result<Vec<Entry>, JournalError> {
         let lock = match self {
             Db::Sqlite(_) => "",
@@ -243,7 +253,7 @@ impl Db {
                 .bind(owner)
                 .bind(now.saturating_add(lease_ms))
                 .bind(after)
-                .bind(now)
+                .bind(if take_over { i64::MAX } else { now })
                 .bind(limit)
                 .fetch_all(pool)
                 .await

@@ -78,6 +78,12 @@ pub use whish_hosted_collect as collect;
 #[cfg_attr(docsrs, doc(cfg(feature = "intl-topup")))]
 pub use whish_intl_topup as topup;
 
+/// The durable journal of every money-moving request, and recovery after a crash (re-export of
+/// `whish-journal`; feature `journal`, off by default).
+#[cfg(feature = "journal")]
+#[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
+pub use whish_journal as journal;
+
 pub mod prelude;
 
 /// The README's examples, compiled and run as doctests (all features on).

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use whish_sandbox::Sandbox;
 
-const VARS: [&str; 20] = [
+const VARS: [&str; 21] = [
     "HTTPS_PROXY",
     "https_proxy",
     "HTTP_PROXY",
@@ -27,6 +27,7 @@ const VARS: [&str; 20] = [
     "WHISH_TOPUP_SESSION_ID",
     "WHISH_TOPUP_TOKEN",
     "WHISH_USER_AGENT",
+    "WHISH_JOURNAL",
     "RUST_LOG",
 ];
 
@@ -63,6 +64,10 @@ pub fn whish_blocking(args: &[&str], env: &[(String, String)]) -> Run {
     for v in VARS {
         cmd.env_remove(v);
     }
+    if !env.iter().any(|(k, _)| k == "WHISH_JOURNAL") {
+        // Never the user's own journal: one file per test binary run.
+        cmd.env("WHISH_JOURNAL", test_journal());
+    }
     cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
     let out = cmd.output().expect("run whish");
     Run {
@@ -70,6 +75,12 @@ pub fn whish_blocking(args: &[&str], env: &[(String, String)]) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The journal the commands of this test binary record in, unless a test names its own.
+pub fn test_journal() -> String {
+    let dir = std::env::temp_dir().join(format!("whish-cli-journal-{}", std::process::id()));
+    format!("sqlite:{}", dir.join("journal.sqlite").display())
 }
 
 /// [`whish_blocking`] off the async runtime.

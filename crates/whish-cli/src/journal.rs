@@ -1,0 +1,116 @@
+//! `whish journal ...`: list, show and recover the journal's entries.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use whish::journal::{Clients, Entry, Recovery};
+
+use crate::cli::JournalCmd;
+use crate::output::{Done, OK, PENDING, TRANSPORT, printable, usage};
+use crate::settings::Ctx;
+
+fn line(e: &Entry) -> Value {
+    json!({
+        "key": e.key,
+        "service": e.service,
+        "operation": e.operation,
+        "state": e.state,
+        "created": e.created.format(&time::format_description::well_known::Rfc3339).ok(),
+    })
+}
+
+pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
+    let journal = ctx.journal().await?;
+    let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
+    match cmd {
+        JournalCmd::List { open, limit } => {
+            // JSON lines whatever the terminal: one entry a line, for grep and jq.
+            for e in journal.list(open, limit).await.map_err(failed)? {
+                println!("{}", line(&e));
+            }
+            Ok(OK)
+        }
+        JournalCmd::Show { key } => {
+            let entries = journal.find(&key).await.map_err(failed)?;
+            if entries.is_empty() {
+                return Err(usage(format!(
+                    "no journal entry has the key `{}`",
+                    printable(&key)
+                )));
+            }
+            let shown: Vec<Value> = entries
+                .iter()
+                .map(|e| {
+                    let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
+                    v["request"] = serde_json::from_slice(&e.request)
+                        .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&e.request)));
+                    v
+                })
+                .collect();
+            Ok(ctx.out.success(&Value::from(shown)))
+        }
+        JournalCmd::Recover {
+            deadline_hours,
+            take_over,
+        } => {
+            if !(deadline_hours.is_finite() && deadline_hours >= 0.0) {
+                return Err(usage(
+                    "--deadline-hours must be a number of hours, 0 or more",
+                ));
+            }
+            let deadline = Duration::try_from_secs_f64(deadline_hours * 3600.0)
+                .map_err(|e| usage(format!("--deadline-hours: {e}")))?;
+            // A client for every service whose settings are there; the entries of the others
+            // stay open, and the command says which settings were missing.
+            let mut clients = Clients::new();
+            let mut missing = Vec::new();
+            match ctx.transfer_quiet() {
+                Some(c) => clients = clients.transfer(c),
+                None => missing.push("money-transfer (WHISH_TRANSFER_*)"),
+            }
+            match ctx.collect_quiet() {
+                Some(c) => clients = clients.collect(c),
+                None => missing.push("hosted-collect (WHISH_COLLECT_*)"),
+            }
+            match ctx.topup_quiet() {
+                Some(c) => clients = clients.topup(c),
+                None => missing.push("intl-topup (WHISH_TOPUP_*)"),
+            }
+            let report = journal
+                .recover(
+                    &clients,
+                    &Recovery::new().deadline(deadline).take_over(take_over),
+                )
+                .await
+                .map_err(failed)?;
+            let open = journal.list(true, u32::MAX).await.map_err(failed)?;
+            let value = json!({
+                "report": report,
+                "open": open.iter().map(line).collect::<Vec<_>>(),
+            });
+            ctx.out.print(&value);
+            if report.skipped > 0 {
+                eprintln!(
+                    "whish: {} entries were left open: no settings for {}",
+                    report.skipped,
+                    missing.join(", ")
+                );
+            }
+            Ok(if report.unreachable > 0 {
+                eprintln!(
+                    "whish: {} entries could not reach their service; run recover again",
+                    report.unreachable
+                );
+                TRANSPORT
+            } else if !open.is_empty() {
+                eprintln!(
+                    "whish: {} entries are still pending or need an operator (`whish journal list --open`)",
+                    open.len()
+                );
+                PENDING
+            } else {
+                OK
+            })
+        }
+    }
+}
