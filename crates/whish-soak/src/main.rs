@@ -5,7 +5,11 @@
 //! duplicates, lost, unresolved. Exit 1 when anything is duplicated or lost.
 //!
 //! Run it as `cargo xtask soak --ops 10000 --seed 1`.
+//!
+//! `--crash K [--journal URL] [--workers W]` runs the crash soak instead (see [`crash`]): the
+//! client as W child processes on one journal, killed with SIGKILL K times in all.
 
+mod crash;
 mod plan;
 mod reconcile;
 mod run;
@@ -22,6 +26,8 @@ struct Args {
     ops: usize,
     seed: u64,
     workers: usize,
+    crash: Option<usize>,
+    journal: Option<String>,
 }
 
 fn args() -> Result<Args, String> {
@@ -29,7 +35,10 @@ fn args() -> Result<Args, String> {
         ops: 300,
         seed: 1,
         workers: 16,
+        crash: None,
+        journal: None,
     };
+    let mut workers_given = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || {
@@ -40,13 +49,29 @@ fn args() -> Result<Args, String> {
         match flag.as_str() {
             "--ops" => a.ops = value()? as usize,
             "--seed" => a.seed = value()?,
-            "--workers" => a.workers = value()? as usize,
+            "--workers" => {
+                a.workers = value()? as usize;
+                workers_given = true;
+            }
+            "--crash" => a.crash = Some(value()? as usize),
+            "--journal" => {
+                a.journal = Some(it.next().ok_or("--journal needs a URL")?);
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other}; use --ops N --seed S [--workers W]"
+                    "unknown argument {other}; use --ops N --seed S [--workers W] [--crash K [--journal URL]]"
                 ));
             }
         }
+    }
+    if a.crash.is_some() && !workers_given {
+        a.workers = 1; // one client process unless asked for a fleet
+    }
+    if a.crash.is_some() && a.workers > 1 && a.journal.is_none() {
+        return Err(
+            "several client processes need a shared PostgreSQL journal: --journal postgres://..."
+                .into(),
+        );
     }
     Ok(a)
 }
@@ -84,6 +109,20 @@ fn fault_summary(plan: &[plan::Op]) -> String {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("crash-child") {
+        let run = match crash::ChildArgs::parse(&argv[1..]) {
+            Ok(c) => crash::child(c).await,
+            Err(e) => Err(e),
+        };
+        return match run {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("whish-soak child: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let a = match args() {
         Ok(a) => a,
         Err(e) => {
@@ -98,6 +137,23 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(kills) = a.crash {
+        let crash = crash::CrashArgs {
+            kills,
+            ops: a.ops,
+            seed: a.seed,
+            journal: a.journal.clone(),
+            workers: a.workers,
+        };
+        return match crash::parent(sb, crash).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("whish-soak: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let plan = Arc::new(plan::plan(a.ops, a.seed));
     println!(
         "whish soak: {} operations, seed {}, {} in flight; {}",

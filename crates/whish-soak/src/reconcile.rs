@@ -28,7 +28,7 @@ pub struct Row {
 
 /// Compare beliefs keyed by `K` with how many records the sandbox holds per key (`applied`
 /// counts, for state changes, 1 when the state shows the change).
-fn row<K: Eq + Hash>(
+pub(crate) fn row<K: Eq + Hash>(
     name: &'static str,
     beliefs: &[(K, Belief)],
     mut applied: HashMap<K, usize>,
@@ -54,7 +54,7 @@ fn row<K: Eq + Hash>(
     r
 }
 
-fn counts<K: Eq + Hash>(keys: impl IntoIterator<Item = K>) -> HashMap<K, usize> {
+pub(crate) fn counts<K: Eq + Hash>(keys: impl IntoIterator<Item = K>) -> HashMap<K, usize> {
     let mut m = HashMap::new();
     for k in keys {
         *m.entry(k).or_insert(0) += 1;

@@ -321,6 +321,13 @@ impl Sandbox {
         }
     }
 
+    /// How many requests to `endpoint` the faults already queued will still meet.
+    pub fn queued_faults(&self, endpoint: Endpoint) -> u64 {
+        lock(&self.shared.faults)
+            .get(&endpoint)
+            .map_or(0, |q| q.iter().map(|(_, n)| n).sum())
+    }
+
     /// Every request received on a service endpoint, in order, secrets redacted.
     pub fn requests(&self) -> Vec<ReceivedRequest> {
         lock(&self.shared.journal).list()
