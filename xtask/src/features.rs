@@ -15,8 +15,9 @@ pub const SERVICES: [(&str, &str); 4] = [
 ];
 
 /// Every crate of this workspace that a facade build may contain.
-const SDK_CRATES: [&str; 6] = [
+const SDK_CRATES: [&str; 7] = [
     "whish",
+    "whish-journal",
     "whish-core",
     "whish-money-transfer",
     "whish-locations",
@@ -33,6 +34,18 @@ pub fn run(root: &Path) -> Result<(), String> {
             BTreeSet::from(["whish", "whish-core", krate]),
         ));
     }
+    // The journal: the three money-moving services and the journal, never locations.
+    cases.push((
+        Some("journal"),
+        BTreeSet::from([
+            "whish",
+            "whish-core",
+            "whish-journal",
+            "whish-money-transfer",
+            "whish-hosted-collect",
+            "whish-intl-topup",
+        ]),
+    ));
     for (feature, expected) in cases {
         let label = feature.unwrap_or("(no features)");
         let mut args = vec![
