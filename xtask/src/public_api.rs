@@ -15,6 +15,7 @@ pub const PUBLISHED: &[&str] = &[
     "whish-locations",
     "whish-hosted-collect",
     "whish-intl-topup",
+    "whish-journal",
     "whish",
     "whish-sandbox",
 ];

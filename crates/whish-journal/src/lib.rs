@@ -236,3 +236,13 @@ impl Journal {
         self.inner.db.close().await
     }
 }
+
+/// The examples of `docs/journal.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/journal.md")]
+pub struct GuideDoctests;
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;
