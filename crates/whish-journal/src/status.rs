@@ -1,27 +1,41 @@
-//! The transfer callback's de-duplication, kept in the journal: a status change is handed to
-//! the integrator's code once, across restarts and across processes sharing the journal.
+//! Notifications handed on once: the transfer callback's status changes (and any other
+//! (subject, status) pair, such as a hosted payment's status), kept in the journal so that a
+//! change reaches the integrator's code once across restarts and across processes.
+//!
+//! The record is a claim, then a delivery: [`Journal::observe_callback`] claims the change and
+//! returns it; your handler runs; [`Journal::complete_change`] marks it delivered. A claim that
+//! was never completed (the process died in the handler) is claimed again by the next sighting
+//! after the journal's lease; [`Journal::forget_change`] releases it at once (the handler
+//! failed). Your handler therefore sees a change at least once and, once it has completed, never
+//! again.
 
 use whish_money_transfer::TransferStatus;
 use whish_money_transfer::callback::{ReceivedCallback, StatusChange};
 
+use crate::store::{millis, now_ms};
 use crate::{Journal, JournalError};
 
+fn transfer_subject(transfer_id: &str) -> String {
+    format!("transfer:{transfer_id}")
+}
+
 impl Journal {
-    /// The change of status this (verified) callback brings, or `None` when the journal has
-    /// recorded that status for that transfer before: a callback reports the current status, so
-    /// a repeat is not a new event (the spec). The record is one atomic insert, so two
-    /// processes receiving the same callback at once get `Some` in exactly one of them.
+    /// The change of status this (verified) callback brings, claimed for your handler; `None`
+    /// when the journal has it already (delivered, or claimed by a live process): a callback
+    /// reports the current status, so a repeat is not a new event. The claim is one atomic
+    /// statement, so two processes receiving the same callback at once get `Some` in exactly
+    /// one of them.
     ///
-    /// Recorded before your code runs: if your handler fails, call
-    /// [`forget_change`](Self::forget_change) so that the sender's redelivery (or your status
-    /// poller) hands it on again. A callback is a notification, not proof: confirm with the
-    /// status endpoint before acting on it.
+    /// After your handler: [`complete_change`](Self::complete_change), or
+    /// [`forget_change`](Self::forget_change) if it failed. A callback is a notification, not
+    /// proof: confirm with the status endpoint before acting on it.
     ///
     /// ```no_run
     /// # async fn run(journal: whish_journal::Journal,
     /// #              cb: whish_money_transfer::callback::ReceivedCallback) -> Result<(), whish_journal::JournalError> {
     /// if let Some(change) = journal.observe_callback(&cb).await? {
     ///     println!("{} is now {}", change.transfer_id, change.to);
+    ///     journal.complete_change(&change).await?;
     /// }
     /// # Ok(()) }
     /// ```
@@ -33,20 +47,17 @@ impl Journal {
             .await
     }
 
-    /// The same record for a status read from the status endpoint (a poller): `Some` once per
-    /// transfer and status, whichever path saw it first.
+    /// The same claim for a status read from the status endpoint (a poller): whichever path
+    /// sees a (transfer, status) first hands it on.
     pub async fn observe_status(
         &self,
         transfer_id: &str,
         request_id: whish_core::RequestId,
         status: &TransferStatus,
     ) -> Result<Option<StatusChange>, JournalError> {
-        let db = &self.inner.db;
-        let earlier = db.statuses(transfer_id).await?;
-        if !db
-            .record_status(transfer_id, status.as_str(), request_id.get())
-            .await?
-        {
+        let subject = transfer_subject(transfer_id);
+        let earlier = self.inner.db.statuses(&subject).await?;
+        if !self.claim_notification(&subject, status.as_str()).await? {
             return Ok(None);
         }
         let from = earlier
@@ -64,12 +75,46 @@ impl Journal {
         )))
     }
 
-    /// Undo [`observe_callback`](Self::observe_callback) for a change your code could not
-    /// handle, so that it is handed on again the next time it is seen.
-    pub async fn forget_change(&self, change: &StatusChange) -> Result<(), JournalError> {
-        self.inner
-            .db
-            .forget_status(&change.transfer_id, change.to.as_str())
+    /// Your handler finished with this change: it is never handed on again.
+    pub async fn complete_change(&self, change: &StatusChange) -> Result<(), JournalError> {
+        self.complete_notification(&transfer_subject(&change.transfer_id), change.to.as_str())
             .await
+    }
+
+    /// Your handler could not take this change: release the claim, so that the next sighting
+    /// (the sender's redelivery, your status poller) hands it on again.
+    pub async fn forget_change(&self, change: &StatusChange) -> Result<(), JournalError> {
+        self.release_notification(&transfer_subject(&change.transfer_id), change.to.as_str())
+            .await
+    }
+
+    /// Claim any (subject, status) pair for delivery: true the first time, and again when an
+    /// earlier claim was neither completed nor released within the journal's lease. The
+    /// callback receiver keys hosted payments as `collect:<externalId>`.
+    pub async fn claim_notification(
+        &self,
+        subject: &str,
+        status: &str,
+    ) -> Result<bool, JournalError> {
+        let reclaim_before = now_ms().saturating_sub(millis(self.inner.lease));
+        self.inner.db.claim(subject, status, reclaim_before).await
+    }
+
+    /// Mark a claimed (subject, status) delivered.
+    pub async fn complete_notification(
+        &self,
+        subject: &str,
+        status: &str,
+    ) -> Result<(), JournalError> {
+        self.inner.db.delivered(subject, status).await
+    }
+
+    /// Release a claimed, undelivered (subject, status).
+    pub async fn release_notification(
+        &self,
+        subject: &str,
+        status: &str,
+    ) -> Result<(), JournalError> {
+        self.inner.db.release_claim(subject, status).await
     }
 }

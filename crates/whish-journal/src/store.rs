@@ -351,7 +351,8 @@ impl Db {
     pub(crate) async fn prune(&self, cutoff_ms: i64) -> Result<u64, JournalError> {
         const ENTRIES: &str = "DELETE FROM whish_journal_entries \
             WHERE state IN ('accepted', 'refused') AND updated_ms < $1";
-        const CHANGES: &str = "DELETE FROM whish_journal_status_changes WHERE recorded_ms < $1";
+        const CHANGES: &str = "DELETE FROM whish_journal_notifications \
+            WHERE delivered_ms IS NOT NULL AND delivered_ms < $1";
         on_db!(self, pool => {
             let n = sqlx::query(ENTRIES).bind(cutoff_ms).execute(pool).await.map_err(JournalError::write)?;
             sqlx::query(CHANGES).bind(cutoff_ms).execute(pool).await.map_err(JournalError::write)?;
@@ -359,22 +360,25 @@ impl Db {
         })
     }
 
-    /// Record that `transfer_id` reached `status`; false when it was recorded before.
-    pub(crate) async fn record_status(
+    /// Claim (subject, status) for delivery: true when it was never recorded, or recorded but
+    /// not delivered and its claim older than `reclaim_before_ms`.
+    pub(crate) async fn claim(
         &self,
-        transfer_id: &str,
+        subject: &str,
         status: &str,
-        request_id: i64,
+        reclaim_before_ms: i64,
     ) -> Result<bool, JournalError> {
-        const SQL: &str = "INSERT INTO whish_journal_status_changes \
-            (transfer_id, status, request_id, recorded_ms) VALUES ($1, $2, $3, $4) \
-            ON CONFLICT (transfer_id, status) DO NOTHING";
+        const SQL: &str = "INSERT INTO whish_journal_notifications \
+            (subject, status, recorded_ms, delivered_ms) VALUES ($1, $2, $3, NULL) \
+            ON CONFLICT (subject, status) DO UPDATE SET recorded_ms = excluded.recorded_ms \
+            WHERE whish_journal_notifications.delivered_ms IS NULL \
+              AND whish_journal_notifications.recorded_ms < $4";
         on_db!(self, pool => {
             let done = sqlx::query(SQL)
-                .bind(transfer_id)
+                .bind(subject)
                 .bind(status)
-                .bind(request_id)
                 .bind(now_ms())
+                .bind(reclaim_before_ms)
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -382,28 +386,45 @@ impl Db {
         })
     }
 
-    /// The statuses recorded for a transfer, oldest first.
-    pub(crate) async fn statuses(&self, transfer_id: &str) -> Result<Vec<String>, JournalError> {
-        const SQL: &str = "SELECT status FROM whish_journal_status_changes \
-            WHERE transfer_id = $1 ORDER BY recorded_ms, status";
+    /// Mark (subject, status) delivered: it is never claimed again.
+    pub(crate) async fn delivered(&self, subject: &str, status: &str) -> Result<(), JournalError> {
+        const SQL: &str = "UPDATE whish_journal_notifications SET delivered_ms = $3 \
+            WHERE subject = $1 AND status = $2";
         on_db!(self, pool => {
-            let rows = sqlx::query(SQL).bind(transfer_id).fetch_all(pool).await.map_err(JournalError::read)?;
-            rows.iter()
-                .map(|r| r.try_get::<String, _>("status").map_err(JournalError::read))
-                .collect()
+            sqlx::query(SQL)
+                .bind(subject)
+                .bind(status)
+                .bind(now_ms())
+                .execute(pool)
+                .await
+                .map_err(JournalError::write)?;
+            Ok(())
         })
     }
 
-    pub(crate) async fn forget_status(
+    /// Drop an undelivered claim, so the next sighting claims it at once.
+    pub(crate) async fn release_claim(
         &self,
-        transfer_id: &str,
+        subject: &str,
         status: &str,
     ) -> Result<(), JournalError> {
-        const SQL: &str =
-            "DELETE FROM whish_journal_status_changes WHERE transfer_id = $1 AND status = $2";
+        const SQL: &str = "DELETE FROM whish_journal_notifications \
+            WHERE subject = $1 AND status = $2 AND delivered_ms IS NULL";
         on_db!(self, pool => {
-            sqlx::query(SQL).bind(transfer_id).bind(status).execute(pool).await.map_err(JournalError::write)?;
+            sqlx::query(SQL).bind(subject).bind(status).execute(pool).await.map_err(JournalError::write)?;
             Ok(())
+        })
+    }
+
+    /// The statuses recorded for a subject, oldest first.
+    pub(crate) async fn statuses(&self, subject: &str) -> Result<Vec<String>, JournalError> {
+        const SQL: &str = "SELECT status FROM whish_journal_notifications \
+            WHERE subject = $1 ORDER BY recorded_ms, status";
+        on_db!(self, pool => {
+            let rows = sqlx::query(SQL).bind(subject).fetch_all(pool).await.map_err(JournalError::read)?;
+            rows.iter()
+                .map(|r| r.try_get::<String, _>("status").map_err(JournalError::read))
+                .collect()
         })
     }
 }

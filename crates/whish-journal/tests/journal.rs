@@ -451,12 +451,13 @@ async fn a_status_change_is_handed_on_once_across_processes() {
                     .await
             }));
         }
-        let mut handed = 0;
+        let mut handed = Vec::new();
         for t in tasks {
-            handed += usize::from(t.await.expect("task").expect("observe").is_some());
+            handed.extend(t.await.expect("task").expect("observe"));
         }
-        assert_eq!(handed, 1, "one of eight deliveries is a change");
-        // A restart remembers it; a handler that failed can have it handed on again.
+        assert_eq!(handed.len(), 1, "one of eight deliveries is a change");
+        a.complete_change(&handed[0]).await.expect("complete");
+        // A restart remembers a delivered change.
         let c = place.open().await;
         assert!(
             c.observe_status("T-77", id, &TransferStatus::Received)
@@ -464,6 +465,7 @@ async fn a_status_change_is_handed_on_once_across_processes() {
                 .expect("o")
                 .is_none()
         );
+        // A handler that failed releases its claim: the next sighting hands it on again.
         let next = c
             .observe_status("T-77", id, &TransferStatus::CanceledFull)
             .await
@@ -471,11 +473,33 @@ async fn a_status_change_is_handed_on_once_across_processes() {
             .expect("a change");
         assert_eq!(next.from, Some(TransferStatus::Received));
         c.forget_change(&next).await.expect("forget");
+        let again = c
+            .observe_status("T-77", id, &TransferStatus::CanceledFull)
+            .await
+            .expect("o")
+            .expect("handed on again");
+        // A handler that died with its claim: not handed on while the claim is fresh, handed on
+        // again once the lease has passed; never again once completed.
+        assert!(
+            b.observe_status("T-77", id, &TransferStatus::CanceledFull)
+                .await
+                .expect("o")
+                .is_none()
+        );
+        tokio::time::sleep(common::LEASE * 2).await;
+        let reclaimed = b
+            .observe_status("T-77", id, &TransferStatus::CanceledFull)
+            .await
+            .expect("o")
+            .expect("reclaimed after the lease");
+        assert_eq!(reclaimed.transfer_id, again.transfer_id);
+        b.complete_change(&reclaimed).await.expect("complete");
+        tokio::time::sleep(common::LEASE * 2).await;
         assert!(
             c.observe_status("T-77", id, &TransferStatus::CanceledFull)
                 .await
                 .expect("o")
-                .is_some()
+                .is_none()
         );
     }
 }

@@ -18,12 +18,14 @@ CREATE TABLE whish_journal_entries (
 );
 CREATE INDEX whish_journal_entries_state ON whish_journal_entries (state, id);
 
--- One row per (transfer, status) delivered to the integrator's code: a callback repeating a
--- recorded status is not a new event.
-CREATE TABLE whish_journal_status_changes (
-    transfer_id TEXT    NOT NULL,
-    status      TEXT    NOT NULL,
-    request_id  BIGINT  NOT NULL,
-    recorded_ms BIGINT  NOT NULL,
-    PRIMARY KEY (transfer_id, status)
+-- One row per (subject, status) handed to the integrator's code: a transfer's status change
+-- (subject `transfer:<id>`) or a hosted payment's (`collect:<externalId>`). A repeat is not a new
+-- event. `delivered_ms` stays NULL until the integrator's handler finished: a claim that was
+-- never delivered (a crash, a failed handler) can be claimed again after `recorded_ms` + lease.
+CREATE TABLE whish_journal_notifications (
+    subject      TEXT    NOT NULL,
+    status       TEXT    NOT NULL,
+    recorded_ms  BIGINT  NOT NULL,
+    delivered_ms BIGINT ,
+    PRIMARY KEY (subject, status)
 );
