@@ -15,9 +15,10 @@ pub const SERVICES: [(&str, &str); 4] = [
 ];
 
 /// Every crate of this workspace that a facade build may contain.
-const SDK_CRATES: [&str; 7] = [
+const SDK_CRATES: [&str; 8] = [
     "whish",
     "whish-journal",
+    "whish-callbacks",
     "whish-core",
     "whish-money-transfer",
     "whish-locations",
@@ -44,6 +45,17 @@ pub fn run(root: &Path) -> Result<(), String> {
             "whish-money-transfer",
             "whish-hosted-collect",
             "whish-intl-topup",
+        ]),
+    ));
+    // The callback receiver: the two services that send callbacks, never the journal alone.
+    cases.push((
+        Some("callbacks"),
+        BTreeSet::from([
+            "whish",
+            "whish-core",
+            "whish-callbacks",
+            "whish-money-transfer",
+            "whish-hosted-collect",
         ]),
     ));
     for (feature, expected) in cases {

@@ -16,6 +16,7 @@ pub const PUBLISHED: &[&str] = &[
     "whish-hosted-collect",
     "whish-intl-topup",
     "whish-journal",
+    "whish-callbacks",
     "whish",
     "whish-sandbox",
 ];

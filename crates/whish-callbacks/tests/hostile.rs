@@ -77,15 +77,15 @@ proptest! {
             let request = match method {
                 0 | 1 => {
                     let mut r = Request::post(whish_callbacks::TRANSFER_PATH);
-                    if with_ts {
-                        if let Ok(v) = axum::http::HeaderValue::from_str(&ts) {
-                            r = r.header("timestamp", v);
-                        }
+                    if with_ts
+                        && let Ok(v) = axum::http::HeaderValue::from_str(&ts)
+                    {
+                        r = r.header("timestamp", v);
                     }
-                    if with_sig {
-                        if let Ok(v) = axum::http::HeaderValue::from_str(&sig) {
-                            r = r.header("signature", v);
-                        }
+                    if with_sig
+                        && let Ok(v) = axum::http::HeaderValue::from_str(&sig)
+                    {
+                        r = r.header("signature", v);
                     }
                     r.body(Body::from(body.clone()))
                 }

@@ -4,26 +4,33 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::http::{HeaderMap, Uri};
+use whish::callbacks::{
+    HandlerError, PaymentUpdate, Receiver, Source, TransferNotification, Trigger,
+};
 use whish::collect::{CollectClient, CollectStatus, CollectUrls, NewPayment};
 use whish::locations::{LocationsClient, ShopFilter};
 use whish::topup::{PayOutcome, TopupClient};
-use whish::transfer::callback::{CallbackReceiver, SignedInput};
+use whish::transfer::callback::SignedInput;
 use whish::transfer::{
     ActivityStatus, CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason,
     ReportRange, SendOutcome, SourceOfFunds, StatusQuery, TransferClient, TransferStatus,
     reconcile,
 };
-use whish::{Amount, Currency, EpochMillis, Policy, SecretString, UserAgent};
+use whish::{Amount, Currency, Policy, SecretString, UserAgent};
 use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 use crate::output::{self, Done};
 
 type Step = Result<String, String>;
 
-/// Requests received by the demo's own callback listener.
-type Inbox = Arc<Mutex<Vec<(Uri, HeaderMap, Bytes)>>>;
+/// What the callback receiver handed to the demo's handlers.
+#[derive(Debug, Clone)]
+enum Handed {
+    Transfer(TransferNotification),
+    Payment(PaymentUpdate),
+}
+
+type Inbox = Arc<Mutex<Vec<Handed>>>;
 
 struct Clients {
     transfer: TransferClient,
@@ -104,24 +111,51 @@ fn wallet(phone: &str) -> MobileWalletSend {
     )
 }
 
-async fn listener() -> std::io::Result<(String, Inbox)> {
+/// The callback receiver an integrator deploys (`whish::callbacks`), on a loopback port: the
+/// sandbox's signed transfer callback and the collect GET callbacks travel its code. Its
+/// handlers put what they are handed into the inbox.
+async fn listener(sb: &Sandbox, c: &Clients) -> std::io::Result<(String, Inbox, Receiver)> {
     let inbox: Inbox = Arc::default();
-    let sink = inbox.clone();
-    let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
-        let sink = sink.clone();
-        async move {
-            if let Ok(mut v) = sink.lock() {
-                v.push((uri, headers, body));
+    let key = sb.callback_key().to_vec();
+    let verifier = move |i: &SignedInput<'_>| {
+        whish_sandbox::callback::verify_signature(&key, i.timestamp, i.body, i.signature)
+    };
+    let (transfers, payments) = (inbox.clone(), inbox.clone());
+    let receiver = Receiver::builder()
+        .transfer(verifier, move |n: TransferNotification| {
+            if let Ok(mut v) = transfers.lock() {
+                v.push(Handed::Transfer(n));
             }
-            "ok"
-        }
-    });
+            std::future::ready(Ok::<(), HandlerError>(()))
+        })
+        .collect(c.collect.clone(), move |u: PaymentUpdate| {
+            if let Ok(mut v) = payments.lock() {
+                v.push(Handed::Payment(u));
+            }
+            std::future::ready(Ok::<(), HandlerError>(()))
+        })
+        .build();
+    let app = receiver.router();
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", tcp.local_addr()?);
     tokio::spawn(async move {
         let _ = axum::serve(tcp, app).await;
     });
-    Ok((base, inbox))
+    Ok((base, inbox, receiver))
+}
+
+/// Wait until the inbox holds `n` items (the handlers run in the background).
+async fn handed(inbox: &Inbox, n: usize) -> Result<Vec<Handed>, String> {
+    for _ in 0..200 {
+        let v = inbox.lock().map_err(e)?.clone();
+        if v.len() >= n {
+            return Ok(v);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Err(format!(
+        "the receiver handed on fewer than {n} notifications"
+    ))
 }
 
 fn clients(sb: &Sandbox) -> Result<Clients, String> {
@@ -185,14 +219,14 @@ pub async fn run(tty: bool) -> Done {
         .start()
         .await
         .map_err(|err| output::usage(format!("cannot start the sandbox: {err}")))?;
-    let (cb_base, inbox) = listener()
+    let c = clients(&sb).map_err(output::usage)?;
+    let (cb_base, inbox, receiver) = listener(&sb, &c)
         .await
-        .map_err(|err| output::usage(format!("cannot start the callback listener: {err}")))?;
+        .map_err(|err| output::usage(format!("cannot start the callback receiver: {err}")))?;
     println!(
-        "whish demo: sandbox on {}, callbacks to {cb_base}\n",
+        "whish demo: sandbox on {}, callbacks to the receiver on {cb_base}\n",
         sb.root_url()
     );
-    let c = clients(&sb).map_err(output::usage)?;
     let mut p = Progress {
         tty,
         total: STEPS,
@@ -212,7 +246,7 @@ pub async fn run(tty: bool) -> Done {
     );
     p.report(
         "receiver collects; callback received",
-        collect_and_callback(&sb, &inbox, ltn.as_deref()).await,
+        collect_and_callback(&c, &sb, &inbox, ltn.as_deref()).await,
     );
     p.report(
         "status is RECEIVED",
@@ -257,6 +291,7 @@ pub async fn run(tty: bool) -> Done {
         journal_recovery(&c, &sb).await,
     );
 
+    receiver.shutdown().await;
     sb.shutdown().await;
     println!();
     if p.failed.is_empty() {
@@ -308,7 +343,9 @@ async fn quote(c: &Clients) -> Step {
 async fn send_cash(c: &Clients, cb_base: &str) -> Result<(String, String, i64), String> {
     let prepared = c
         .transfer
-        .prepare_send(cash("100").callback_url(format!("{cb_base}/whish/collected?order=D-1")))
+        .prepare_send(
+            cash("100").callback_url(format!("{cb_base}{}", whish::callbacks::TRANSFER_PATH)),
+        )
         .map_err(e)?;
     match c.transfer.send(&prepared).await.map_err(e)? {
         SendOutcome::Sent(s) => Ok((s.ltn_number, s.transfer_id, prepared.request_id().get())),
@@ -316,30 +353,32 @@ async fn send_cash(c: &Clients, cb_base: &str) -> Result<(String, String, i64), 
     }
 }
 
-async fn collect_and_callback(sb: &Sandbox, inbox: &Inbox, ltn: Option<&str>) -> Step {
+async fn collect_and_callback(c: &Clients, sb: &Sandbox, inbox: &Inbox, ltn: Option<&str>) -> Step {
     let ltn = ltn.ok_or("no transfer to collect")?;
+    let before = inbox.lock().map_err(e)?.len();
     sb.collect_cash(ltn).await.map_err(e)?;
-    let (uri, headers, body) = inbox
-        .lock()
-        .map_err(e)?
-        .last()
-        .cloned()
-        .ok_or("no callback arrived")?;
-    let key = sb.callback_key().to_vec();
-    let receiver = CallbackReceiver::new(move |i: &SignedInput<'_>| {
-        whish_sandbox::callback::verify_signature(&key, i.timestamp, i.body, i.signature)
-    });
-    let now = EpochMillis(time::OffsetDateTime::now_utc().unix_timestamp() * 1000);
-    let cb = receiver
-        .receive(&headers, &body, now)
-        .map_err(|err| format!("{err:?}"))?;
+    let got = handed(inbox, before + 1).await?;
+    let Some(Handed::Transfer(n)) = got.get(before) else {
+        return Err(format!("expected a transfer notification, got {got:?}"));
+    };
     ensure(
-        cb.status == TransferStatus::Received,
-        "callback status is not RECEIVED",
+        n.status == TransferStatus::Received && n.source == Source::Callback,
+        "the notification is not a RECEIVED callback",
     )?;
+    let confirmed = n.confirm(&c.transfer).await.map_err(e)?;
+    ensure(
+        confirmed.status == TransferStatus::Received,
+        "the status endpoint does not confirm it",
+    )?;
+    let acked = sb
+        .callbacks()
+        .iter()
+        .any(|d| d.kind == "transfer.received" && d.acknowledged());
+    ensure(acked, "the receiver did not answer 200")?;
     Ok(format!(
-        "POST {uri}: signature verified (sandbox scheme), externalId {} = the Request-id; a notification, not proof",
-        cb.external_id
+        "POST {}: the receiver checked the signature (sandbox scheme), recorded the change and answered 200; its handler got a notification for Request-id {}, confirmed by status",
+        whish::callbacks::TRANSFER_PATH,
+        n.request_id
     ))
 }
 
@@ -458,20 +497,26 @@ async fn locations(c: &Clients) -> Step {
 }
 
 async fn create_payment(c: &Clients, cb_base: &str) -> Result<(String, String), String> {
+    let id = whish::ExternalId::generate();
+    let callback = |path: &str| format!("{cb_base}{path}");
     let urls = CollectUrls::new(
-        whish::collect::SuccessCallbackUrl::new(&format!("{cb_base}/collect/ok"))
+        whish::collect::SuccessCallbackUrl::new(&callback(whish::callbacks::SUCCESS_PATH))
             .map_err(e)?
-            .with_reference("order", "D-2"),
-        whish::collect::FailureCallbackUrl::new(&format!("{cb_base}/collect/ko"))
+            .with_reference("externalId", id.as_str())
+            .with_reference("currency", "USD"),
+        whish::collect::FailureCallbackUrl::new(&callback(whish::callbacks::FAILURE_PATH))
             .map_err(e)?
-            .with_reference("order", "D-2"),
+            .with_reference("externalId", id.as_str())
+            .with_reference("currency", "USD"),
         whish::collect::SuccessRedirectUrl::new("https://shop.example.com/thanks").map_err(e)?,
         whish::collect::FailureRedirectUrl::new("https://shop.example.com/retry").map_err(e)?,
     );
     let prepared = c
         .collect
         .prepare_payment(
-            NewPayment::new(amount("25.50"), Currency::Usd, urls).invoice("Demo order D-2"),
+            NewPayment::new(amount("25.50"), Currency::Usd, urls)
+                .invoice("Demo order D-2")
+                .external_id(id),
         )
         .map_err(e)?;
     let created = c.collect.create_payment(&prepared).await.map_err(e)?;
@@ -501,25 +546,33 @@ async fn pay_page(sb: &Sandbox, inbox: &Inbox, payment: Option<&(String, String)
             .finish()
     };
     let before = inbox.lock().map_err(e)?.len();
-    for code in ["000000", payer.code.as_str()] {
+    let mut updates = Vec::new();
+    for (i, code) in ["000000", payer.code.as_str()].into_iter().enumerate() {
         http.post(url)
             .header("content-type", "application/x-www-form-urlencoded")
             .body(form(code))
             .send()
             .await
             .map_err(e)?;
+        let got = handed(inbox, before + i + 1).await?;
+        match got.get(before + i) {
+            Some(Handed::Payment(u)) => updates.push(u.clone()),
+            other => return Err(format!("expected a payment update, got {other:?}")),
+        }
     }
-    let got: Vec<String> = inbox.lock().map_err(e)?[before..]
-        .iter()
-        .map(|(u, _, _)| u.to_string())
-        .collect();
     ensure(
-        got.len() == 2,
-        format!("expected two callbacks, got {got:?}"),
+        updates[0].trigger == Trigger::FailureCallback
+            && !updates[0].status.collect_status.is_settled(),
+        format!("after the wrong code: {:?}", updates[0]),
+    )?;
+    ensure(
+        updates[1].trigger == Trigger::SuccessCallback
+            && updates[1].status.collect_status.is_paid(),
+        format!("after the right code: {:?}", updates[1]),
     )?;
     Ok(format!(
-        "a wrong code then the right one: GET {} (link stays payable), then GET {} (query untouched)",
-        got[0], got[1]
+        "a wrong code then the right one: the receiver read the status after each GET callback: {} (link still payable), then {} (paid)",
+        updates[0].status.collect_status, updates[1].status.collect_status
     ))
 }
 

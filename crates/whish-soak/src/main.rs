@@ -11,6 +11,7 @@
 
 mod crash;
 mod plan;
+mod receive;
 mod reconcile;
 mod run;
 
@@ -163,7 +164,22 @@ async fn main() -> ExitCode {
         fault_summary(&plan)
     );
     let started = Instant::now();
-    let ledger = match run::run(sb.clone(), plan, a.workers).await {
+    // The callback receiver needs a collect client of its own to read statuses with.
+    let reader = match run::Clients::new(&sb, String::new()) {
+        Ok(c) => c.collect,
+        Err(e) => {
+            eprintln!("whish-soak: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (callbacks, handed, receiver) = match receive::start(&sb, reader).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("whish-soak: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let ledger = match run::run(sb.clone(), plan, a.workers, callbacks).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("whish-soak: {e}");
@@ -183,7 +199,12 @@ async fn main() -> ExitCode {
     );
     println!("{:.1} s", elapsed.as_secs_f64());
     let t = reconcile::total(&rows);
-    if t.duplicates == 0 && t.lost == 0 {
+    let callbacks = receive::check(&sb, &handed, &receiver).await;
+    match &callbacks {
+        Ok(line) => println!("{line}"),
+        Err(line) => println!("FAILED: {line}"),
+    }
+    if t.duplicates == 0 && t.lost == 0 && callbacks.is_ok() {
         println!("no duplicates, nothing lost ({} unresolved)", t.unresolved);
         ExitCode::SUCCESS
     } else {

@@ -73,8 +73,10 @@ fn take<T>(pool: &Mutex<Vec<T>>, pick: u64) -> Option<T> {
 /// The clients, pointed at the sandbox.
 pub struct Clients {
     transfer: TransferClient,
-    collect: CollectClient,
+    pub(crate) collect: CollectClient,
     topup: TopupClient,
+    /// The base URL of the callback receiver (`whish::callbacks`).
+    callbacks: String,
 }
 
 /// The client policy of the soak: three resends, a 1 s attempt timeout (the delay fault holds a
@@ -95,7 +97,7 @@ pub fn policy() -> Policy {
 
 impl Clients {
     /// Clients with the soak's policy.
-    pub fn new(sb: &Sandbox) -> Result<Clients, String> {
+    pub fn new(sb: &Sandbox, callbacks: String) -> Result<Clients, String> {
         let ua: whish::UserAgent =
             "WhishSoak/0.1 (https://github.com/whish-rs/whish-rs; soak@example.com)"
                 .parse()
@@ -108,7 +110,9 @@ impl Clients {
         let err = |e: whish::SetupError| e.to_string();
         Ok(Clients {
             transfer: TransferClient::builder(
-                whish::ClientSettings::new(sb.transfer_base_url()).policy(policy()),
+                whish::ClientSettings::new(sb.transfer_base_url())
+                    .policy(policy())
+                    .allow_local_callbacks(),
             )
             .username(t.username.clone())
             .key(SecretString::from(t.key.clone()))
@@ -134,13 +138,19 @@ impl Clients {
             .token(SecretString::from(u.token.clone()))
             .build()
             .map_err(err)?,
+            callbacks,
         })
     }
 }
 
 /// Run `plan` with `workers` operations in flight.
-pub async fn run(sb: Arc<Sandbox>, plan: Arc<Vec<Op>>, workers: usize) -> Result<Ledger, String> {
-    let clients = Arc::new(Clients::new(&sb)?);
+pub async fn run(
+    sb: Arc<Sandbox>,
+    plan: Arc<Vec<Op>>,
+    workers: usize,
+    callbacks: String,
+) -> Result<Ledger, String> {
+    let clients = Arc::new(Clients::new(&sb, callbacks)?);
     let ledger = Arc::new(Ledger::default());
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -176,7 +186,7 @@ async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
             dollars,
             failing_wallet,
         } => {
-            let request = send_request(sb, cash, dollars, failing_wallet);
+            let request = send_request(sb, c, cash, dollars, failing_wallet);
             let Ok(prepared) = c.transfer.prepare_send(request) else {
                 return;
             };
@@ -261,7 +271,7 @@ async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
     }
 }
 
-fn send_request(sb: &Sandbox, cash: bool, dollars: u32, failing: bool) -> SendRequest {
+fn send_request(sb: &Sandbox, c: &Clients, cash: bool, dollars: u32, failing: bool) -> SendRequest {
     let amount = Amount::new(Decimal::from(dollars));
     let sender = Customer::new("John", "Smith", "+14155550100");
     if cash {
@@ -279,6 +289,11 @@ fn send_request(sb: &Sandbox, cash: bool, dollars: u32, failing: bool) -> SendRe
             Reason::FamilySupport,
             SourceOfFunds::Salary,
         )
+        .callback_url(format!(
+            "{}{}",
+            c.callbacks,
+            whish::callbacks::TRANSFER_PATH
+        ))
         .into()
     } else {
         let phones = sb.wallet_phones();
@@ -376,10 +391,18 @@ async fn cancel(c: &Clients, id: i64, ltn: &str) -> Belief {
 }
 
 async fn create(c: &Clients, cents: u32) -> (String, Belief) {
+    // The callbacks go to the soak's receiver on loopback, with the payment's reference.
+    let id = ExternalId::generate();
+    let at = |path: &str| format!("{}{path}", c.callbacks);
     let urls = CollectUrls::new(
-        // Loopback, a closed port: the sandbox's callbacks never leave this machine.
-        whish::collect::SuccessCallbackUrl::new("http://127.0.0.1:9/whish/ok").expect("url"),
-        whish::collect::FailureCallbackUrl::new("http://127.0.0.1:9/whish/ko").expect("url"),
+        whish::collect::SuccessCallbackUrl::new(&at(whish::callbacks::SUCCESS_PATH))
+            .expect("url")
+            .with_reference("externalId", id.as_str())
+            .with_reference("currency", "USD"),
+        whish::collect::FailureCallbackUrl::new(&at(whish::callbacks::FAILURE_PATH))
+            .expect("url")
+            .with_reference("externalId", id.as_str())
+            .with_reference("currency", "USD"),
         whish::collect::SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
         whish::collect::FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
     );
@@ -387,7 +410,8 @@ async fn create(c: &Clients, cents: u32) -> (String, Belief) {
         Amount::new(Decimal::new(i64::from(cents), 2)),
         Currency::Usd,
         urls,
-    );
+    )
+    .external_id(id);
     let prepared = match c.collect.prepare_payment(payment) {
         Ok(p) => p,
         Err(_) => return (String::new(), Belief::NotDone),

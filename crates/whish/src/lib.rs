@@ -84,6 +84,12 @@ pub use whish_intl_topup as topup;
 #[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
 pub use whish_journal as journal;
 
+/// Receiving the services' callbacks: axum routes, the poller, redirect confirmation (re-export
+/// of `whish-callbacks`; feature `callbacks`, off by default).
+#[cfg(feature = "callbacks")]
+#[cfg_attr(docsrs, doc(cfg(feature = "callbacks")))]
+pub use whish_callbacks as callbacks;
+
 pub mod prelude;
 
 /// The README's examples, compiled and run as doctests (all features on).
