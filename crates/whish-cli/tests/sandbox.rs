@@ -777,3 +777,64 @@ async fn a_send_killed_midway_is_resolved_by_journal_recover_to_one_transfer() {
     assert!(show.json()[0]["references"]["ltnNumber"].is_string());
     sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_recover_says_4_while_the_service_is_unreachable_and_a_broken_journal_sends_nothing()
+ {
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let journal = format!(
+        "sqlite:{}",
+        temp_file("placeholder", "")
+            .with_file_name("unreachable.sqlite")
+            .display()
+    );
+    env.push(("WHISH_JOURNAL".into(), journal));
+    let body = temp_file("lost.json", &cash_body("60"))
+        .display()
+        .to_string();
+    sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropReply, 1);
+    let lost = whish(
+        &["transfer", "send", "--body", &body, "--retries", "0"],
+        &env,
+    )
+    .await;
+    assert_eq!(lost.code, 4, "{lost:?}");
+
+    // The service cannot be reached: exit 4, the entry stays open.
+    let mut away = env.clone();
+    away.retain(|(k, _)| k != "WHISH_TRANSFER_BASE_URL");
+    away.push((
+        "WHISH_TRANSFER_BASE_URL".into(),
+        "http://127.0.0.1:9/api".into(),
+    ));
+    let unreachable = whish(&["journal", "recover", "--retries", "0"], &away).await;
+    assert_eq!(unreachable.code, 4, "{unreachable:?}");
+    assert_eq!(unreachable.json()["open"][0]["state"], "may-have-arrived");
+    // Reachable again: exit 0, one transfer.
+    let recovered = whish(&["journal", "recover"], &env).await;
+    assert_eq!(recovered.code, 0, "{recovered:?}");
+    assert_eq!(sb.transfers().len(), 1);
+
+    // A journal that cannot be opened: exit 2 and nothing sent.
+    let mut broken = env.clone();
+    broken.retain(|(k, _)| k != "WHISH_JOURNAL");
+    broken.push((
+        "WHISH_JOURNAL".into(),
+        "sqlite:/proc/whish/cannot/journal.sqlite".into(),
+    ));
+    let before = sb.requests().len();
+    let refused = whish(&["transfer", "send", "--body", &body], &broken).await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("WHISH_JOURNAL"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(sb.requests().len(), before, "nothing was sent");
+    sb.shutdown().await;
+}
