@@ -60,6 +60,42 @@ fn migrator(sql: &'static str) -> Migrator {
     m
 }
 
+/// The SQLite migrations, in order; `PRAGMA user_version` records how many ran.
+const SQLITE_MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_entries.sql")];
+
+/// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two
+/// processes opening a new file at once run the migrations once (sqlx's migrator takes no lock
+/// on SQLite, and the second process failed with "table already exists"; CI found it).
+async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), JournalError> {
+    let mut conn = pool.acquire().await.map_err(JournalError::open)?;
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut *conn)
+        .await
+        .map_err(JournalError::migrate)?;
+    let result = async {
+        let done: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&mut *conn)
+            .await?;
+        let done = usize::try_from(done).unwrap_or(0);
+        for sql in SQLITE_MIGRATIONS.iter().skip(done) {
+            sqlx::raw_sql(*sql).execute(&mut *conn).await?;
+        }
+        if done < SQLITE_MIGRATIONS.len() {
+            let set = format!("PRAGMA user_version = {}", SQLITE_MIGRATIONS.len());
+            sqlx::query(sqlx::AssertSqlSafe(set))
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok::<(), sqlx::Error>(())
+    }
+    .await;
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let ended = sqlx::query(end).execute(&mut *conn).await;
+    result.map_err(JournalError::migrate)?;
+    ended.map_err(JournalError::migrate)?;
+    Ok(())
+}
+
 pub(crate) fn now_ms() -> i64 {
     (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
@@ -90,10 +126,7 @@ impl Db {
             .connect_with(options)
             .await
             .map_err(JournalError::open)?;
-        migrator(include_str!("../migrations/sqlite/0001_entries.sql"))
-            .run(&pool)
-            .await
-            .map_err(JournalError::migrate)?;
+        migrate_sqlite(&pool).await?;
         Ok(Db::Sqlite(pool))
     }
 

@@ -577,3 +577,19 @@ async fn a_journal_url_is_checked_and_its_password_never_printed() {
     assert!(!e.to_string().contains("hunter2"), "{e}");
     assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_opening_a_new_journal_at_once_all_open_it() {
+    for place in places("concurrent_open").await {
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let url = place.url().to_owned();
+            tasks.push(tokio::spawn(async move { Journal::open(&url).await }));
+        }
+        for t in tasks {
+            let j = t.await.expect("task").expect("every open succeeds");
+            assert!(j.list(false, 1).await.expect("list").is_empty());
+            j.close().await;
+        }
+    }
+}
