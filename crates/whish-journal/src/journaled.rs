@@ -9,7 +9,8 @@ use whish_hosted_collect::{
 };
 use whish_intl_topup::{PayOutcome, PreparedPay, TopupClient};
 use whish_money_transfer::{
-    Cancellation, PreparedCancel, PreparedTransfer, SendOutcome, StatusResult, TransferClient,
+    Cancellation, PreparedCancel, PreparedTransfer, SendOutcome, StatusQuery, StatusResult,
+    TransferClient, TransferCode, TransferStatus,
 };
 
 use crate::Journal;
@@ -360,9 +361,21 @@ impl JournaledTransfer {
             )
             .await?;
         let result = self.client.cancel(prepared).await;
-        self.journal
-            .settle(&held, cancel_verdict(&result, held.resend))
-            .await;
+        let mut verdict = cancel_verdict(&result, held.resend);
+        // A cancel sent again after an earlier one may have arrived: `cannot_be_canceled` may
+        // mean that earlier one applied. The status by LTN says which; the caller still gets
+        // the service's answer to this call.
+        if held.resend
+            && matches!(&result, Err(e) if e.code() == Some(&TransferCode::TransferCannotBeCanceled))
+            && let Ok(status) = self
+                .client
+                .status(&StatusQuery::LtnNumber(prepared.ltn_number().to_owned()))
+                .await
+            && status.status == TransferStatus::CanceledFull
+        {
+            verdict = Verdict::accepted("confirmed", status_refs(&status));
+        }
+        self.journal.settle(&held, verdict).await;
         result
     }
 }

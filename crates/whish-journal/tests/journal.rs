@@ -593,3 +593,36 @@ async fn processes_opening_a_new_journal_at_once_all_open_it() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_cancel_sent_again_after_its_reply_was_lost_is_recorded_as_applied() {
+    use whish_money_transfer::TransferCode;
+    for place in places("cancel_again").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let send = t.client().prepare_send(cash_send(80)).expect("prepare");
+        let sent = t.send(&send).await.expect("sent");
+        let cancel = t
+            .client()
+            .prepare_cancel(sent.ltn_number().expect("ltn"), None)
+            .expect("prepare");
+        sb.inject(Endpoint::TransferCancel, Fault::DropReply, 1);
+        assert!(t.cancel(&cancel).await.expect_err("lost").outcome_unknown());
+        // The caller sends the same cancel again: the service says it cannot be cancelled now
+        // (it was, by the first one); the journal reads the status and records it applied.
+        let again = t.cancel(&cancel).await.expect_err("already cancelled");
+        assert_eq!(again.code(), Some(&TransferCode::TransferCannotBeCanceled));
+        let key = cancel.request_id().to_string();
+        let entry = journal
+            .entry(Service::MoneyTransfer, Operation::Cancel, &key)
+            .await
+            .expect("read")
+            .expect("entry");
+        assert_eq!(entry.state, State::Accepted, "{entry:?}");
+        assert_eq!(
+            entry.references.transfer_status.as_deref(),
+            Some("CANCELED_FULL")
+        );
+    }
+}
