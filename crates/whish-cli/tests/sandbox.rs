@@ -838,3 +838,28 @@ async fn journal_recover_says_4_while_the_service_is_unreachable_and_a_broken_jo
     assert_eq!(sb.requests().len(), before, "nothing was sent");
     sb.shutdown().await;
 }
+
+#[test]
+fn whish_processes_opening_a_new_journal_at_once_all_open_it() {
+    // CI found two `whish` processes racing on a new SQLite file ("table already exists",
+    // then "database is locked" while one switched it to WAL): every one must open it.
+    for round in 0..5 {
+        let journal = format!(
+            "sqlite:{}",
+            temp_file("placeholder", "")
+                .with_file_name(format!("race-{round}.sqlite"))
+                .display()
+        );
+        let env = vec![("WHISH_JOURNAL".to_owned(), journal)];
+        let runs: Vec<_> = (0..8)
+            .map(|_| {
+                let env = env.clone();
+                std::thread::spawn(move || whish_blocking(&["journal", "list"], &env))
+            })
+            .collect();
+        for r in runs {
+            let run = r.join().expect("thread");
+            assert_eq!(run.code, 0, "{run:?}");
+        }
+    }
+}

@@ -66,12 +66,9 @@ const SQLITE_MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_ent
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two
 /// processes opening a new file at once run the migrations once (sqlx's migrator takes no lock
 /// on SQLite, and the second process failed with "table already exists"; CI found it).
-async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), JournalError> {
-    let mut conn = pool.acquire().await.map_err(JournalError::open)?;
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut *conn)
-        .await
-        .map_err(JournalError::migrate)?;
+async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
     let result = async {
         let done: i64 = sqlx::query_scalar("PRAGMA user_version")
             .fetch_one(&mut *conn)
@@ -91,9 +88,18 @@ async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), JournalError> {
     .await;
     let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
     let ended = sqlx::query(end).execute(&mut *conn).await;
-    result.map_err(JournalError::migrate)?;
-    ended.map_err(JournalError::migrate)?;
+    result?;
+    ended?;
     Ok(())
+}
+
+/// SQLITE_BUSY, and its extended codes: another connection holds the lock this step needs and
+/// SQLite chose not to wait (switching a new file to WAL while another process migrates it is
+/// one such step: the busy handler is skipped there to avoid a deadlock).
+fn is_busy(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| matches!(c.as_ref(), "5" | "261" | "517"))
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -121,13 +127,33 @@ impl Db {
             // FULL: every commit is on disk before the request it records is sent.
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(30));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(JournalError::open)?;
-        migrate_sqlite(&pool).await?;
-        Ok(Db::Sqlite(pool))
+        // Processes opening a new file at once may meet SQLITE_BUSY where SQLite does not wait
+        // (CI found it): try again, with a growing pause, for up to 30 s.
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let opened = async {
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(4)
+                    .connect_with(options.clone())
+                    .await
+                    .map_err(|e| (e, JournalError::open as fn(sqlx::Error) -> JournalError))?;
+                if let Err(e) = migrate_sqlite(&pool).await {
+                    pool.close().await;
+                    return Err((e, JournalError::migrate as fn(sqlx::Error) -> JournalError));
+                }
+                Ok(pool)
+            }
+            .await;
+            match opened {
+                Ok(pool) => return Ok(Db::Sqlite(pool)),
+                Err((e, _)) if is_busy(&e) && started.elapsed() < Duration::from_secs(30) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Err((e, kind)) => return Err(kind(e)),
+            }
+        }
     }
 
     pub(crate) async fn open_postgres(url: &str) -> Result<Db, JournalError> {
