@@ -86,7 +86,7 @@ pub(crate) async fn confirm_and_deliver(
     };
     deliver(
         shared,
-        format!("collect:{external_id}"),
+        crate::notifications::payment_subject(external_id.as_str()),
         collect_status.as_str().to_owned(),
         side.handler.clone(),
         update,

@@ -16,6 +16,17 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// delivers again later.
 pub type StoreError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The subject of a transfer's status changes: `transfer:<transferId>`, the spelling
+/// `whish_journal::Journal::observe_callback` records too, so both paths share one record.
+pub(crate) fn transfer_subject(transfer_id: &str) -> String {
+    format!("transfer:{transfer_id}")
+}
+
+/// The subject of a hosted payment's statuses: `collect:<externalId>`.
+pub(crate) fn payment_subject(external_id: &str) -> String {
+    format!("collect:{external_id}")
+}
+
 /// The record of (subject, status) pairs handed on. Subjects are `transfer:<transferId>` and
 /// `collect:<externalId>`.
 pub trait Notifications: Send + Sync + 'static {

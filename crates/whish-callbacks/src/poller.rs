@@ -167,7 +167,7 @@ async fn poll_transfer(shared: &Shared, id: RequestId) -> Option<bool> {
     };
     deliver(
         shared,
-        format!("transfer:{transfer_id}"),
+        crate::notifications::transfer_subject(&transfer_id),
         status.status.as_str().to_owned(),
         side.handler.clone(),
         notification,

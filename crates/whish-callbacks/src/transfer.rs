@@ -52,7 +52,7 @@ async fn accept(
     let Some(side) = &shared.transfer else {
         return answer(StatusCode::NOT_FOUND, "no transfer callbacks here\n");
     };
-    let subject = format!("transfer:{}", cb.transfer_id);
+    let subject = crate::notifications::transfer_subject(&cb.transfer_id);
     let status = cb.status.as_str().to_owned();
     // The slot first: a callback the receiver cannot run now is not claimed, and 503 asks the
     // sender to deliver it again.

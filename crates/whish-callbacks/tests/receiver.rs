@@ -483,5 +483,15 @@ async fn with_the_journal_two_processes_hand_a_change_on_once_and_a_failed_handl
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(*count.lock().expect("l"), 1);
+    // The journal's own callback record is the same record: it knows this change.
+    let journal = whish_journal::Journal::open(&url).await.expect("journal");
+    let id = whish_core::RequestId::new(44).expect("id");
+    assert!(
+        journal
+            .observe_status("TRF3", id, &TransferStatus::Received)
+            .await
+            .expect("read")
+            .is_none()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

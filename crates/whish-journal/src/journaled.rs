@@ -71,14 +71,14 @@ impl Verdict {
 impl Journal {
     /// Record a request before it is sent, and hold its lease. A key already recorded with the
     /// same bytes is a resend of that request; with other bytes it is refused.
-    pub(crate) async fn hold<C>(
-        &self,
-        service: Service,
-        operation: Operation,
-        key: &str,
-        context: Option<&str>,
-        request: &[u8],
-    ) -> Result<Held, Error<C>> {
+    pub(crate) async fn hold<C>(&self, request: &Request<'_>) -> Result<Held, Error<C>> {
+        let Request {
+            service,
+            operation,
+            key,
+            context,
+            body: request,
+        } = *request;
         let record = |message: String, source: Option<crate::JournalError>| {
             Error::Record(RecordError::new(
                 message,
@@ -143,6 +143,35 @@ impl Journal {
         if let Err(e) = result {
             tracing::warn!(entry = held.id, error = %e, "the journal could not record an outcome; recover() will read it again");
         }
+    }
+}
+
+/// One request through the journal: its entry's identity and exact bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct Request<'a> {
+    pub service: Service,
+    pub operation: Operation,
+    pub key: &'a str,
+    pub context: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+impl Journal {
+    /// Hold the request's entry, send it with `call` (told whether the entry was there before:
+    /// a resend), record the answer through `verdict`, and return the answer.
+    pub(crate) async fn journaled<T, C, Fut>(
+        &self,
+        request: Request<'_>,
+        call: impl FnOnce(bool) -> Fut,
+        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Verdict,
+    ) -> Result<T, Error<C>>
+    where
+        Fut: std::future::Future<Output = Result<T, Error<C>>>,
+    {
+        let held = self.hold(&request).await?;
+        let result = call(held.resend).await;
+        self.settle(&held, verdict(&result, held.resend)).await;
+        result
     }
 }
 
@@ -296,25 +325,25 @@ impl JournaledTransfer {
         prepared: &PreparedTransfer,
     ) -> Result<SendOutcome, whish_money_transfer::Error> {
         let key = prepared.request_id().to_string();
-        let held = self
-            .journal
-            .hold(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &key,
-                None,
-                prepared.body(),
-            )
-            .await?;
-        let result = if held.resend {
-            self.client.resend(prepared).await
-        } else {
-            self.client.send(prepared).await
-        };
         self.journal
-            .settle(&held, send_verdict(&result, held.resend))
-            .await;
-        result
+            .journaled(
+                Request {
+                    service: Service::MoneyTransfer,
+                    operation: Operation::Send,
+                    key: &key,
+                    context: None,
+                    body: prepared.body(),
+                },
+                |resend| async move {
+                    if resend {
+                        self.client.resend(prepared).await
+                    } else {
+                        self.client.send(prepared).await
+                    }
+                },
+                send_verdict,
+            )
+            .await
     }
 
     /// Resend a transfer you know you sent before (`transfer.already.done` is a confirmation
@@ -325,21 +354,21 @@ impl JournaledTransfer {
         prepared: &PreparedTransfer,
     ) -> Result<SendOutcome, whish_money_transfer::Error> {
         let key = prepared.request_id().to_string();
-        let held = self
-            .journal
-            .hold(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &key,
-                None,
-                prepared.body(),
-            )
-            .await?;
-        let result = self.client.resend(prepared).await;
         self.journal
-            .settle(&held, send_verdict(&result, true))
-            .await;
-        result
+            .journaled(
+                Request {
+                    service: Service::MoneyTransfer,
+                    operation: Operation::Send,
+                    key: &key,
+                    context: None,
+                    body: prepared.body(),
+                },
+                |_| self.client.resend(prepared),
+                // Known to be a resend even when the entry is new: a request that reached
+                // nothing leaves it open.
+                |result, _| send_verdict(result, true),
+            )
+            .await
     }
 
     /// Record the cancel, send it, record the outcome; the answer is
@@ -352,13 +381,13 @@ impl JournaledTransfer {
         let key = prepared.request_id().to_string();
         let held = self
             .journal
-            .hold(
-                Service::MoneyTransfer,
-                Operation::Cancel,
-                &key,
-                None,
-                prepared.body(),
-            )
+            .hold(&Request {
+                service: Service::MoneyTransfer,
+                operation: Operation::Cancel,
+                key: &key,
+                context: None,
+                body: prepared.body(),
+            })
             .await?;
         let result = self.client.cancel(prepared).await;
         let mut verdict = cancel_verdict(&result, held.resend);
@@ -399,21 +428,19 @@ impl JournaledCollect {
         &self,
         prepared: &PreparedPayment,
     ) -> Result<CreatedPayment, whish_hosted_collect::Error> {
-        let held = self
-            .journal
-            .hold(
-                Service::HostedCollect,
-                Operation::Create,
-                prepared.external_id().as_str(),
-                None,
-                prepared.body(),
-            )
-            .await?;
-        let result = self.client.create_payment(prepared).await;
         self.journal
-            .settle(&held, create_verdict(&result, held.resend))
-            .await;
-        result
+            .journaled(
+                Request {
+                    service: Service::HostedCollect,
+                    operation: Operation::Create,
+                    key: prepared.external_id().as_str(),
+                    context: None,
+                    body: prepared.body(),
+                },
+                |_| self.client.create_payment(prepared),
+                create_verdict,
+            )
+            .await
     }
 
     /// Record the refund (keyed by the payment's externalId), send it, record the outcome; the
@@ -422,21 +449,19 @@ impl JournaledCollect {
         &self,
         prepared: &PreparedRefund,
     ) -> Result<Refund, whish_hosted_collect::Error> {
-        let held = self
-            .journal
-            .hold(
-                Service::HostedCollect,
-                Operation::Refund,
-                prepared.external_id().as_str(),
-                None,
-                prepared.body(),
-            )
-            .await?;
-        let result = self.client.refund(prepared).await;
         self.journal
-            .settle(&held, refund_verdict(&result, held.resend))
-            .await;
-        result
+            .journaled(
+                Request {
+                    service: Service::HostedCollect,
+                    operation: Operation::Refund,
+                    key: prepared.external_id().as_str(),
+                    context: None,
+                    body: prepared.body(),
+                },
+                |_| self.client.refund(prepared),
+                refund_verdict,
+            )
+            .await
     }
 }
 
@@ -457,20 +482,18 @@ impl JournaledTopup {
     /// answer is [`TopupClient::pay`]'s. The journal keeps the sold items' transaction ids,
     /// never a PIN.
     pub async fn pay(&self, prepared: &PreparedPay) -> Result<PayOutcome, whish_intl_topup::Error> {
-        let held = self
-            .journal
-            .hold(
-                Service::IntlTopup,
-                Operation::Pay,
-                prepared.external_id().as_str(),
-                Some(prepared.provider()),
-                prepared.body(),
-            )
-            .await?;
-        let result = self.client.pay(prepared).await;
         self.journal
-            .settle(&held, pay_verdict(&result, held.resend))
-            .await;
-        result
+            .journaled(
+                Request {
+                    service: Service::IntlTopup,
+                    operation: Operation::Pay,
+                    key: prepared.external_id().as_str(),
+                    context: Some(prepared.provider()),
+                    body: prepared.body(),
+                },
+                |_| self.client.pay(prepared),
+                pay_verdict,
+            )
+            .await
     }
 }

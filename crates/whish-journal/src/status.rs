@@ -15,6 +15,8 @@ use whish_money_transfer::callback::{ReceivedCallback, StatusChange};
 use crate::store::{millis, now_ms};
 use crate::{Journal, JournalError};
 
+/// `transfer:<transferId>`: the callback receiver (`whish-callbacks`) spells it the same way, so
+/// a change it hands on and one `observe_callback` hands on share one record.
 fn transfer_subject(transfer_id: &str) -> String {
     format!("transfer:{transfer_id}")
 }
