@@ -1,5 +1,8 @@
 //! `cargo xtask features`: the facade builds with no feature and with each feature alone, and a
-//! single-service build pulls in only that service crate and whish-core.
+//! single-service build pulls in only that service crate and whish-core. Then each TLS choice
+//! once: its crates and only its crates are in a single-service build (the default stack must not
+//! leak in through a service crate's defaults), and a real handshake with it passes
+//! (`whish-core`'s tests/tls.rs, built with that feature alone, and with none).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -13,6 +16,17 @@ pub const SERVICES: [(&str, &str); 4] = [
     ("hosted-collect", "whish-hosted-collect"),
     ("intl-topup", "whish-intl-topup"),
 ];
+
+/// The TLS choices: the facade feature, the crate that shows it is in the build, and the crates
+/// of the other stacks, which must not be.
+pub const TLS: [(&str, &str); 3] = [
+    ("rustls-ring", "ring"),
+    ("rustls-aws-lc-rs", "aws-lc-rs"),
+    ("native-tls", "native-tls"),
+];
+
+/// The default TLS choice (the facade's and every service crate's `default` feature).
+pub const DEFAULT_TLS: &str = "rustls-ring";
 
 /// Every crate of this workspace that a facade build may contain.
 const SDK_CRATES: [&str; 8] = [
@@ -85,11 +99,69 @@ pub fn run(root: &Path) -> Result<(), String> {
         }
         eprintln!("ok  {label:<16} builds; SDK crates {sdk:?}");
     }
+    for (feature, marker) in TLS {
+        let features = format!("money-transfer,{feature}");
+        let crates = tree(root, Some(&features))?;
+        if !crates.contains(marker) {
+            return Err(format!("{features}: `{marker}` is not in the build"));
+        }
+        for (_, other) in TLS.iter().filter(|(_, m)| *m != marker) {
+            if crates.contains(*other) {
+                return Err(format!(
+                    "{features}: `{other}` is in the build, from another TLS choice"
+                ));
+            }
+        }
+        cargo(
+            root,
+            &[
+                "test",
+                "--quiet",
+                "--locked",
+                "-p",
+                "whish-core",
+                "--no-default-features",
+                "--features",
+                feature,
+                "--test",
+                "tls",
+            ],
+        )?;
+        eprintln!("ok  {feature:<16} only its TLS crates; a handshake through it passes");
+    }
+    // No TLS at all: plain HTTP to loopback, and `https://` is a setup error.
+    cargo(
+        root,
+        &[
+            "test",
+            "--quiet",
+            "--locked",
+            "-p",
+            "whish-core",
+            "--no-default-features",
+            "--test",
+            "tls",
+        ],
+    )?;
+    eprintln!(
+        "ok  {:<16} refuses https:// when the client is built",
+        "(no TLS)"
+    );
     Ok(())
 }
 
 /// The names of the crates a facade build with `feature` alone (or none) compiles, normal edges.
 pub fn tree(root: &Path, feature: Option<&str>) -> Result<BTreeSet<String>, String> {
+    tree_edges(root, feature, "normal")
+}
+
+/// As [`tree`], following the given dependency edges (`normal`, or `normal,build` to count the
+/// build scripts' dependencies too).
+pub fn tree_edges(
+    root: &Path,
+    feature: Option<&str>,
+    edges: &str,
+) -> Result<BTreeSet<String>, String> {
     let mut args = vec![
         "tree",
         "--locked",
@@ -97,17 +169,18 @@ pub fn tree(root: &Path, feature: Option<&str>) -> Result<BTreeSet<String>, Stri
         "whish",
         "--no-default-features",
         "-e",
-        "normal",
+        edges,
         "--prefix",
         "none",
         "--format",
         "{p}",
     ];
+    let all;
     match feature {
-        Some("all") => args.extend([
-            "--features",
-            "money-transfer,locations,hosted-collect,intl-topup",
-        ]),
+        Some("all") => {
+            all = format!("money-transfer,locations,hosted-collect,intl-topup,{DEFAULT_TLS}");
+            args.extend(["--features", &all]);
+        }
         Some(f) => args.extend(["--features", f]),
         None => {}
     }

@@ -1,26 +1,45 @@
-//! `cargo xtask footprint [--no-build]`: for each service alone and for all four, the number of
-//! crates a facade build compiles and its cold build time (an empty target directory, dev
-//! profile), so a dependency that bloats the build shows up as a number.
+//! `cargo xtask footprint [--no-build]`: for each service alone with the default TLS stack, for
+//! the money-transfer service with each other TLS stack, and for all four services, the number of
+//! crates a facade build compiles (normal dependencies, then with the build scripts' own) and its
+//! cold build time (an empty target directory, dev profile), so a dependency that bloats the
+//! build shows up as a number. Goal: a single-service build of at most 85 crates, under 30 s.
 
 use std::path::Path;
 use std::time::Instant;
 
 use crate::cargo_with_target;
-use crate::features::{SERVICES, tree};
+use crate::features::{DEFAULT_TLS, SERVICES, TLS, tree_edges};
 
 pub fn run(root: &Path, build: bool) -> Result<(), String> {
-    let mut cases: Vec<&str> = SERVICES.iter().map(|(f, _)| *f).collect();
-    cases.push("all");
-    println!("{:<16} {:>7} {:>12}", "features", "crates", "cold build");
-    for feature in cases {
-        let crates = tree(root, Some(feature))?.len();
+    let mut cases: Vec<(String, String)> = SERVICES
+        .iter()
+        .map(|(f, _)| (f.to_string(), format!("{f},{DEFAULT_TLS}")))
+        .collect();
+    for (tls, _) in TLS.iter().filter(|(t, _)| *t != DEFAULT_TLS) {
+        cases.push((
+            format!("money-transfer + {tls}"),
+            format!("money-transfer,{tls}"),
+        ));
+    }
+    cases.push(("all four".to_owned(), "all".to_owned()));
+    println!("default TLS stack: {DEFAULT_TLS}");
+    println!(
+        "{:<34} {:>7} {:>13} {:>11}",
+        "features", "crates", "+build deps", "cold build"
+    );
+    for (label, features) in cases {
+        let crates = tree_edges(root, Some(&features), "normal")?.len();
+        let with_build = tree_edges(root, Some(&features), "normal,build")?.len();
         let time = if build {
-            let target = root.join("target").join("footprint").join(feature);
+            let target = root
+                .join("target")
+                .join("footprint")
+                .join(label.replace([' ', '+'], "_"));
             let _ = std::fs::remove_dir_all(&target);
-            let features = if feature == "all" {
-                "money-transfer,locations,hosted-collect,intl-topup"
+            let features = if features == "all" {
+                format!("money-transfer,locations,hosted-collect,intl-topup,{DEFAULT_TLS}")
             } else {
-                feature
+                features
             };
             let started = Instant::now();
             cargo_with_target(
@@ -33,7 +52,7 @@ pub fn run(root: &Path, build: bool) -> Result<(), String> {
                     "whish",
                     "--no-default-features",
                     "--features",
-                    features,
+                    &features,
                 ],
                 &target,
             )?;
@@ -43,7 +62,7 @@ pub fn run(root: &Path, build: bool) -> Result<(), String> {
         } else {
             "-".to_owned()
         };
-        println!("{feature:<16} {crates:>7} {time:>12}");
+        println!("{label:<34} {crates:>7} {with_build:>13} {time:>11}");
     }
     Ok(())
 }

@@ -6,15 +6,24 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use time::format_description::FormatItem;
-use time::macros::format_description;
+use std::sync::LazyLock;
+
+use time::format_description::BorrowedFormatItem;
 use time::{Date, OffsetDateTime, PrimitiveDateTime};
 
 use crate::validation::{ValidationError, ValidationKind};
 
-const DATE_TIME: &[FormatItem<'static>] =
-    format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
-const DAY_MONTH_YEAR: &[FormatItem<'static>] = format_description!("[day]-[month]-[year]");
+// Parsed once at first use rather than by `time`'s `format_description!` macro, which would add
+// a proc-macro crate to every build of the SDK for two constant strings.
+static DATE_TIME: LazyLock<Vec<BorrowedFormatItem<'static>>> =
+    LazyLock::new(|| format("[year]-[month]-[day] [hour]:[minute]:[second]"));
+static DAY_MONTH_YEAR: LazyLock<Vec<BorrowedFormatItem<'static>>> =
+    LazyLock::new(|| format("[day]-[month]-[year]"));
+
+fn format(description: &'static str) -> Vec<BorrowedFormatItem<'static>> {
+    time::format_description::parse_borrowed::<1>(description)
+        .expect("a constant, valid format description")
+}
 
 /// A `yyyy-MM-dd HH:mm:ss` time, as used by activity and statement. The services do not state a
 /// zone; the value is kept as the service's local time.
@@ -31,7 +40,7 @@ impl DateTime {
         if let Some(t) = Self::parse_exact(text) {
             return Ok(t);
         }
-        PrimitiveDateTime::parse(text, DATE_TIME)
+        PrimitiveDateTime::parse(text, &DATE_TIME)
             .map(DateTime)
             .map_err(|_| {
                 ValidationError::new(
@@ -82,7 +91,7 @@ impl DateTime {
 
 impl fmt::Display for DateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.0.format(DATE_TIME).map_err(|_| fmt::Error)?;
+        let s = self.0.format(&DATE_TIME).map_err(|_| fmt::Error)?;
         f.write_str(&s)
     }
 }
@@ -118,7 +127,7 @@ impl DayMonthYear {
 
     /// Parse `dd-MM-yyyy`; `31-02-1990` is refused because it is not a real date.
     pub fn parse(text: &str, field: &str) -> Result<DayMonthYear, ValidationError> {
-        Date::parse(text.trim(), DAY_MONTH_YEAR)
+        Date::parse(text.trim(), &DAY_MONTH_YEAR)
             .map(DayMonthYear)
             .map_err(|_| {
                 ValidationError::new(
@@ -151,7 +160,7 @@ pub fn today_utc() -> Date {
 
 impl fmt::Display for DayMonthYear {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.0.format(DAY_MONTH_YEAR).map_err(|_| fmt::Error)?;
+        let s = self.0.format(&DAY_MONTH_YEAR).map_err(|_| fmt::Error)?;
         f.write_str(&s)
     }
 }

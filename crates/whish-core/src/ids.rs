@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -128,15 +128,54 @@ impl ExternalId {
         Ok(ExternalId(value))
     }
 
-    /// A new random externalId (a UUID v4).
+    /// A new random externalId, written as a UUID v4 (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
+    ///
+    /// Its 122 random bits come from SipHash keys the standard library seeds from the operating
+    /// system's random source, over a process-wide counter, the process id and the clock: unique
+    /// across threads, processes and machines. An externalId is a reference, not a secret.
     pub fn generate() -> ExternalId {
-        ExternalId(uuid::Uuid::new_v4().to_string())
+        ExternalId(format_uuid_v4(random_u128()))
     }
 
     /// The text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+fn random_u128() -> u128 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut out = 0u128;
+    for half in 0u8..2 {
+        // Each `RandomState` has fresh keys (random per thread, then stepped per instance).
+        let mut h = RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.write_u128(now);
+        h.write_u32(std::process::id());
+        h.write_u8(half);
+        out = (out << 64) | u128::from(h.finish());
+    }
+    out
+}
+
+fn format_uuid_v4(bits: u128) -> String {
+    // Version 4 in bits 76..80, the RFC 9562 variant (10) in bits 62..64.
+    let v = (bits & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
+    let hex = format!("{v:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 impl TryFrom<String> for ExternalId {
@@ -216,11 +255,36 @@ mod tests {
     }
 
     #[test]
+    fn generated_external_ids_do_not_repeat_across_threads() {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    (0..25_000)
+                        .map(|_| ExternalId::generate().0)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all = std::collections::HashSet::new();
+        for t in threads {
+            for id in t.join().expect("thread") {
+                assert!(all.insert(id), "an externalId repeated");
+            }
+        }
+        assert_eq!(all.len(), 100_000);
+    }
+
+    #[test]
     fn external_ids() {
         let a = ExternalId::generate();
         let b = ExternalId::generate();
         assert_ne!(a, b);
         assert_eq!(a.as_str().len(), 36);
+        for id in [&a, &b] {
+            let u = uuid::Uuid::parse_str(id.as_str()).expect("a UUID");
+            assert_eq!(u.get_version_num(), 4, "{id}");
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{id}");
+        }
         assert!(ExternalId::new("").is_err());
         assert!(ExternalId::new("  ").is_err());
         assert!(ExternalId::new("a\nb").is_err());

@@ -243,10 +243,21 @@ impl FromStr for Amount {
 }
 
 /// Text that is not a decimal number (kept as given; `Display` shows at most 40 characters).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{}` is not a decimal amount", crate::error::excerpt(.0, 40))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AmountParseError(pub String);
+
+impl fmt::Display for AmountParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` is not a decimal amount",
+            crate::error::excerpt(&self.0, 40)
+        )
+    }
+}
+
+impl std::error::Error for AmountParseError {}
 
 /// `[+-]digits[.digits][(e|E)[+-]digits]`, or `[+-].digits` / `digits.`.
 fn is_decimal_text(t: &str) -> bool {

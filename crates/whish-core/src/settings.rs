@@ -248,7 +248,12 @@ impl ClientSettings {
             })?;
             all.insert(USER_AGENT, v);
         }
-        let mut b = reqwest::Client::builder();
+        // The TLS stack first, so that your own `http_client` changes can still replace it.
+        let mut b = crate::tls::configure(
+            reqwest::Client::builder(),
+            &self.root_certificates,
+            !base.is_loopback() || base.as_str().starts_with("https:"),
+        )?;
         if let Some(customize) = &self.customize {
             b = customize(b);
         }
@@ -263,22 +268,6 @@ impl ClientSettings {
                 b.proxy(proxy)
             }
         };
-        let mut roots = Vec::new();
-        for pem in &self.root_certificates {
-            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
-                SetupError::invalid("root_certificate", "is not a PEM certificate").with_source(e)
-            })?;
-            if certs.is_empty() {
-                return Err(SetupError::invalid(
-                    "root_certificate",
-                    "holds no PEM certificate",
-                ));
-            }
-            roots.extend(certs);
-        }
-        if !roots.is_empty() {
-            b = b.tls_certs_merge(roots);
-        }
         if let Some(t) = self.pool_idle_timeout {
             b = b.pool_idle_timeout(t);
         }

@@ -1,29 +1,29 @@
-//! The SDK against the same work written by hand, each pair measured in the same run.
+//! The SDK against the same work written by hand, in interleaved rounds of one process
+//! (`whish_testkit::bench`): each figure is the median of the per-round ratios, with its spread.
 //!
-//! - `fee_quote/{sdk,baseline}`: one fee quote against a local server. The baseline is what a
-//!   careful hand-written call does: reqwest + serde_json, the same headers and body, a struct
-//!   with `f64` fields. Goal: SDK/baseline median <= 1.05.
-//! - `fee_quote_x64/{sdk,baseline}`: 64 concurrent quotes on one client. Goal: throughput ratio
-//!   (baseline time / SDK time) >= 0.95.
-//! - `fee_decode/{sdk,baseline}`: the CPU part of one quote, decoding its reply (no goal; it
-//!   shows what the SDK's exact decimals and envelope cost on a small reply).
-//! - `statement_decode/{sdk,baseline}`: a 100 000-transaction statement body decoded by the SDK
-//!   (envelope, exact decimals, parsed dates, typed enums) and by serde_json into an equivalent
-//!   plain struct with `f64` fields. Goal: <= 1.3x. Peak memory of each decode is measured in a
-//!   child process from the kernel's high-water mark (Linux): goal under 3x the JSON size.
+//! - fee quote latency: one `fees` call against a loopback server. The baseline is what a careful
+//!   hand-written call does: reqwest + serde_json, the same headers and body, a reply struct with
+//!   `f64` fields. Goal: SDK/baseline <= 1.02.
+//! - 64 concurrent quotes on one client. Goal: throughput ratio (baseline time / SDK time) >= 0.98.
+//! - one fee reply decoded (CPU only). Goal: <= 1.2.
+//! - a 100 000-transaction statement decoded by the SDK (envelope, exact decimals, parsed dates,
+//!   typed enums) and by serde_json into an equivalent plain struct with `f64` fields and
+//!   `String` dates. Goal: <= 1.0. Peak memory of each decode is measured in a child process from
+//!   the kernel's high-water mark (Linux): goal under 3x the JSON size.
 //!
-//! `cargo bench -p whish-money-transfer --bench transfer` prints criterion's figures, then the
-//! ratios and the memory table. docs/performance.md holds the latest ones.
+//! `cargo bench -p whish-money-transfer --bench transfer`; docs/performance.md holds the figures.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use criterion::Criterion;
 use serde::Deserialize;
 use whish_core::{Amount, Currency, Envelope, SecretString};
 use whish_money_transfer::{CountryId, CurrencyStatement, FeeRequest, TransferClient};
+use whish_testkit::bench::{Compare, Goal, Report};
+
+#[global_allocator]
+static ALLOC: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
 
 const FEES_BODY: &str = r#"{"status":true,"code":null,"data":{"fees":5.0,"amount":100.0,"totalAmount":105.0},"dialog":null,"extra":null,"actions":null}"#;
 const KEY: &str = "bench-key";
@@ -228,45 +228,21 @@ fn memory(which: &str) -> Option<(u64, u64)> {
 
 // ---- the run ----
 
-fn output_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
-        .join("criterion")
-}
-
-fn median_ns(dir: &std::path::Path, id: &str) -> Option<f64> {
-    let text = std::fs::read_to_string(dir.join(id).join("new/estimates.json")).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v["median"]["point_estimate"].as_f64()
-}
-
-async fn server() -> String {
-    let app = axum::Router::new().fallback(|| async {
-        (
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            FEES_BODY,
-        )
-    });
-    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = tcp.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(tcp, app).await.expect("serve") });
-    format!("http://{addr}/api")
-}
-
 fn main() {
     if let Ok(which) = std::env::var("WHISH_BENCH_MEMORY") {
         measure_memory_child(&which);
         return;
     }
+    // The baseline's own reqwest client needs a rustls provider when ring is the only one.
+    #[cfg(feature = "rustls-ring")]
+    whish_core::tls::install_default_provider();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    let base = rt.block_on(server());
+    let base = rt.block_on(whish_testkit::bench::serve(|_| FEES_BODY));
+    let base = format!("{base}/api");
     let sdk = Arc::new(
         TransferClient::builder(base.clone())
             .username(USER)
@@ -293,156 +269,133 @@ fn main() {
     let b = rt.block_on(baseline.quote());
     assert_eq!(q.total_amount.to_exact_f64(), Some(b.total_amount));
 
-    // Warm both alike before anything is timed (connection pools of 64, allocator arenas):
-    // without it the pair measured first pays for the process's cold start.
-    rt.block_on(async {
-        for _ in 0..200 {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
-                let (sdk, request, baseline) = (sdk.clone(), request.clone(), baseline.clone());
-                set.spawn(async move {
-                    sdk.fees(&request).await.expect("quote");
-                    baseline.quote().await;
-                });
+    // Profiling aid: one side alone, 64 wide, for `perf` or `strace -c`
+    // (WHISH_BENCH_SIDE=sdk|baseline, WHISH_BENCH_CALLS, default 20 000).
+    if let Ok(side) = std::env::var("WHISH_BENCH_SIDE") {
+        let calls: usize = std::env::var("WHISH_BENCH_CALLS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000);
+        rt.block_on(async {
+            for _ in 0..calls / CONCURRENT {
+                let mut set = tokio::task::JoinSet::new();
+                for _ in 0..CONCURRENT {
+                    let (sdk, request, baseline) = (sdk.clone(), request.clone(), baseline.clone());
+                    let sdk_side = side == "sdk";
+                    set.spawn(async move {
+                        if sdk_side {
+                            sdk.fees(&request).await.expect("quote");
+                        } else {
+                            baseline.quote().await;
+                        }
+                    });
+                }
+                set.join_all().await;
             }
-            set.join_all().await;
-        }
-    });
-    let dir = output_dir();
-    let mut c = Criterion::default()
-        .output_directory(&dir)
-        .sample_size(60)
-        .warm_up_time(Duration::from_secs(2))
-        .measurement_time(Duration::from_secs(6))
-        .configure_from_args();
-
-    let mut g = c.benchmark_group("fee_quote");
-    g.bench_function("sdk", |bn| {
-        bn.to_async(&rt)
-            .iter(|| async { sdk.fees(&request).await.expect("quote") })
-    });
-    g.bench_function("baseline", |bn| {
-        bn.to_async(&rt).iter(|| async { baseline.quote().await })
-    });
-    g.finish();
-
-    let mut g = c.benchmark_group("fee_quote_x64");
-    g.bench_function("sdk", |bn| {
-        bn.to_async(&rt).iter(|| async {
+        });
+        return;
+    }
+    let mut report = Report::new("whish-money-transfer");
+    report.pair_async(
+        &rt,
+        "fee quote latency, SDK/baseline",
+        Compare::Latency,
+        Goal::AtMost(1.02),
+        1,
+        || async {
+            sdk.fees(&request).await.expect("quote");
+        },
+        || async {
+            baseline.quote().await;
+        },
+    );
+    report.pair_async(
+        &rt,
+        "64 concurrent quotes, throughput SDK/baseline",
+        Compare::Throughput,
+        Goal::AtLeast(0.98),
+        CONCURRENT as u64,
+        || {
             let mut set = tokio::task::JoinSet::new();
             for _ in 0..CONCURRENT {
                 let (sdk, request) = (sdk.clone(), request.clone());
                 set.spawn(async move { sdk.fees(&request).await.expect("quote") });
             }
-            set.join_all().await
-        })
-    });
-    g.bench_function("baseline", |bn| {
-        bn.to_async(&rt).iter(|| async {
+            async move {
+                set.join_all().await;
+            }
+        },
+        || {
             let mut set = tokio::task::JoinSet::new();
             for _ in 0..CONCURRENT {
                 let baseline = baseline.clone();
                 set.spawn(async move { baseline.quote().await });
             }
-            set.join_all().await
-        })
-    });
-    g.finish();
-
-    let mut g = c.benchmark_group("fee_decode");
-    g.bench_function("sdk", |bn| {
-        bn.iter(|| {
-            Envelope::<whish_money_transfer::FeeQuote>::from_slice(FEES_BODY.as_bytes())
-                .expect("decode")
-        })
-    });
-    g.bench_function("baseline", |bn| {
-        bn.iter(|| {
-            serde_json::from_slice::<PlainEnvelope<PlainQuote>>(FEES_BODY.as_bytes())
-                .expect("decode")
-                .data
-        })
-    });
-    g.finish();
-
+            async move {
+                set.join_all().await;
+            }
+        },
+    );
+    report.pair(
+        "decode one fee reply, SDK/baseline",
+        Compare::Latency,
+        Goal::AtMost(1.2),
+        |n| {
+            for _ in 0..n {
+                std::hint::black_box(
+                    Envelope::<whish_money_transfer::FeeQuote>::from_slice(std::hint::black_box(
+                        FEES_BODY.as_bytes(),
+                    ))
+                    .expect("decode"),
+                );
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                std::hint::black_box(
+                    serde_json::from_slice::<PlainEnvelope<PlainQuote>>(std::hint::black_box(
+                        FEES_BODY.as_bytes(),
+                    ))
+                    .expect("decode")
+                    .data,
+                );
+            }
+        },
+    );
     let body = statement_body(LINES);
     assert_eq!(sdk_decode(&body), LINES);
     assert_eq!(baseline_decode(&body), LINES);
-    let mut g = c.benchmark_group("statement_decode");
-    g.sample_size(20);
-    g.bench_function("sdk", |bn| bn.iter(|| sdk_decode(&body)));
-    g.bench_function("baseline", |bn| bn.iter(|| baseline_decode(&body)));
-    g.finish();
-    c.final_summary();
-
-    report(&dir, body.len());
-}
-
-fn report(dir: &std::path::Path, json_len: usize) {
-    let ratio = |group: &str| {
-        let s = median_ns(dir, &format!("{group}/sdk"))?;
-        let b = median_ns(dir, &format!("{group}/baseline"))?;
-        Some((s, b))
-    };
-    println!("\nwhish-rs benchmark ratios (criterion medians, same run)");
-    println!(
-        "{:<44} {:>12} {:>12} {:>8} {:>8}",
-        "figure", "sdk", "baseline", "ratio", "goal"
+    report.pair(
+        "decode 100 000 statement lines, SDK/baseline",
+        Compare::Latency,
+        Goal::AtMost(1.0),
+        |n| {
+            for _ in 0..n {
+                std::hint::black_box(sdk_decode(&body));
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                std::hint::black_box(baseline_decode(&body));
+            }
+        },
     );
-    if let Some((s, b)) = ratio("fee_quote") {
-        println!(
-            "{:<44} {:>10.1}us {:>10.1}us {:>8.3} {:>8}",
-            "fee quote latency, SDK/baseline",
-            s / 1e3,
-            b / 1e3,
-            s / b,
-            "<= 1.05"
-        );
-    }
-    if let Some((s, b)) = ratio("fee_quote_x64") {
-        println!(
-            "{:<44} {:>8.0} op/s {:>8.0} op/s {:>8.3} {:>8}",
-            "64 concurrent quotes, throughput SDK/baseline",
-            CONCURRENT as f64 / (s / 1e9),
-            CONCURRENT as f64 / (b / 1e9),
-            b / s,
-            ">= 0.95"
-        );
-    }
-    if let Some((s, b)) = ratio("fee_decode") {
-        println!(
-            "{:<44} {:>10.0}ns {:>10.0}ns {:>8.3} {:>8}",
-            "decode one fee reply, SDK/baseline",
-            s,
-            b,
-            s / b,
-            "-"
-        );
-    }
-    if let Some((s, b)) = ratio("statement_decode") {
-        println!(
-            "{:<44} {:>10.1}ms {:>10.1}ms {:>8.3} {:>8}",
-            "decode 100 000 lines, SDK/baseline",
-            s / 1e6,
-            b / 1e6,
-            s / b,
-            "<= 1.3"
-        );
-    }
+    report.note(format!(
+        "call future: SDK {} bytes, baseline {} bytes",
+        std::mem::size_of_val(&sdk.fees(&request)),
+        std::mem::size_of_val(&baseline.quote()),
+    ));
     match (memory("sdk"), memory("baseline")) {
-        (Some((len, s)), Some((_, b))) => println!(
-            "{:<44} {:>10.1}MB {:>10.1}MB {:>8.2} {:>8}\n  (JSON body {:.1} MB: SDK peak {:.2}x the JSON size, baseline {:.2}x)",
-            "decode peak memory growth",
+        (Some((len, s)), Some((_, b))) => report.note(format!(
+            "decode peak memory growth: SDK {:.1} MB, baseline {:.1} MB for a {:.1} MB body: \
+             SDK {:.2}x the JSON size (goal < 3x), baseline {:.2}x",
             s as f64 / 1e6,
             b as f64 / 1e6,
-            s as f64 / b.max(1) as f64,
-            "< 3x JSON",
             len as f64 / 1e6,
             s as f64 / len as f64,
             b as f64 / len as f64,
-        ),
-        _ => println!(
-            "peak memory: not measured (needs Linux /proc/self/clear_refs) for {json_len} bytes"
-        ),
+        )),
+        _ => report.note("peak memory: not measured (needs Linux /proc/self/clear_refs)"),
     }
+    report.print();
 }

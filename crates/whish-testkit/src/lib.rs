@@ -7,6 +7,8 @@
 #![deny(missing_docs)]
 
 pub mod arbitrary;
+#[cfg(feature = "bench")]
+pub mod bench;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,380 @@
+//! The benchmark harness every service bench uses: the SDK and a hand-written baseline measured
+//! in **interleaved rounds** in one process (A B, B A, A B, ...), so that whatever else the shared
+//! machine does lands on both alike. Each round times a batch of calls of each side; the figure is
+//! the **median of the per-round ratios**, printed with its interquartile spread and the goal.
+//!
+//! Allocations are counted with a counting global allocator, which the bench binary installs:
+//!
+//! ```ignore
+//! #[global_allocator]
+//! static ALLOC: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+//! ```
+//!
+//! A bench without it reports zero allocations. Run a bench with `cargo bench -p CRATE`; set
+//! `WHISH_BENCH_ROUNDS` for more or fewer rounds (default 41), and `WHISH_BENCH_FILTER` to a part
+//! of a figure's label to measure only that figure.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region};
+
+/// What a figure must be to meet its goal.
+#[derive(Debug, Clone, Copy)]
+pub enum Goal {
+    /// The ratio is at most this (SDK time / baseline time).
+    AtMost(f64),
+    /// The ratio is at least this (throughput: baseline time / SDK time).
+    AtLeast(f64),
+    /// Shown for information, no goal.
+    None,
+}
+
+impl Goal {
+    fn met(self, ratio: f64) -> Option<bool> {
+        match self {
+            Goal::AtMost(g) => Some(ratio <= g),
+            Goal::AtLeast(g) => Some(ratio >= g),
+            Goal::None => None,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Goal::AtMost(g) => format!("<= {g}"),
+            Goal::AtLeast(g) => format!(">= {g}"),
+            Goal::None => "-".to_owned(),
+        }
+    }
+}
+
+/// How a pair is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    /// Time per operation: ratio = SDK / baseline (lower is better).
+    Latency,
+    /// Operations per second: ratio = baseline time / SDK time (higher is better).
+    Throughput,
+}
+
+/// One measured pair.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// What is measured.
+    pub label: String,
+    /// How the ratio reads.
+    pub compare: Compare,
+    /// The goal.
+    pub goal: Goal,
+    /// Operations in one batch (`ops_per_call` x calls).
+    pub ops_per_batch: u64,
+    /// Median batch time of the SDK and of the baseline.
+    pub sdk: Duration,
+    /// See `sdk`.
+    pub baseline: Duration,
+    /// The per-round ratios, sorted.
+    pub ratios: Vec<f64>,
+    /// Allocations per operation (whole process), SDK and baseline.
+    pub allocs: (f64, f64),
+}
+
+impl Figure {
+    /// The median of the per-round ratios.
+    pub fn ratio(&self) -> f64 {
+        quantile(&self.ratios, 0.5)
+    }
+
+    /// The interquartile range of the per-round ratios.
+    pub fn spread(&self) -> (f64, f64) {
+        (quantile(&self.ratios, 0.25), quantile(&self.ratios, 0.75))
+    }
+
+    /// Whether the goal is met (`None`: no goal).
+    pub fn met(&self) -> Option<bool> {
+        self.goal.met(self.ratio())
+    }
+
+    fn per_op(&self, d: Duration) -> String {
+        let ns = d.as_nanos() as f64 / self.ops_per_batch as f64;
+        match self.compare {
+            Compare::Throughput => format!("{:.0} op/s", 1e9 / ns),
+            Compare::Latency if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
+            Compare::Latency if ns >= 1e4 => format!("{:.1} us", ns / 1e3),
+            Compare::Latency => format!("{ns:.0} ns"),
+        }
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// The rounds of every pair (`WHISH_BENCH_ROUNDS`, default 41: an odd number has a true median).
+pub fn rounds() -> usize {
+    std::env::var("WHISH_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n >= 3)
+        .unwrap_or(41)
+}
+
+/// Whether `WHISH_BENCH_FILTER` (a part of a figure's label) selects this figure; all are
+/// selected when it is unset.
+fn selected(label: &str) -> bool {
+    std::env::var("WHISH_BENCH_FILTER").map_or(true, |f| label.contains(&f))
+}
+
+/// The figures of one bench run, printed as a table at the end.
+#[derive(Debug, Default)]
+pub struct Report {
+    title: String,
+    figures: Vec<Figure>,
+    notes: Vec<String>,
+}
+
+impl Report {
+    /// A report with a title.
+    pub fn new(title: impl Into<String>) -> Report {
+        Report {
+            title: title.into(),
+            ..Report::default()
+        }
+    }
+
+    /// Measure a pair of synchronous operations: each call of a closure is one batch of `n`
+    /// operations (it runs them and returns nothing; the harness times it).
+    pub fn pair(
+        &mut self,
+        label: &str,
+        compare: Compare,
+        goal: Goal,
+        sdk: impl FnMut(u64),
+        baseline: impl FnMut(u64),
+    ) -> Option<&Figure> {
+        if !selected(label) {
+            return None;
+        }
+        let figure = measure(label, compare, goal, 1, sdk, baseline);
+        Some(self.push(figure))
+    }
+
+    /// Measure a pair of asynchronous operations on `rt`; one call of `sdk` or `baseline` is
+    /// `ops_per_call` operations (64 for a batch of concurrent calls).
+    // The call sites read as a table row (label, comparison, goal, width, the two sides).
+    #[allow(clippy::too_many_arguments)]
+    pub fn pair_async<S, SF, B, BF>(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+        label: &str,
+        compare: Compare,
+        goal: Goal,
+        ops_per_call: u64,
+        mut sdk: S,
+        mut baseline: B,
+    ) -> Option<&Figure>
+    where
+        S: FnMut() -> SF,
+        SF: Future<Output = ()>,
+        B: FnMut() -> BF,
+        BF: Future<Output = ()>,
+    {
+        if !selected(label) {
+            return None;
+        }
+        let figure = measure(
+            label,
+            compare,
+            goal,
+            ops_per_call,
+            |n| {
+                rt.block_on(async {
+                    for _ in 0..n {
+                        sdk().await;
+                    }
+                })
+            },
+            |n| {
+                rt.block_on(async {
+                    for _ in 0..n {
+                        baseline().await;
+                    }
+                })
+            },
+        );
+        Some(self.push(figure))
+    }
+
+    fn push(&mut self, figure: Figure) -> &Figure {
+        eprintln!(
+            "  {:<48} median ratio {:.3} (IQR {:.3}-{:.3}) over {} rounds",
+            figure.label,
+            figure.ratio(),
+            figure.spread().0,
+            figure.spread().1,
+            figure.ratios.len()
+        );
+        self.figures.push(figure);
+        self.figures.last().expect("just pushed")
+    }
+
+    /// A free-form line printed under the table.
+    pub fn note(&mut self, line: impl Into<String>) {
+        self.notes.push(line.into());
+    }
+
+    /// Print the table: every figure next to its goal.
+    pub fn print(&self) {
+        println!(
+            "\n{} (interleaved rounds, median of per-round ratios)",
+            self.title
+        );
+        println!(
+            "{:<48} {:>12} {:>12} {:>7} {:>13} {:>8} {:>4} {:>15}",
+            "figure", "sdk", "baseline", "ratio", "IQR", "goal", "met", "allocs/op s|b"
+        );
+        for f in &self.figures {
+            let (lo, hi) = f.spread();
+            let met = match f.met() {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "-",
+            };
+            println!(
+                "{:<48} {:>12} {:>12} {:>7.3} {:>6.3}-{:<6.3} {:>8} {:>4} {:>7.1}|{:<7.1}",
+                f.label,
+                f.per_op(f.sdk),
+                f.per_op(f.baseline),
+                f.ratio(),
+                lo,
+                hi,
+                f.goal.text(),
+                met,
+                f.allocs.0,
+                f.allocs.1,
+            );
+        }
+        for n in &self.notes {
+            println!("{n}");
+        }
+    }
+
+    /// The figures measured so far.
+    pub fn figures(&self) -> &[Figure] {
+        &self.figures
+    }
+}
+
+/// Calibrate a batch to about `target`, warm both sides, then run the interleaved rounds.
+fn measure(
+    label: &str,
+    compare: Compare,
+    goal: Goal,
+    ops_per_call: u64,
+    mut sdk: impl FnMut(u64),
+    mut baseline: impl FnMut(u64),
+) -> Figure {
+    let target = Duration::from_millis(25);
+    let time = |f: &mut dyn FnMut(u64), n: u64| {
+        let started = Instant::now();
+        f(n);
+        started.elapsed()
+    };
+    // Calibrate on the baseline: the smallest power of two whose batch takes `target`.
+    let mut n = 1u64;
+    while n < 1 << 20 && time(&mut baseline, n) < target {
+        n *= 2;
+    }
+    // Warm both alike (caches, pools, allocator arenas), untimed.
+    for _ in 0..3 {
+        sdk(n);
+        baseline(n);
+    }
+    let allocs = (
+        allocations(&mut sdk, n) / (n * ops_per_call) as f64,
+        allocations(&mut baseline, n) / (n * ops_per_call) as f64,
+    );
+    let rounds = rounds();
+    let (mut s, mut b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        // A B, then B A: neither side always runs first.
+        let (ts, tb) = if round % 2 == 0 {
+            let ts = time(&mut sdk, n);
+            (ts, time(&mut baseline, n))
+        } else {
+            let tb = time(&mut baseline, n);
+            (time(&mut sdk, n), tb)
+        };
+        let r = ts.as_secs_f64() / tb.as_secs_f64();
+        ratios.push(match compare {
+            Compare::Latency => r,
+            Compare::Throughput => 1.0 / r,
+        });
+        s.push(ts);
+        b.push(tb);
+    }
+    ratios.sort_by(f64::total_cmp);
+    s.sort();
+    b.sort();
+    Figure {
+        label: label.to_owned(),
+        compare,
+        goal,
+        ops_per_batch: n * ops_per_call,
+        sdk: s[s.len() / 2],
+        baseline: b[b.len() / 2],
+        ratios,
+        allocs,
+    }
+}
+
+/// Allocations (whole process) during one batch of `n`.
+fn allocations(f: &mut dyn FnMut(u64), n: u64) -> f64 {
+    let region = Region::new(&INSTRUMENTED_SYSTEM);
+    f(n);
+    region.change().allocations as f64
+}
+
+/// A loopback HTTP server answering every request with the body `reply(path)` chooses (JSON),
+/// in the caller's runtime; returns its base URL (`http://127.0.0.1:PORT`).
+pub async fn serve(reply: fn(&str) -> &'static str) -> String {
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| async move {
+        (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            reply(uri.path()),
+        )
+    });
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = tcp.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(tcp, app).await.expect("serve") });
+    format!("http://{addr}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_of_sorted_ratios() {
+        let r = [0.9, 1.0, 1.1, 1.2, 1.3];
+        assert_eq!(quantile(&r, 0.5), 1.1);
+        assert!((quantile(&r, 0.25) - 1.0).abs() < 1e-12);
+        assert!((quantile(&[1.0, 2.0], 0.5) - 1.5).abs() < 1e-12);
+        assert!(quantile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn goals_read_both_ways() {
+        assert_eq!(Goal::AtMost(1.02).met(1.01), Some(true));
+        assert_eq!(Goal::AtMost(1.02).met(1.03), Some(false));
+        assert_eq!(Goal::AtLeast(0.98).met(0.99), Some(true));
+        assert_eq!(Goal::AtLeast(0.98).met(0.97), Some(false));
+        assert_eq!(Goal::None.met(5.0), None);
+    }
+}
