@@ -1,28 +1,42 @@
-//! The date formats of the services, each read and written with the `time` crate:
-//! `yyyy-MM-dd HH:mm:ss` (activity, statement), `dd-MM-yyyy` (dateBirth) and epoch milliseconds
-//! (sending countries' dateCreation, the callback's timestamp header).
+//! The date formats of the services, held as `time` values and read and written by hand (two
+//! fixed-width formats do not need `time`'s format interpreter, which would add its parsing and
+//! formatting code to every build): `yyyy-MM-dd HH:mm:ss` (activity, statement), `dd-MM-yyyy`
+//! (dateBirth) and epoch milliseconds (sending countries' dateCreation, the callback's timestamp
+//! header).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::sync::LazyLock;
-
-use time::format_description::BorrowedFormatItem;
-use time::{Date, OffsetDateTime, PrimitiveDateTime};
+use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time};
 
 use crate::validation::{ValidationError, ValidationKind};
 
-// Parsed once at first use rather than by `time`'s `format_description!` macro, which would add
-// a proc-macro crate to every build of the SDK for two constant strings.
-static DATE_TIME: LazyLock<Vec<BorrowedFormatItem<'static>>> =
-    LazyLock::new(|| format("[year]-[month]-[day] [hour]:[minute]:[second]"));
-static DAY_MONTH_YEAR: LazyLock<Vec<BorrowedFormatItem<'static>>> =
-    LazyLock::new(|| format("[day]-[month]-[year]"));
+/// The number written in `b[from..to]`, all ASCII digits.
+fn digits(b: &[u8], from: usize, to: usize) -> Option<u32> {
+    b[from..to].iter().try_fold(0u32, |acc, c| {
+        c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+    })
+}
 
-fn format(description: &'static str) -> Vec<BorrowedFormatItem<'static>> {
-    time::format_description::parse_borrowed::<1>(description)
-        .expect("a constant, valid format description")
+/// A real calendar date from its year, month and day numbers.
+fn calendar_date(year: u32, month: u32, day: u32) -> Option<Date> {
+    let month = Month::try_from(u8::try_from(month).ok()?).ok()?;
+    Date::from_calendar_date(i32::try_from(year).ok()?, month, u8::try_from(day).ok()?).ok()
+}
+
+/// A year as four digits (a sign before it, outside 0..=9999).
+fn write_year(f: &mut fmt::Formatter<'_>, year: i32) -> fmt::Result {
+    if (0..=9999).contains(&year) {
+        write!(f, "{year:04}")
+    } else {
+        write!(
+            f,
+            "{}{:04}",
+            if year < 0 { '-' } else { '+' },
+            year.unsigned_abs()
+        )
+    }
 }
 
 /// A `yyyy-MM-dd HH:mm:ss` time, as used by activity and statement. The services do not state a
@@ -34,28 +48,20 @@ impl DateTime {
     /// The format, in the spec's notation.
     pub const FORMAT: &'static str = "yyyy-MM-dd HH:mm:ss";
 
-    /// Parse `yyyy-MM-dd HH:mm:ss`.
+    /// Parse `yyyy-MM-dd HH:mm:ss` (surrounding blanks ignored); an impossible date or time is
+    /// refused.
     pub fn parse(text: &str, field: &str) -> Result<DateTime, ValidationError> {
-        let text = text.trim();
-        if let Some(t) = Self::parse_exact(text) {
-            return Ok(t);
-        }
-        PrimitiveDateTime::parse(text, &DATE_TIME)
-            .map(DateTime)
-            .map_err(|_| {
-                ValidationError::new(
-                    field,
-                    ValidationKind::BadDate {
-                        format: Self::FORMAT,
-                    },
-                )
-            })
+        Self::parse_exact(text.trim()).ok_or_else(|| {
+            ValidationError::new(
+                field,
+                ValidationKind::BadDate {
+                    format: Self::FORMAT,
+                },
+            )
+        })
     }
-}
 
-impl DateTime {
-    /// The common case without the format interpreter: exactly 19 bytes, digits where the
-    /// format has them. Anything else (or an impossible date) goes the general way.
+    /// Exactly 19 bytes, digits where the format has them, a real date and time.
     fn parse_exact(t: &str) -> Option<DateTime> {
         let b = t.as_bytes();
         if b.len() != 19
@@ -67,22 +73,11 @@ impl DateTime {
         {
             return None;
         }
-        let n = |from: usize, to: usize| -> Option<u32> {
-            b[from..to].iter().try_fold(0u32, |acc, c| {
-                c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
-            })
-        };
-        let month = time::Month::try_from(u8::try_from(n(5, 7)?).ok()?).ok()?;
-        let date = Date::from_calendar_date(
-            i32::try_from(n(0, 4)?).ok()?,
-            month,
-            u8::try_from(n(8, 10)?).ok()?,
-        )
-        .ok()?;
-        let time = time::Time::from_hms(
-            u8::try_from(n(11, 13)?).ok()?,
-            u8::try_from(n(14, 16)?).ok()?,
-            u8::try_from(n(17, 19)?).ok()?,
+        let date = calendar_date(digits(b, 0, 4)?, digits(b, 5, 7)?, digits(b, 8, 10)?)?;
+        let time = Time::from_hms(
+            u8::try_from(digits(b, 11, 13)?).ok()?,
+            u8::try_from(digits(b, 14, 16)?).ok()?,
+            u8::try_from(digits(b, 17, 19)?).ok()?,
         )
         .ok()?;
         Some(DateTime(PrimitiveDateTime::new(date, time)))
@@ -91,8 +86,17 @@ impl DateTime {
 
 impl fmt::Display for DateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.0.format(&DATE_TIME).map_err(|_| fmt::Error)?;
-        f.write_str(&s)
+        let (d, t) = (self.0.date(), self.0.time());
+        write_year(f, d.year())?;
+        write!(
+            f,
+            "-{:02}-{:02} {:02}:{:02}:{:02}",
+            u8::from(d.month()),
+            d.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        )
     }
 }
 
@@ -125,11 +129,15 @@ impl DayMonthYear {
     /// The format, in the spec's notation.
     pub const FORMAT: &'static str = "dd-MM-yyyy";
 
-    /// Parse `dd-MM-yyyy`; `31-02-1990` is refused because it is not a real date.
+    /// Parse `dd-MM-yyyy` (surrounding blanks ignored); `31-02-1990` is refused because it is
+    /// not a real date.
     pub fn parse(text: &str, field: &str) -> Result<DayMonthYear, ValidationError> {
-        Date::parse(text.trim(), &DAY_MONTH_YEAR)
+        let b = text.trim().as_bytes();
+        (b.len() == 10 && b[2] == b'-' && b[5] == b'-')
+            .then(|| calendar_date(digits(b, 6, 10)?, digits(b, 3, 5)?, digits(b, 0, 2)?))
+            .flatten()
             .map(DayMonthYear)
-            .map_err(|_| {
+            .ok_or_else(|| {
                 ValidationError::new(
                     field,
                     ValidationKind::BadDate {
@@ -160,8 +168,8 @@ pub fn today_utc() -> Date {
 
 impl fmt::Display for DayMonthYear {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.0.format(&DAY_MONTH_YEAR).map_err(|_| fmt::Error)?;
-        f.write_str(&s)
+        write!(f, "{:02}-{:02}-", self.0.day(), u8::from(self.0.month()))?;
+        write_year(f, self.0.year())
     }
 }
 

@@ -34,6 +34,9 @@ use crate::retry::{AttemptOutcome, Decision, decide};
 pub struct Transport {
     pub(crate) service: &'static str,
     pub(crate) base: BaseUrl,
+    /// The base URL parsed once (scheme, host and port checked at build time): each call only
+    /// sets its path and query on a copy, instead of parsing a whole URL again.
+    pub(crate) base_url: url::Url,
     pub(crate) headers: HeaderMap,
     pub(crate) policy: Policy,
     pub(crate) client: reqwest::Client,
@@ -91,14 +94,25 @@ impl Transport {
 
     /// The full URL of a request, with its query.
     pub fn url_of(&self, request: &Request) -> String {
-        let mut url = self.base.join(&request.path);
+        self.url_for(request).into()
+    }
+
+    /// The base URL with the request's path appended and its query, from the base parsed once.
+    fn url_for(&self, request: &Request) -> url::Url {
+        let mut url = self.base_url.clone();
+        let base_path = url.path().trim_end_matches('/');
+        let mut path = String::with_capacity(base_path.len() + request.path.len() + 1);
+        path.push_str(base_path);
+        if !request.path.starts_with('/') {
+            path.push('/');
+        }
+        path.push_str(&request.path);
+        url.set_path(&path);
         if !request.query.is_empty() {
-            let mut q = url::form_urlencoded::Serializer::new(String::new());
+            let mut q = url.query_pairs_mut();
             for (k, v) in &request.query {
                 q.append_pair(k, v);
             }
-            url.push('?');
-            url.push_str(&q.finish());
         }
         url
     }
@@ -153,7 +167,7 @@ impl Transport {
             .options
             .attempt_timeout
             .unwrap_or(self.policy.timeouts.attempt);
-        let url = self.url_of(request);
+        let url = self.url_for(request);
         let key = request.idempotency_key.as_deref();
         let mut attempts = 0u32;
         let mut earlier_may_have_reached = false;
@@ -188,23 +202,21 @@ impl Transport {
         }
     }
 
-    async fn attempt(&self, request: &Request, url: &str, timeout: Duration) -> Attempt {
-        // The service's headers, then the request's own, which replace a service header of the
-        // same name (reqwest's `headers` replaces, `header` would append), then the content type.
-        let mut builder = self
-            .client
-            .request(request.method.clone(), url)
-            .headers(self.headers.clone())
-            .timeout(timeout);
-        if !request.headers.is_empty() {
-            builder = builder.headers(request.headers.clone());
+    async fn attempt(&self, request: &Request, url: &url::Url, timeout: Duration) -> Attempt {
+        // The service's headers (one copy of the map, moved in whole), then the request's own,
+        // which replace a service header of the same name, then the content type.
+        let mut http = reqwest::Request::new(request.method.clone(), url.clone());
+        *http.headers_mut() = self.headers.clone();
+        for (k, v) in &request.headers {
+            http.headers_mut().insert(k.clone(), v.clone());
         }
         if let Some(body) = &request.body {
-            builder = builder
-                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                .body(body.clone());
+            http.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            *http.body_mut() = Some(body.clone().into());
         }
-        let mut response = match builder.send().await {
+        *http.timeout_mut() = Some(timeout);
+        let mut response = match self.client.execute(http).await {
             Ok(r) => r,
             Err(e) => return classify(e),
         };

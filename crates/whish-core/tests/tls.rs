@@ -97,7 +97,7 @@ async fn https_with_the_chosen_stack_trusts_an_added_root_and_speaks_http1() {
     assert_eq!(reply.data, Some(7));
     let agreed = alpn.lock().expect("lock").clone();
     assert_eq!(agreed.len(), 1, "one handshake");
-    // HTTP/1.1 by ALPN (or no ALPN at all): the services speak HTTP/1.1, so h2 is not offered
+    // HTTP/1.1 by ALPN (or no ALPN at all): HTTP/2 is not offered
     // unless the `http2` feature asks for it.
     if !cfg!(feature = "http2") {
         assert_ne!(agreed[0].as_deref(), Some(&b"h2"[..]), "{agreed:?}");
