@@ -525,7 +525,8 @@ async fn create_payment(c: &Clients, cb_base: &str) -> Result<(String, String), 
 
 async fn pay_page(sb: &Sandbox, inbox: &Inbox, payment: Option<&(String, String)>) -> Step {
     let (url, _) = payment.ok_or("no payment")?;
-    let http = reqwest::Client::builder()
+    let http = whish::core::tls::client_builder()
+        .map_err(e)?
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(e)?;

@@ -13,8 +13,15 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::validation::{ValidationError, ValidationKind};
 
-fn normalize_currency(code: &str) -> String {
-    code.trim().to_ascii_uppercase()
+/// Trimmed and upper case; borrowed (no allocation) when the code already is, as the services
+/// write it.
+fn normalize_currency(code: &str) -> std::borrow::Cow<'_, str> {
+    let code = code.trim();
+    if code.bytes().any(|b| b.is_ascii_lowercase()) {
+        std::borrow::Cow::Owned(code.to_ascii_uppercase())
+    } else {
+        std::borrow::Cow::Borrowed(code)
+    }
 }
 
 crate::open_enum! {
@@ -202,9 +209,16 @@ impl Amount {
         [(0u32, 1.0f64), (1, 10.0), (2, 100.0)]
             .into_iter()
             .find_map(|(places, scale)| {
-                let m = (v * scale).round();
+                // The nearest whole number, by integer conversion (below 10^14 adding one half
+                // is exact), without a call to the C library's `round`.
+                let scaled = v * scale;
+                let m = if scaled < 0.0 {
+                    (scaled - 0.5) as i64
+                } else {
+                    (scaled + 0.5) as i64
+                };
                 // IEEE division is correctly rounded: equal means m / 10^places reads as v.
-                (m / scale == v).then(|| Decimal::new(m as i64, places))
+                (m as f64 / scale == v).then(|| Decimal::new(m, places))
             })
     }
 

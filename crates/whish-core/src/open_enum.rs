@@ -5,7 +5,7 @@
 /// other value, kept exactly as sent. It gets `as_str`, `parse` (never fails), `Display`,
 /// `Serialize` and a borrowed-string `Deserialize`.
 ///
-/// An optional `normalize = path` names a `fn(&str) -> String` applied before matching (the
+/// An optional `normalize = path` names a `fn(&str) -> String` (or `Cow<str>`) applied before matching (the
 /// currency codes are read case-insensitively).
 ///
 /// ```

@@ -21,7 +21,8 @@
 //! enables reqwest's `rustls-no-provider`. If your program also builds its *own* reqwest client
 //! and enables no TLS feature of reqwest itself, that client finds rustls without a provider and
 //! reqwest panics when it is built ("No rustls crypto provider is configured"). Call
-//! [`install_default_provider`] once at start-up, or choose `rustls-aws-lc-rs`. A program whose
+//! [`install_default_provider`] once at start-up, build that client from [`client_builder`], or
+//! choose `rustls-aws-lc-rs`. A program whose
 //! reqwest has its default features (rustls with aws-lc-rs) is not affected.
 
 use crate::error::SetupError;
@@ -49,6 +50,13 @@ pub fn install_default_provider() -> bool {
     rustls::crypto::ring::default_provider()
         .install_default()
         .is_ok()
+}
+
+/// A `reqwest::ClientBuilder` with this build's TLS stack applied, the way the SDK's own clients
+/// get it: for the other HTTP clients of a program that uses the SDK (the sandbox's callback
+/// sender, a test's raw client), so that none of them depends on a process-wide provider.
+pub fn client_builder() -> Result<reqwest::ClientBuilder, SetupError> {
+    configure(reqwest::Client::builder(), &[], false)
 }
 
 /// Apply the chosen stack and the extra root certificates (PEM bundles) to `builder`.

@@ -132,9 +132,6 @@ async fn sdk_create(sdk: &CollectClient, urls: &CollectUrls) {
 }
 
 fn main() {
-    // The baseline's own reqwest client needs a rustls provider when ring is the only one.
-    #[cfg(feature = "rustls-ring")]
-    whish_core::tls::install_default_provider();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -154,7 +151,10 @@ fn main() {
         .expect("client"),
     );
     let baseline = Arc::new(Baseline {
-        http: reqwest::Client::builder()
+        // Plain reqwest, with the same TLS stack as the SDK so that it builds without a
+        // process-wide rustls provider (the calls are plain HTTP to loopback).
+        http: whish_core::tls::client_builder()
+            .expect("tls")
             .connect_timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -233,9 +233,6 @@ fn main() {
         measure_memory_child(&which);
         return;
     }
-    // The baseline's own reqwest client needs a rustls provider when ring is the only one.
-    #[cfg(feature = "rustls-ring")]
-    whish_core::tls::install_default_provider();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -251,7 +248,10 @@ fn main() {
             .expect("client"),
     );
     let baseline = Arc::new(Baseline {
-        http: reqwest::Client::builder()
+        // Plain reqwest, with the same TLS stack as the SDK so that it builds without a
+        // process-wide rustls provider (the calls are plain HTTP to loopback).
+        http: whish_core::tls::client_builder()
+            .expect("tls")
             .connect_timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -330,6 +330,43 @@ fn main() {
             for _ in 0..CONCURRENT {
                 let baseline = baseline.clone();
                 set.spawn(async move { baseline.quote().await });
+            }
+            async move {
+                set.join_all().await;
+            }
+        },
+    );
+    // The same load without the batch barrier: 64 tasks, each making 16 calls in a row, so
+    // that no core idles while a batch's last calls finish.
+    report.pair_async(
+        &rt,
+        "64 concurrent, 16 calls each, throughput",
+        Compare::Throughput,
+        Goal::None,
+        (CONCURRENT * 16) as u64,
+        || {
+            let mut set = tokio::task::JoinSet::new();
+            for _ in 0..CONCURRENT {
+                let (sdk, request) = (sdk.clone(), request.clone());
+                set.spawn(async move {
+                    for _ in 0..16 {
+                        sdk.fees(&request).await.expect("quote");
+                    }
+                });
+            }
+            async move {
+                set.join_all().await;
+            }
+        },
+        || {
+            let mut set = tokio::task::JoinSet::new();
+            for _ in 0..CONCURRENT {
+                let baseline = baseline.clone();
+                set.spawn(async move {
+                    for _ in 0..16 {
+                        baseline.quote().await;
+                    }
+                });
             }
             async move {
                 set.join_all().await;

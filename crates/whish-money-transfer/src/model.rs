@@ -1,7 +1,7 @@
 //! The money-transfer service's data, with every documented field.
 
 use serde::{Deserialize, Serialize};
-use whish_core::{Amount, DateTime, EpochMillis, RequestId};
+use whish_core::{Amount, Currency, DateTime, EpochMillis, RequestId};
 
 whish_core::open_enum! {
     /// `paymentMode`.
@@ -204,8 +204,8 @@ pub struct StatementLine {
     pub credit: Amount,
     /// Balance after the line: previous + debit - credit.
     pub balance: Amount,
-    /// Currency code.
-    pub currency: String,
+    /// Currency code (an unknown code is kept in `Currency::Other`).
+    pub currency: Currency,
     /// When, `yyyy-MM-dd HH:mm:ss`.
     pub date: DateTime,
     /// The Request-id of the originating transfer; none for lines without one (TOPUP).
@@ -217,8 +217,8 @@ pub struct StatementLine {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[non_exhaustive]
 pub struct CurrentBalance {
-    /// Currency code.
-    pub currency: String,
+    /// Currency code (an unknown code is kept in `Currency::Other`).
+    pub currency: Currency,
     /// Current balance.
     pub balance: Amount,
     /// As of, `yyyy-MM-dd HH:mm:ss`.

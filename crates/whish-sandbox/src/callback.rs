@@ -79,13 +79,15 @@ impl CallbackDelivery {
     }
 }
 
-/// The HTTP client the sandbox calls callbacks with: no redirects, short timeouts.
+/// The HTTP client the sandbox calls callbacks with: no redirects, short timeouts, and the TLS
+/// stack the SDK was built with (`whish_core::tls`), so it needs no process-wide provider.
 pub(crate) fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    whish_core::tls::client_builder()
+        .expect("the TLS stack of this build can be configured")
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(5))
         .build()
-        .unwrap_or_default()
+        .expect("the callback HTTP client can be built")
 }
 
 /// A callback never reaches the sandbox's own control API (a `callbackUrl` of

@@ -34,7 +34,8 @@ fn form(phone: &str, code: &str) -> String {
 }
 
 fn page_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    whish_core::tls::client_builder()
+        .expect("tls")
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("http")

@@ -10,7 +10,10 @@ use whish::prelude::*;
 use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 async fn post(sb: &Sandbox, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
-    let r = reqwest::Client::new()
+    let r = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .post(format!("{}/_sandbox{path}", sb.root_url()))
         .header("content-type", "application/json")
         .body(body.to_string())
@@ -23,7 +26,10 @@ async fn post(sb: &Sandbox, path: &str, body: serde_json::Value) -> (u16, serde_
 }
 
 async fn get(sb: &Sandbox, path: &str) -> serde_json::Value {
-    let bytes = reqwest::Client::new()
+    let bytes = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .get(format!("{}/_sandbox{path}", sb.root_url()))
         .send()
         .await
@@ -203,7 +209,10 @@ async fn each_service_checks_its_own_credentials_and_headers() {
 
     // No Request-id header: the transfer service refuses in the envelope.
     let k = sb.transfer_credentials();
-    let bytes = reqwest::Client::new()
+    let bytes = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .get(format!(
             "{}/api/woo/sending/countries",
             sb.transfer_base_url()
@@ -306,7 +315,10 @@ async fn malformed_control_calls_are_400_with_a_json_error() {
     assert_eq!(status, 400, "{body}");
     // Not JSON at all, and a `text/plain` simple POST (what any web page can send): refused.
     for content_type in ["application/json", "text/plain"] {
-        let r = reqwest::Client::new()
+        let r = whish_core::tls::client_builder()
+            .expect("tls")
+            .build()
+            .expect("client")
             .post(format!("{}/_sandbox/reset", sb.root_url()))
             .header("content-type", content_type)
             .body("not json")
@@ -320,7 +332,10 @@ async fn malformed_control_calls_are_400_with_a_json_error() {
             200
         };
         assert_eq!(r.status().as_u16(), expected, "{content_type}");
-        let r = reqwest::Client::new()
+        let r = whish_core::tls::client_builder()
+            .expect("tls")
+            .build()
+            .expect("client")
             .post(format!("{}/_sandbox/collect/pay", sb.root_url()))
             .header("content-type", content_type)
             .body("externalId=x")
@@ -333,14 +348,20 @@ async fn malformed_control_calls_are_400_with_a_json_error() {
         assert!(body["error"].is_string(), "{body}");
     }
     // A page that rebinds its own name to 127.0.0.1 sends its own Host: refused.
-    let r = reqwest::Client::new()
+    let r = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .get(format!("{}/_sandbox/state", sb.root_url()))
         .header("host", "attacker.example:80")
         .send()
         .await
         .expect("sent");
     assert_eq!(r.status().as_u16(), 403);
-    let r = reqwest::Client::new()
+    let r = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .get(format!("{}/_sandbox/state", sb.root_url()))
         .header("host", "localhost")
         .send()

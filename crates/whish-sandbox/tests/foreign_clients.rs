@@ -68,7 +68,8 @@ async fn an_integration_written_for_the_live_service_completes_a_payment() {
         .await
         .expect("sandbox");
     let c = Foreign {
-        http: reqwest::Client::builder()
+        http: whish_core::tls::client_builder()
+            .expect("tls")
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("http"),
@@ -162,7 +163,10 @@ async fn pending_is_the_string_500_where_code_is_a_string() {
     );
     let creds = sb.collect_credentials().clone();
     let c = Foreign {
-        http: reqwest::Client::new(),
+        http: whish_core::tls::client_builder()
+            .expect("tls")
+            .build()
+            .expect("client"),
         base: sb.collect_base_url(),
         channel: creds.channel.clone(),
         secret: creds.secret.clone(),
@@ -174,7 +178,10 @@ async fn pending_is_the_string_500_where_code_is_a_string() {
         "collect: a string, like its other codes"
     );
     let t = sb.transfer_credentials().clone();
-    let bytes = reqwest::Client::new()
+    let bytes = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .get(format!(
             "{}/api/woo/sending/countries",
             sb.transfer_base_url()

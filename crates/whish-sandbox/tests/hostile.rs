@@ -52,7 +52,10 @@ async fn an_absurd_clock_advance_is_refused_and_changes_nothing() {
         .expect_err("too far");
     assert!(matches!(e, ControlError::BadRequest(_)), "{e:?}");
     // Everything still answers, /reset included.
-    let r = reqwest::Client::new()
+    let r = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .post(format!("{}/_sandbox/clock/advance", sb.root_url()))
         .header("content-type", "application/json")
         .body(r#"{"seconds":1000000000000}"#)
@@ -73,7 +76,10 @@ async fn an_absurd_clock_advance_is_refused_and_changes_nothing() {
 async fn the_request_journal_is_bounded_in_count_and_bytes() {
     let sb = Sandbox::start().await.expect("sandbox");
     let big = "x".repeat(200 * 1024);
-    let http = reqwest::Client::new();
+    let http = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client");
     for _ in 0..(JOURNAL_MAX_REQUESTS + 50) {
         // Unauthenticated, and large.
         let _ = http

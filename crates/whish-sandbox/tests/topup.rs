@@ -99,7 +99,10 @@ async fn unknown_provider_no_offers_and_amount_mismatch() {
     assert!(matches!(&e, Error::Failed(f) if f.raw == "external.error.no.offers"));
     // The SDK cannot send a different amount; a hand-written call shows the service's check.
     let c = sb.topup_credentials();
-    let reply = reqwest::Client::new()
+    let reply = whish_core::tls::client_builder()
+        .expect("tls")
+        .build()
+        .expect("client")
         .post(format!("{}/v2/etisalat-ae/pay", sb.topup_base_url()))
         .header("sessionId", &c.session_id)
         .header("token", &c.token)
