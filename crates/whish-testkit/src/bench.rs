@@ -11,7 +11,7 @@
 //! ```
 //!
 //! A bench without it reports zero allocations. Run a bench with `cargo bench -p CRATE`; set
-//! `WHISH_BENCH_ROUNDS` for more or fewer rounds (default 41), and `WHISH_BENCH_FILTER` to a part
+//! `WHISH_BENCH_ROUNDS` for more or fewer rounds (default 101), and `WHISH_BENCH_FILTER` to a part
 //! of a figure's label to measure only that figure.
 
 use std::future::Future;
@@ -114,13 +114,13 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
-/// The rounds of every pair (`WHISH_BENCH_ROUNDS`, default 41: an odd number has a true median).
+/// The rounds of every pair (`WHISH_BENCH_ROUNDS`, default 101: an odd number has a true median).
 pub fn rounds() -> usize {
     std::env::var("WHISH_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|n| *n >= 3)
-        .unwrap_or(41)
+        .unwrap_or(101)
 }
 
 /// Whether `WHISH_BENCH_FILTER` (a part of a figure's label) selects this figure; all are

@@ -12,13 +12,18 @@
 //!
 //! The shared runtime ([`core`]) is always there, and its everyday types are re-exported at the top
 //! level ([`Amount`], [`Currency`], [`RequestId`], [`ExternalId`], [`SecretString`], ...). For a
-//! single service, depend on `whish` with `default-features = false` and that one feature: the
-//! build then holds that service crate and `whish-core`, nothing else of the SDK.
+//! single service, depend on `whish` with `default-features = false`, that one feature and a TLS
+//! stack: the build then holds that service crate and `whish-core`, nothing else of the SDK.
 //!
 //! ```toml
 //! [dependencies]
-//! whish = { version = "0.2", default-features = false, features = ["intl-topup"] }
+//! whish = { version = "0.2", default-features = false, features = ["intl-topup", "rustls-ring"] }
 //! ```
+//!
+//! The TLS stack is a feature too ([`core::tls`]): `rustls-ring` (in the defaults; the lightest
+//! build), `rustls-aws-lc-rs` or `native-tls`; `http2` offers HTTP/2. Without one, only plain HTTP
+//! to loopback works (the sandbox), and an `https://` base URL is refused when the client is
+//! built.
 //!
 //! `use whish::prelude::*;` brings the clients, the request builders and the outcome types of the
 //! enabled services into scope.
