@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use aws_lc_rs::hmac;
+use ring::hmac;
 use serde::Serialize;
 
 /// The signature the sandbox puts on a transfer callback.

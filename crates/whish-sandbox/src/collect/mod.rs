@@ -275,7 +275,7 @@ pub(crate) fn attempt(
 /// A hosted-page token nobody can guess from another one: 128 bits from the system's secure
 /// random source, as hex.
 fn unguessable_token() -> String {
-    use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+    use ring::rand::{SecureRandom, SystemRandom};
     let mut bytes = [0u8; 16];
     if SystemRandom::new().fill(&mut bytes).is_err() {
         // The OS random source failing is not something a test tool can work around.
