@@ -3,8 +3,8 @@
 //!
 //! | feature | stack | builds | note |
 //! |---|---|---|---|
-//! | `rustls-ring` (default) | rustls with *ring* | C and assembly through `cc` | the lightest build |
-//! | `rustls-aws-lc-rs` | rustls with aws-lc-rs | a C build of aws-lc-sys (cmake-free, but long) | FIPS-capable provider |
+//! | `rustls-ring` (default) | rustls with *ring* | C and assembly through `cc` | a light build, nothing to install |
+//! | `rustls-aws-lc-rs` | rustls with aws-lc-rs | a long C build of aws-lc-sys | reqwest's own default |
 //! | `native-tls` | the platform's TLS (OpenSSL on Linux, Security.framework, SChannel) | links the system library | needs OpenSSL headers on Linux |
 //!
 //! Every rustls build verifies certificates with the platform's verifier and trust store, plus
@@ -22,8 +22,8 @@
 //! and enables no TLS feature of reqwest itself, that client finds rustls without a provider and
 //! reqwest panics when it is built ("No rustls crypto provider is configured"). Call
 //! [`install_default_provider`] once at start-up, build that client from [`client_builder`], or
-//! choose `rustls-aws-lc-rs`. A program whose
-//! reqwest has its default features (rustls with aws-lc-rs) is not affected.
+//! choose `rustls-aws-lc-rs`. A program whose reqwest has its default features (rustls with
+//! aws-lc-rs) is not affected.
 
 use crate::error::SetupError;
 
