@@ -11,9 +11,11 @@ use crate::validation::{ValidationError, ValidationKind};
 /// A service base URL. Endpoint URLs are composed by string: base + path, so a base that ends in
 /// `/api` followed by a path that starts with `/api` gives `/api/api/` (the transfer sandbox), as
 /// the spec requires; `Url::join` would drop a segment.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct BaseUrl {
     text: String,
+    /// The same address, parsed once: each call sets its path and query on a copy.
+    url: Url,
 }
 
 impl BaseUrl {
@@ -61,7 +63,7 @@ impl BaseUrl {
         while text.ends_with('/') {
             text.pop();
         }
-        Ok(BaseUrl { text })
+        Ok(BaseUrl { text, url })
     }
 
     /// base + path, by string. `path` starts with `/`.
@@ -82,12 +84,24 @@ impl BaseUrl {
 
     /// True when the host is loopback (plain http allowed).
     pub fn is_loopback(&self) -> bool {
-        Url::parse(&self.text)
-            .ok()
-            .and_then(|u| u.host().map(|h| is_loopback_host(&h)))
-            .unwrap_or(false)
+        self.url.host().is_some_and(|h| is_loopback_host(&h))
+    }
+
+    /// The base as a parsed URL.
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
     }
 }
+
+/// Two bases are the same address when their texts are (the parsed form may keep a trailing
+/// slash the text drops).
+impl PartialEq for BaseUrl {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for BaseUrl {}
 
 impl fmt::Debug for BaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -284,11 +284,8 @@ impl ClientSettings {
             .https_only(!base.is_loopback())
             .build()
             .map_err(|e| SetupError::invalid("http_client", "could not be built").with_source(e))?;
-        let base_url = url::Url::parse(base.as_str())
-            .map_err(|_| SetupError::invalid("base_url", "is not a URL"))?;
         Ok(Transport {
             service,
-            base_url,
             base,
             headers: all,
             policy: self.policy,

@@ -34,9 +34,6 @@ use crate::retry::{AttemptOutcome, Decision, decide};
 pub struct Transport {
     pub(crate) service: &'static str,
     pub(crate) base: BaseUrl,
-    /// The base URL parsed once (scheme, host and port checked at build time): each call only
-    /// sets its path and query on a copy, instead of parsing a whole URL again.
-    pub(crate) base_url: url::Url,
     pub(crate) headers: HeaderMap,
     pub(crate) policy: Policy,
     pub(crate) client: reqwest::Client,
@@ -97,9 +94,10 @@ impl Transport {
         self.url_for(request).into()
     }
 
-    /// The base URL with the request's path appended and its query, from the base parsed once.
+    /// The base URL with the request's path appended and its query, from the base parsed once
+    /// (a copy with its path set, instead of a whole URL parsed again on every call).
     fn url_for(&self, request: &Request) -> url::Url {
-        let mut url = self.base_url.clone();
+        let mut url = self.base.url().clone();
         let base_path = url.path().trim_end_matches('/');
         let mut path = String::with_capacity(base_path.len() + request.path.len() + 1);
         path.push_str(base_path);

@@ -15,7 +15,7 @@ use whish_money_transfer::{
 
 use crate::Journal;
 use crate::entry::{Operation, Outcome, References, Service, State};
-use crate::store::{NewEntry, millis};
+use crate::store::millis;
 
 /// An entry this process holds the lease of, for one send.
 pub(crate) struct Held {
@@ -77,7 +77,7 @@ impl Journal {
             operation,
             key,
             context,
-            body: request,
+            body,
         } = *request;
         let record = |message: String, source: Option<crate::JournalError>| {
             Error::Record(RecordError::new(
@@ -88,16 +88,7 @@ impl Journal {
         };
         let lease_ms = millis(self.inner.lease);
         let owner = self.inner.owner.as_str();
-        let new = NewEntry {
-            service,
-            operation,
-            key,
-            context,
-            request,
-            owner,
-            lease_ms,
-        };
-        match self.inner.db.insert(&new).await {
+        match self.inner.db.insert(request, owner, lease_ms).await {
             Ok(Some(id)) => return Ok(Held { id, resend: false }),
             Ok(None) => {}
             Err(e) => return Err(record(e.to_string(), Some(e))),
@@ -107,7 +98,7 @@ impl Journal {
             Ok(None) => return Err(record("the entry vanished while it was read".into(), None)),
             Err(e) => return Err(record(e.to_string(), Some(e))),
         };
-        if existing.request != request || existing.context.as_deref() != context {
+        if existing.request != body || existing.context.as_deref() != context {
             return Err(record(
                 format!("{service} {operation} key already names a different request"),
                 None,

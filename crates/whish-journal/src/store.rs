@@ -17,6 +17,7 @@ use time::OffsetDateTime;
 
 use crate::entry::{Entry, Operation, Outcome, References, Service, State};
 use crate::error::JournalError;
+use crate::journaled::Request;
 
 /// Which database holds the journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,8 +193,14 @@ impl Db {
         on_db!(self, pool => pool.close().await)
     }
 
-    /// Insert a new entry, leased to `owner`; `None` when the key is already recorded.
-    pub(crate) async fn insert(&self, new: &NewEntry<'_>) -> Result<Option<i64>, JournalError> {
+    /// Insert a new entry for `request`, leased to `owner` for `lease_ms`; `None` when the key is
+    /// already recorded.
+    pub(crate) async fn insert(
+        &self,
+        request: &Request<'_>,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<i64>, JournalError> {
         const SQL: &str = "INSERT INTO whish_journal_entries \
             (service, operation, idem_key, context, request, state, attempts, created_ms, \
              updated_ms, lease_owner, lease_until_ms) \
@@ -202,14 +209,14 @@ impl Db {
         let now = now_ms();
         on_db!(self, pool => {
             let row = sqlx::query(SQL)
-                .bind(new.service.as_str())
-                .bind(new.operation.as_str())
-                .bind(new.key)
-                .bind(new.context)
-                .bind(new.request)
+                .bind(request.service.as_str())
+                .bind(request.operation.as_str())
+                .bind(request.key)
+                .bind(request.context)
+                .bind(request.body)
                 .bind(now)
-                .bind(new.owner)
-                .bind(now.saturating_add(new.lease_ms))
+                .bind(owner)
+                .bind(now.saturating_add(lease_ms))
                 .fetch_optional(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -486,17 +493,6 @@ impl Db {
                 .collect()
         })
     }
-}
-
-/// What a new entry is made of.
-pub(crate) struct NewEntry<'a> {
-    pub service: Service,
-    pub operation: Operation,
-    pub key: &'a str,
-    pub context: Option<&'a str>,
-    pub request: &'a [u8],
-    pub owner: &'a str,
-    pub lease_ms: i64,
 }
 
 fn entry_of<R: Row>(row: &R) -> Result<Entry, JournalError>
