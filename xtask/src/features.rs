@@ -112,42 +112,44 @@ pub fn run(root: &Path) -> Result<(), String> {
                 ));
             }
         }
-        cargo(
-            root,
-            &[
-                "test",
-                "--quiet",
-                "--locked",
-                "-p",
-                "whish-core",
-                "--no-default-features",
-                "--features",
-                feature,
-                "--test",
-                "tls",
-            ],
-        )?;
+        tls_test(root, Some(feature))?;
         eprintln!("ok  {feature:<16} only its TLS crates; a handshake through it passes");
     }
     // No TLS at all: plain HTTP to loopback, and `https://` is a setup error.
-    cargo(
-        root,
-        &[
-            "test",
-            "--quiet",
-            "--locked",
-            "-p",
-            "whish-core",
-            "--no-default-features",
-            "--test",
-            "tls",
-        ],
-    )?;
+    tls_test(root, None)?;
     eprintln!(
         "ok  {:<16} refuses https:// when the client is built",
         "(no TLS)"
     );
     Ok(())
+}
+
+/// whish-core's `tests/tls.rs`, built with `feature` alone (or no feature at all).
+fn tls_test(root: &Path, feature: Option<&str>) -> Result<(), String> {
+    let mut args = vec![
+        "test",
+        "--quiet",
+        "--locked",
+        "-p",
+        "whish-core",
+        "--no-default-features",
+        "--test",
+        "tls",
+    ];
+    if let Some(f) = feature {
+        args.extend(["--features", f]);
+    }
+    cargo(root, &args).map(|_| ())
+}
+
+/// A facade feature list, with `all` standing for the four services and the default TLS stack.
+pub fn expand(feature: &str) -> String {
+    if feature == "all" {
+        let services: Vec<&str> = SERVICES.iter().map(|(f, _)| *f).collect();
+        format!("{},{DEFAULT_TLS}", services.join(","))
+    } else {
+        feature.to_owned()
+    }
 }
 
 /// The names of the crates a facade build with `feature` alone (or none) compiles, normal edges.
@@ -175,14 +177,9 @@ pub fn tree_edges(
         "--format",
         "{p}",
     ];
-    let all;
-    match feature {
-        Some("all") => {
-            all = format!("money-transfer,locations,hosted-collect,intl-topup,{DEFAULT_TLS}");
-            args.extend(["--features", &all]);
-        }
-        Some(f) => args.extend(["--features", f]),
-        None => {}
+    let features = feature.map(expand);
+    if let Some(f) = &features {
+        args.extend(["--features", f]);
     }
     let out = cargo(root, &args)?;
     Ok(out

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::cargo_with_target;
-use crate::features::{DEFAULT_TLS, SERVICES, TLS, tree_edges};
+use crate::features::{DEFAULT_TLS, SERVICES, TLS, expand, tree_edges};
 
 pub fn run(root: &Path, build: bool) -> Result<(), String> {
     let mut cases: Vec<(String, String)> = SERVICES
@@ -36,11 +36,7 @@ pub fn run(root: &Path, build: bool) -> Result<(), String> {
                 .join("footprint")
                 .join(label.replace([' ', '+'], "_"));
             let _ = std::fs::remove_dir_all(&target);
-            let features = if features == "all" {
-                format!("money-transfer,locations,hosted-collect,intl-topup,{DEFAULT_TLS}")
-            } else {
-                features
-            };
+            let features = expand(&features);
             let started = Instant::now();
             cargo_with_target(
                 root,

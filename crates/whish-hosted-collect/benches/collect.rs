@@ -20,7 +20,7 @@ use whish_hosted_collect::{
     CollectClient, CollectUrls, FailureCallbackUrl, FailureRedirectUrl, NewPayment,
     SuccessCallbackUrl, SuccessRedirectUrl,
 };
-use whish_testkit::bench::{Compare, Goal, Report};
+use whish_testkit::bench::{Compare, Goal, Report, baseline_client, concurrently};
 
 #[global_allocator]
 static ALLOC: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
@@ -151,14 +151,7 @@ fn main() {
         .expect("client"),
     );
     let baseline = Arc::new(Baseline {
-        // Plain reqwest, with the same TLS stack as the SDK so that it builds without a
-        // process-wide rustls provider (the calls are plain HTTP to loopback).
-        http: whish_core::tls::client_builder()
-            .expect("tls")
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client"),
+        http: baseline_client(),
         url: format!("{base}/payment/whish"),
         next: AtomicU64::new(1),
     });
@@ -185,24 +178,20 @@ fn main() {
         Goal::AtLeast(0.98),
         CONCURRENT as u64,
         || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
+            concurrently(CONCURRENT, || {
                 let (sdk, urls) = (sdk.clone(), urls.clone());
-                set.spawn(async move { sdk_create(&sdk, &urls).await });
-            }
-            async move {
-                set.join_all().await;
-            }
+                async move {
+                    sdk_create(&sdk, &urls).await;
+                }
+            })
         },
         || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
+            concurrently(CONCURRENT, || {
                 let baseline = baseline.clone();
-                set.spawn(async move { baseline.create().await });
-            }
-            async move {
-                set.join_all().await;
-            }
+                async move {
+                    baseline.create().await;
+                }
+            })
         },
     );
     let body = reply().as_bytes();

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use whish_core::{Envelope, SecretString};
 use whish_intl_topup::{PayOutcome, SoldItem, TopupClient, TopupOption};
-use whish_testkit::bench::{Compare, Goal, Report};
+use whish_testkit::bench::{Compare, Goal, Report, baseline_client, concurrently};
 
 #[global_allocator]
 static ALLOC: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
@@ -168,14 +168,7 @@ fn main() {
         .expect("client"),
     );
     let baseline = Arc::new(Baseline {
-        // Plain reqwest, with the same TLS stack as the SDK so that it builds without a
-        // process-wide rustls provider (the calls are plain HTTP to loopback).
-        http: whish_core::tls::client_builder()
-            .expect("tls")
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client"),
+        http: baseline_client(),
         url: format!("{base}/v2/example-provider/pay"),
         next: AtomicU64::new(1),
     });
@@ -207,24 +200,20 @@ fn main() {
         Goal::AtLeast(0.98),
         CONCURRENT as u64,
         || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
+            concurrently(CONCURRENT, || {
                 let (sdk, option) = (sdk.clone(), option.clone());
-                set.spawn(async move { sdk_pay(&sdk, &option).await });
-            }
-            async move {
-                set.join_all().await;
-            }
+                async move {
+                    sdk_pay(&sdk, &option).await;
+                }
+            })
         },
         || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
+            concurrently(CONCURRENT, || {
                 let baseline = baseline.clone();
-                set.spawn(async move { baseline.pay().await });
-            }
-            async move {
-                set.join_all().await;
-            }
+                async move {
+                    baseline.pay().await;
+                }
+            })
         },
     );
     let body = replies().1.as_bytes();

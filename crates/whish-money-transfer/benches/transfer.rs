@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use whish_core::{Amount, Currency, Envelope, SecretString};
 use whish_money_transfer::{CountryId, CurrencyStatement, FeeRequest, TransferClient};
-use whish_testkit::bench::{Compare, Goal, Report};
+use whish_testkit::bench::{Compare, Goal, Report, baseline_client, concurrently};
 
 #[global_allocator]
 static ALLOC: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
@@ -248,14 +248,7 @@ fn main() {
             .expect("client"),
     );
     let baseline = Arc::new(Baseline {
-        // Plain reqwest, with the same TLS stack as the SDK so that it builds without a
-        // process-wide rustls provider (the calls are plain HTTP to loopback).
-        http: whish_core::tls::client_builder()
-            .expect("tls")
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client"),
+        http: baseline_client(),
         url: format!("{base}/api/woo/send/money/fees"),
         next_id: AtomicI64::new(1),
     });
@@ -268,6 +261,23 @@ fn main() {
     let q = rt.block_on(sdk.fees(&request)).expect("sdk quote");
     let b = rt.block_on(baseline.quote());
     assert_eq!(q.total_amount.to_exact_f64(), Some(b.total_amount));
+    // One task of a concurrent batch: `n` calls in a row, on its own handles to the clients.
+    let sdk_calls = |n: usize| {
+        let (sdk, request) = (sdk.clone(), request.clone());
+        async move {
+            for _ in 0..n {
+                sdk.fees(&request).await.expect("quote");
+            }
+        }
+    };
+    let baseline_calls = |n: usize| {
+        let baseline = baseline.clone();
+        async move {
+            for _ in 0..n {
+                baseline.quote().await;
+            }
+        }
+    };
 
     // Profiling aid: one side alone, 64 wide, for `perf` or `strace -c`
     // (WHISH_BENCH_SIDE=sdk|baseline, WHISH_BENCH_CALLS, default 20 000).
@@ -278,19 +288,11 @@ fn main() {
             .unwrap_or(20_000);
         rt.block_on(async {
             for _ in 0..calls / CONCURRENT {
-                let mut set = tokio::task::JoinSet::new();
-                for _ in 0..CONCURRENT {
-                    let (sdk, request, baseline) = (sdk.clone(), request.clone(), baseline.clone());
-                    let sdk_side = side == "sdk";
-                    set.spawn(async move {
-                        if sdk_side {
-                            sdk.fees(&request).await.expect("quote");
-                        } else {
-                            baseline.quote().await;
-                        }
-                    });
+                if side == "sdk" {
+                    concurrently(CONCURRENT, || sdk_calls(1)).await;
+                } else {
+                    concurrently(CONCURRENT, || baseline_calls(1)).await;
                 }
-                set.join_all().await;
             }
         });
         return;
@@ -315,26 +317,8 @@ fn main() {
         Compare::Throughput,
         Goal::AtLeast(0.98),
         CONCURRENT as u64,
-        || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
-                let (sdk, request) = (sdk.clone(), request.clone());
-                set.spawn(async move { sdk.fees(&request).await.expect("quote") });
-            }
-            async move {
-                set.join_all().await;
-            }
-        },
-        || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
-                let baseline = baseline.clone();
-                set.spawn(async move { baseline.quote().await });
-            }
-            async move {
-                set.join_all().await;
-            }
-        },
+        || concurrently(CONCURRENT, || sdk_calls(1)),
+        || concurrently(CONCURRENT, || baseline_calls(1)),
     );
     // The same load without the batch barrier: 64 tasks, each making 16 calls in a row, so
     // that no core idles while a batch's last calls finish.
@@ -344,34 +328,8 @@ fn main() {
         Compare::Throughput,
         Goal::None,
         (CONCURRENT * 16) as u64,
-        || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
-                let (sdk, request) = (sdk.clone(), request.clone());
-                set.spawn(async move {
-                    for _ in 0..16 {
-                        sdk.fees(&request).await.expect("quote");
-                    }
-                });
-            }
-            async move {
-                set.join_all().await;
-            }
-        },
-        || {
-            let mut set = tokio::task::JoinSet::new();
-            for _ in 0..CONCURRENT {
-                let baseline = baseline.clone();
-                set.spawn(async move {
-                    for _ in 0..16 {
-                        baseline.quote().await;
-                    }
-                });
-            }
-            async move {
-                set.join_all().await;
-            }
-        },
+        || concurrently(CONCURRENT, || sdk_calls(16)),
+        || concurrently(CONCURRENT, || baseline_calls(16)),
     );
     report.pair(
         "decode one fee reply, SDK/baseline",

@@ -339,6 +339,34 @@ fn allocations(f: &mut dyn FnMut(u64), n: u64) -> f64 {
     region.change().allocations as f64
 }
 
+/// Start `n` tasks, each running the future `task()` makes, now; the returned future waits for
+/// all of them. The "n concurrent calls" batch of every bench.
+pub fn concurrently<F, Fut>(n: usize, mut task: F) -> impl Future<Output = ()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        set.spawn(task());
+    }
+    async move {
+        set.join_all().await;
+    }
+}
+
+/// The baselines' HTTP client: plain reqwest as a careful hand-written client builds it (no
+/// redirects, a connect timeout), with the SDK's TLS stack so that it builds without a
+/// process-wide rustls provider (the calls are plain HTTP to loopback).
+pub fn baseline_client() -> reqwest::Client {
+    whish_core::tls::client_builder()
+        .expect("tls")
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
 /// A loopback HTTP server answering every request with the body `reply(path)` chooses (JSON),
 /// in the caller's runtime; returns its base URL (`http://127.0.0.1:PORT`).
 pub async fn serve(reply: fn(&str) -> &'static str) -> String {
