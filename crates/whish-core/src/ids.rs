@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,18 @@ impl TryFrom<i64> for RequestId {
     type Error = ValidationError;
     fn try_from(v: i64) -> Result<Self, Self::Error> {
         RequestId::new(v)
+    }
+}
+
+/// The Request-id as an idempotency key, written in one allocation.
+impl From<RequestId> for Arc<str> {
+    fn from(id: RequestId) -> Arc<str> {
+        use std::io::Write;
+        let mut text = [0u8; 20]; // i64::MAX has 19 digits
+        let mut cursor = std::io::Cursor::new(&mut text[..]);
+        write!(cursor, "{}", id.0).expect("19 digits fit");
+        let len = cursor.position() as usize;
+        Arc::from(std::str::from_utf8(&text[..len]).expect("ASCII digits"))
     }
 }
 
@@ -102,9 +115,23 @@ fn next_request_id() -> i64 {
 ///
 /// Resending a used externalId never re-executes the payment: the service replays the recorded
 /// result with `retrieved: true`. Reuse it only to retry the same intended payment.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ExternalId(String);
+///
+/// Cheap to clone: the text is shared, and it becomes a request's idempotency key without a copy.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
+pub struct ExternalId(Arc<str>);
+
+impl Serialize for ExternalId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl From<&ExternalId> for Arc<str> {
+    fn from(id: &ExternalId) -> Arc<str> {
+        Arc::clone(&id.0)
+    }
+}
 
 /// The longest externalId the SDK accepts. The specs set no limit; this guards against mistakes.
 pub const EXTERNAL_ID_MAX_LEN: usize = 128;
@@ -125,7 +152,7 @@ impl ExternalId {
                 format!("at most {EXTERNAL_ID_MAX_LEN} characters, no control characters"),
             ));
         }
-        Ok(ExternalId(value))
+        Ok(ExternalId(Arc::from(value)))
     }
 
     /// A new random externalId, written as a UUID v4 (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
@@ -134,7 +161,10 @@ impl ExternalId {
     /// system's random source, over a process-wide counter, the process id and the clock: unique
     /// across threads, processes and machines. An externalId is a reference, not a secret.
     pub fn generate() -> ExternalId {
-        ExternalId(format_uuid_v4(random_u128()))
+        let mut text = [0u8; 36];
+        format_uuid_v4(random_u128(), &mut text);
+        // Only ASCII hex digits and dashes were written.
+        ExternalId(Arc::from(std::str::from_utf8(&text).expect("ASCII")))
     }
 
     /// The text.
@@ -164,18 +194,20 @@ fn random_u128() -> u128 {
     out
 }
 
-fn format_uuid_v4(bits: u128) -> String {
+/// Write `bits` as a UUID v4 (`8-4-4-4-12` lower-case hex digits) into `out`, without allocating.
+fn format_uuid_v4(bits: u128, out: &mut [u8; 36]) {
     // Version 4 in bits 76..80, the RFC 9562 variant (10) in bits 62..64.
     let v = (bits & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
-    let hex = format!("{v:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    let mut digit = 0;
+    for (i, slot) in out.iter_mut().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            *slot = b'-';
+        } else {
+            let nibble = (v >> (124 - 4 * digit)) & 0xF;
+            *slot = b"0123456789abcdef"[nibble as usize];
+            digit += 1;
+        }
+    }
 }
 
 impl TryFrom<String> for ExternalId {
@@ -187,7 +219,7 @@ impl TryFrom<String> for ExternalId {
 
 impl From<ExternalId> for String {
     fn from(v: ExternalId) -> String {
-        v.0
+        v.0.as_ref().to_owned()
     }
 }
 
@@ -255,12 +287,29 @@ mod tests {
     }
 
     #[test]
+    fn request_id_key_is_its_decimal_text() {
+        for v in [1, 42, i64::MAX] {
+            let key: Arc<str> = RequestId::new(v).expect("positive").into();
+            assert_eq!(&*key, v.to_string());
+        }
+    }
+
+    #[test]
+    fn uuid_v4_text_sets_version_and_variant() {
+        let mut text = [0u8; 36];
+        format_uuid_v4(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef, &mut text);
+        assert_eq!(&text, b"01234567-89ab-4def-8123-456789abcdef");
+        format_uuid_v4(u128::MAX, &mut text);
+        assert_eq!(&text, b"ffffffff-ffff-4fff-bfff-ffffffffffff");
+    }
+
+    #[test]
     fn generated_external_ids_do_not_repeat_across_threads() {
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 std::thread::spawn(|| {
                     (0..25_000)
-                        .map(|_| ExternalId::generate().0)
+                        .map(|_| ExternalId::generate().0.to_string())
                         .collect::<Vec<_>>()
                 })
             })

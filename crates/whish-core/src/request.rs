@@ -1,5 +1,6 @@
 //! One request as the transport sends it, and one successful reply as it comes back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::HeaderMap;
@@ -74,8 +75,9 @@ pub struct Request {
     pub body: Option<Bytes>,
     /// Headers of this request only (such as `Request-id`).
     pub headers: HeaderMap,
-    /// The idempotency key, for errors and tracing.
-    pub idempotency_key: Option<String>,
+    /// The idempotency key, for errors and tracing (shared, not copied: an [`ExternalId`](crate::ExternalId)
+    /// converts without allocating).
+    pub idempotency_key: Option<Arc<str>>,
     /// Whether and when the request may be resent.
     pub resend: Resend,
     /// Overrides of the client policy.
@@ -125,7 +127,7 @@ impl Request {
     }
 
     /// Set the idempotency key shown in errors and spans.
-    pub fn idempotency_key(mut self, key: impl Into<String>) -> Request {
+    pub fn idempotency_key(mut self, key: impl Into<Arc<str>>) -> Request {
         self.idempotency_key = Some(key.into());
         self
     }

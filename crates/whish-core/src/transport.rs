@@ -165,14 +165,13 @@ impl Transport {
             .options
             .attempt_timeout
             .unwrap_or(self.policy.timeouts.attempt);
-        let url = self.url_for(request);
         let key = request.idempotency_key.as_deref();
         let mut attempts = 0u32;
         let mut earlier_may_have_reached = false;
         loop {
             attempts += 1;
             tracing::Span::current().record("attempt", attempts);
-            let attempt = self.attempt(request, &url, timeout).await;
+            let attempt = self.attempt(request, timeout).await;
             let (outcome, result) =
                 self.sort::<T, C>(attempt, request, attempts, earlier_may_have_reached);
             match decide(&policy, request.resend, attempts, outcome, fastrand::f64()) {
@@ -200,10 +199,13 @@ impl Transport {
         }
     }
 
-    async fn attempt(&self, request: &Request, url: &url::Url, timeout: Duration) -> Attempt {
-        // The service's headers (one copy of the map, moved in whole), then the request's own,
-        // which replace a service header of the same name, then the content type.
-        let mut http = reqwest::Request::new(request.method.clone(), url.clone());
+    async fn attempt(&self, request: &Request, timeout: Duration) -> Attempt {
+        // The URL is built for each attempt and handed over whole: nothing of it is kept
+        // alongside. (Under many concurrent calls, every allocation a call holds across its
+        // awaits costs throughput: see docs/performance.md.) Then the service's headers (one
+        // copy of the map, moved in whole), the request's own, which replace a service header
+        // of the same name, and the content type.
+        let mut http = reqwest::Request::new(request.method.clone(), self.url_for(request));
         *http.headers_mut() = self.headers.clone();
         for (k, v) in &request.headers {
             http.headers_mut().insert(k.clone(), v.clone());
@@ -259,7 +261,7 @@ impl Transport {
         earlier_may_have_reached: bool,
     ) -> (AttemptOutcome, Result<Reply<T>, Error<C>>) {
         let endpoint = request.endpoint;
-        let key = request.idempotency_key.clone();
+        let key = request.idempotency_key.as_deref().map(str::to_owned);
         let (status, body) = match attempt {
             Attempt::Body { status, body } => (status, body),
             Attempt::Setup(e) => return (AttemptOutcome::SetupFailed, Err(Error::Setup(e))),

@@ -200,7 +200,7 @@ impl CollectClient {
         }
         let req = Request::new("collect.create", Method::POST, self.create_path.as_str())
             .json_bytes(prepared.body.clone())
-            .idempotency_key(prepared.external_id.as_str())
+            .idempotency_key(&prepared.external_id)
             .resend(Resend::SameKey { on_pending: true })
             .options(self.options);
         let reply = self.transport.call::<Data, CollectCode>(req).await?;
@@ -228,7 +228,7 @@ impl CollectClient {
                 external_id,
                 refund_reason: None,
             })?
-            .idempotency_key(external_id.as_str())
+            .idempotency_key(external_id)
             .resend(Resend::Read)
             .options(self.options);
         self.transport
@@ -317,7 +317,7 @@ impl CollectClient {
     pub async fn refund(&self, prepared: &PreparedRefund) -> Result<Refund, Error> {
         let req = Request::new("collect.refund", Method::POST, self.refund_path.as_str())
             .json_bytes(prepared.body.clone())
-            .idempotency_key(prepared.external_id.as_str())
+            .idempotency_key(&prepared.external_id)
             .resend(Resend::SameKey { on_pending: true })
             .options(self.options);
         let reply = self

@@ -165,10 +165,11 @@ impl TopupClient {
     /// Prepare a payment for a fetched option (`&option`), or a [`PayRequest`] with your own
     /// externalId or another target. Nothing is sent. Store [`PreparedPay::external_id`]
     /// before calling [`pay`](Self::pay).
-    pub fn prepare_pay(&self, request: impl Into<PayRequest>) -> Result<PreparedPay, Error> {
-        let request = request.into();
-        let segment = whish_core::path::segment(&request.option.provider, "provider")?;
-        Ok(prepare(request, segment)?)
+    pub fn prepare_pay<'a>(
+        &self,
+        request: impl Into<PayRequest<'a>>,
+    ) -> Result<PreparedPay, Error> {
+        Ok(prepare(request.into())?)
     }
 
     /// Follow up a payment whose outcome is unknown (Pending, or a transport failure after the
@@ -235,10 +236,13 @@ impl TopupClient {
         let req = Request::new(
             "topup.pay",
             Method::POST,
-            format!("/v2/{}/pay", prepared.provider_segment),
+            format!(
+                "/v2/{}/pay",
+                whish_core::path::segment(&prepared.provider, "provider")?
+            ),
         )
         .json_bytes(prepared.body.clone())
-        .idempotency_key(prepared.external_id.as_str())
+        .idempotency_key(&prepared.external_id)
         .resend(Resend::SameKey { on_pending: true })
         .options(self.options);
         match self.transport.call::<PayData, TopupCode>(req).await {

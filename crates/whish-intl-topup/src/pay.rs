@@ -18,7 +18,6 @@ use crate::model::{SoldItem, TopupOption};
 #[must_use = "a prepared pay does nothing until it is paid"]
 pub struct PreparedPay {
     pub(crate) provider: String,
-    pub(crate) provider_segment: String,
     pub(crate) external_id: ExternalId,
     pub(crate) option_id: String,
     pub(crate) amount: Amount,
@@ -78,13 +77,13 @@ impl PreparedPay {
             amount: Amount,
             external_id: String,
         }
+        whish_core::path::segment(provider, "provider")?;
         let body = body.into();
         let s: Stored = serde_json::from_slice(&body).map_err(|_| {
             whish_core::ValidationError::invalid("body", "is not a stored pay body")
         })?;
         Ok(PreparedPay {
             provider: provider.to_owned(),
-            provider_segment: whish_core::path::segment(provider, "provider")?,
             external_id: ExternalId::new(s.external_id)?,
             option_id: s.option_id,
             amount: s.amount,
@@ -103,8 +102,9 @@ pub(crate) struct PayBody<'a> {
     pub(crate) external_id: &'a ExternalId,
 }
 
-/// A payment to prepare: a fetched option, and optionally your own externalId or (only when the
-/// operator instructs it) another target. `&TopupOption` converts into one.
+/// A payment to prepare: a fetched option (borrowed: preparing copies only the fields the
+/// payment keeps), and optionally your own externalId or (only when the operator instructs it)
+/// another target. `&TopupOption` converts into one.
 ///
 /// ```no_run
 /// # fn f(client: whish_intl_topup::TopupClient, option: whish_intl_topup::TopupOption) -> Result<(), whish_intl_topup::Error> {
@@ -115,17 +115,17 @@ pub(crate) struct PayBody<'a> {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[must_use = "a pay request does nothing until it is prepared and paid"]
-pub struct PayRequest {
-    pub(crate) option: TopupOption,
+pub struct PayRequest<'a> {
+    pub(crate) option: &'a TopupOption,
     pub(crate) external_id: Option<ExternalId>,
     pub(crate) target: Option<String>,
 }
 
-impl PayRequest {
+impl<'a> PayRequest<'a> {
     /// Pay for this fetched option, at exactly its fetched amount.
-    pub fn new(option: &TopupOption) -> PayRequest {
+    pub fn new(option: &'a TopupOption) -> PayRequest<'a> {
         PayRequest {
-            option: option.clone(),
+            option,
             external_id: None,
             target: None,
         }
@@ -142,17 +142,16 @@ impl PayRequest {
     }
 }
 
-impl From<&TopupOption> for PayRequest {
-    fn from(option: &TopupOption) -> Self {
+impl<'a> From<&'a TopupOption> for PayRequest<'a> {
+    fn from(option: &'a TopupOption) -> Self {
         PayRequest::new(option)
     }
 }
 
-pub(crate) fn prepare(
-    request: PayRequest,
-    provider_segment: String,
-) -> Result<PreparedPay, whish_core::ValidationError> {
-    let option = &request.option;
+pub(crate) fn prepare(request: PayRequest<'_>) -> Result<PreparedPay, whish_core::ValidationError> {
+    let option = request.option;
+    // The provider becomes a path segment when paying; refuse one that cannot, now.
+    whish_core::path::segment(&option.provider, "provider")?;
     // The amount goes back exactly as fetched, as a JSON number: one that no JSON number can
     // carry exactly (a reply may send more digits than a double holds) is refused, not rounded.
     option.amount.check_exact_json_number("amount")?;
@@ -170,7 +169,6 @@ pub(crate) fn prepare(
     .map_err(|e| whish_core::ValidationError::invalid("amount", e.to_string()))?;
     Ok(PreparedPay {
         provider: option.provider.clone(),
-        provider_segment,
         external_id,
         option_id: option.id.clone(),
         amount: option.amount,

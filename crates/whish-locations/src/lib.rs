@@ -140,7 +140,7 @@ impl LocationsClient {
                 HeaderName::from_static("request-id"),
                 HeaderValue::from(id.get()),
             )
-            .idempotency_key(id.to_string())
+            .idempotency_key(id)
             .resend(Resend::Read)
             .options(self.options)
     }
