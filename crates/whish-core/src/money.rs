@@ -206,7 +206,12 @@ impl Amount {
         if v.abs() >= 1e12 {
             return None;
         }
-        [(0u32, 1.0f64), (1, 10.0), (2, 100.0)]
+        // A whole number (most amounts on the wire): the conversion is exact both ways.
+        let whole = v as i64;
+        if whole as f64 == v {
+            return Some(Decimal::from(whole));
+        }
+        [(1u32, 10.0f64), (2, 100.0)]
             .into_iter()
             .find_map(|(places, scale)| {
                 // The nearest whole number, by integer conversion (below 10^14 adding one half
