@@ -189,18 +189,25 @@ impl CallbackAddresses {
     /// ```
     pub fn check(self, text: &str, field: &str) -> Result<Url, ValidationError> {
         refuse_ambiguous(text, field)?;
+        let url = Url::parse(text.trim())
+            .map_err(|e| ValidationError::invalid(field, format!("not a URL ({e})")))?;
+        self.check_parsed(&url, field)?;
+        Ok(url)
+    }
+
+    /// [`check`](Self::check) on an address already parsed by it (under either rule): the
+    /// scheme and host rules only, without parsing the text again.
+    pub fn check_parsed(self, url: &Url, field: &str) -> Result<(), ValidationError> {
         match self {
-            CallbackAddresses::PublicOnly => check_public_url(text, field),
+            CallbackAddresses::PublicOnly => check_public(url, field),
             CallbackAddresses::AllowLocal => {
-                let url = Url::parse(text.trim())
-                    .map_err(|e| ValidationError::invalid(field, format!("not a URL ({e})")))?;
                 if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
                     return Err(ValidationError::invalid(
                         field,
                         "must be an http or https address with a host",
                     ));
                 }
-                Ok(url)
+                Ok(())
             }
         }
     }
@@ -221,6 +228,13 @@ pub fn check_public_url(text: &str, field: &str) -> Result<Url, ValidationError>
     refuse_ambiguous(text, field)?;
     let url = Url::parse(text.trim())
         .map_err(|e| ValidationError::invalid(field, format!("not a URL ({e})")))?;
+    check_public(&url, field)?;
+    Ok(url)
+}
+
+/// The rules of [`check_public_url`] on an address already parsed (and checked for ambiguous
+/// text when it was parsed): scheme and host only, no second parse.
+pub fn check_public(url: &Url, field: &str) -> Result<(), ValidationError> {
     let refuse = |reason: &str| {
         Err(ValidationError::new(
             field,
@@ -243,16 +257,16 @@ pub fn check_public_url(text: &str, field: &str) -> Result<Url, ValidationError>
             } else if !d.contains('.') {
                 refuse("a single-label host name is not a public name")
             } else {
-                Ok(url)
+                Ok(())
             }
         }
         Some(Host::Ipv4(ip)) => match non_public_v4(ip) {
             Some(r) => refuse(r),
-            None => Ok(url),
+            None => Ok(()),
         },
         Some(Host::Ipv6(ip)) => match non_public_v6(ip) {
             Some(r) => refuse(r),
-            None => Ok(url),
+            None => Ok(()),
         },
     }
 }
@@ -325,6 +339,30 @@ pub fn non_public_ip(ip: IpAddr) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parsed_address_is_judged_as_its_text_was() {
+        for text in [
+            "https://shop.example.com/cb?order=1",
+            "http://127.0.0.1:8080/ok",
+            "http://localhost/cb",
+            "https://printer.local/x",
+            "https://intranet/x",
+            "http://[::1]/cb",
+            "http://10.0.0.7/cb",
+            "ftp://shop.example.com/cb",
+            "https://8.8.8.8/cb",
+        ] {
+            let url = Url::parse(text).expect("parses");
+            for rule in [CallbackAddresses::PublicOnly, CallbackAddresses::AllowLocal] {
+                assert_eq!(
+                    rule.check(text, "f").map(|_| ()),
+                    rule.check_parsed(&url, "f"),
+                    "{rule:?} {text}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn url_composition_keeps_both_api_segments() {

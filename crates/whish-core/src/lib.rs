@@ -55,7 +55,7 @@ pub mod transport;
 pub mod user_agent;
 pub mod validation;
 
-pub use address::{BaseUrl, CallbackAddresses, check_public_url};
+pub use address::{BaseUrl, CallbackAddresses, check_public, check_public_url};
 pub use code::ErrorCode;
 pub use dates::{DateTime, DayMonthYear, EpochMillis};
 pub use envelope::{Code, Dialog, Envelope, Outcome};

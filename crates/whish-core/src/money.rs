@@ -230,9 +230,67 @@ impl Amount {
     /// The double the service will read for this amount, when it is exactly representable as the
     /// shortest round-trip form; `None` when writing it as a JSON number would change it.
     pub fn to_exact_f64(self) -> Option<f64> {
-        let text = self.to_plain_string();
-        let f: f64 = text.parse().ok()?;
-        (format!("{f}") == text).then_some(f)
+        let v = self.0.normalize();
+        let (m, scale) = (v.mantissa(), v.scale() as usize);
+        // At most 15 significant digits: every such decimal is the shortest round-trip form of
+        // its nearest double (IEEE 754's 15-digit guarantee: two of them never share a double),
+        // and that double is m / 10^scale, correctly rounded, both operands exact.
+        if m != 0 && m.unsigned_abs() < 1_000_000_000_000_000 && scale < POW10.len() {
+            return Some(m as f64 / POW10[scale]);
+        }
+        Self::to_exact_f64_by_text(v)
+    }
+
+    /// The general rule, by text: the double nearest the decimal, if it prints back as the same
+    /// decimal. Written into stack buffers (a `Decimal` prints at most 31 characters, and so
+    /// does a double that can equal one).
+    fn to_exact_f64_by_text(v: Decimal) -> Option<f64> {
+        use std::fmt::Write;
+        let mut text = StackText::<64>::new();
+        write!(text, "{v}").ok()?;
+        let f: f64 = text.as_str().parse().ok()?;
+        let mut back = StackText::<64>::new();
+        // A double too long for the buffer is not the decimal's text either.
+        write!(back, "{f}").ok()?;
+        (back.as_str() == text.as_str()).then_some(f)
+    }
+}
+
+/// 10^0 to 10^22, every one exact as a double.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Text written into a fixed buffer: `write!` fails instead of growing past `N` bytes.
+struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackText<N> {
+    fn new() -> Self {
+        StackText {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `&str`s are copied in.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> fmt::Write for StackText<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        if end > N {
+            return Err(fmt::Error);
+        }
+        self.bytes[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -396,6 +454,39 @@ mod tests {
         );
         let s: Amount = serde_json::from_str(&format!("\"{text}\"")).expect("reads string");
         assert_eq!(s, a);
+    }
+
+    #[test]
+    fn the_fifteen_digit_shortcut_agrees_with_the_text_rule() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..200_000 {
+            let digits = 1 + next() % 15;
+            let m = (next() % 10u64.pow(digits as u32)) as i64;
+            let m = if next() % 2 == 0 { m } else { -m };
+            let scale = (next() % 23) as u32;
+            let v = Decimal::new(m, scale);
+            let a = Amount(v);
+            assert_eq!(
+                a.to_exact_f64().map(f64::to_bits),
+                Amount::to_exact_f64_by_text(v.normalize()).map(f64::to_bits),
+                "{v}"
+            );
+        }
+        // Beyond 15 digits the text decides: 17 digits that print back, and some that do not.
+        assert_eq!(
+            Amount(Decimal::from_str_exact("3.3333333333333335").unwrap()).to_exact_f64(),
+            Some(3.3333333333333335)
+        );
+        assert_eq!(
+            Amount(Decimal::from_str_exact("0.10000000000000001").unwrap()).to_exact_f64(),
+            None
+        );
     }
 
     #[test]

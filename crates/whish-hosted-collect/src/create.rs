@@ -297,7 +297,7 @@ pub(crate) fn prepare(
     ];
     for (field, url) in urls {
         // The client's rule (public only, unless the sandbox opt-in) on the parsed address.
-        callbacks.check(url.as_str(), field)?;
+        callbacks.check_parsed(url, field)?;
     }
     if let Some(inv) = &p.invoice
         && inv.chars().any(|c| c.is_control() && c != '\n')
