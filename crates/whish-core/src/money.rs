@@ -148,7 +148,7 @@ impl Amount {
                 ValidationKind::TooManyDecimals { allowed: decimals },
             ));
         }
-        self.check_exact_json_number(field)
+        self.check_exact_json_number(field).map(|_| ())
     }
 
     /// Parse text such as `12.34`, `1000`, `1.5E3`: an optional sign, digits with at most one
@@ -171,20 +171,33 @@ impl Amount {
     /// The transfer and top-up services type amounts as doubles; an amount that is not is
     /// refused before sending rather than rounded.
     pub fn is_exact_json_number(self) -> bool {
-        let v = self.0.normalize();
-        (v.scale() == 0 && i64::try_from(v.mantissa()).is_ok()) || self.to_exact_f64().is_some()
+        self.to_json_number().is_some()
     }
 
-    /// [`is_exact_json_number`](Self::is_exact_json_number) as a check naming `field`.
-    pub fn check_exact_json_number(self, field: &str) -> Result<(), ValidationError> {
-        if self.is_exact_json_number() {
-            Ok(())
-        } else {
-            Err(ValidationError::invalid(
+    /// The JSON number that reads back as exactly this amount (an integer, or the double whose
+    /// shortest form is this decimal), or `None` when there is none.
+    pub fn to_json_number(self) -> Option<serde_json::Number> {
+        let v = self.0.normalize();
+        if v.scale() == 0
+            && let Ok(i) = i64::try_from(v.mantissa())
+        {
+            return Some(serde_json::Number::from(i));
+        }
+        self.to_exact_f64().and_then(serde_json::Number::from_f64)
+    }
+
+    /// [`to_json_number`](Self::to_json_number) as a check naming `field`: the number to send
+    /// (worked out once), or the reason none can carry this amount.
+    pub fn check_exact_json_number(
+        self,
+        field: &str,
+    ) -> Result<serde_json::Number, ValidationError> {
+        self.to_json_number().ok_or_else(|| {
+            ValidationError::invalid(
                 field,
                 "cannot be sent exactly as a JSON number (too many significant digits)",
-            ))
-        }
+            )
+        })
     }
 
     /// The amount of a double as the service meant it: the shortest decimal that round-trips to
@@ -377,15 +390,9 @@ impl Serialize for Amount {
     /// as a JSON string of its exact text rather than rounded; requests never carry one, because
     /// [`Amount::check_rules`] and the request builders refuse it before sending.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let v = self.0.normalize();
-        if v.scale() == 0
-            && let Ok(i) = i64::try_from(v.mantissa())
-        {
-            return s.serialize_i64(i);
-        }
-        match self.to_exact_f64() {
-            Some(f) => s.serialize_f64(f),
-            None => s.serialize_str(&v.to_string()),
+        match self.to_json_number() {
+            Some(n) => n.serialize(s),
+            None => s.serialize_str(&self.to_plain_string()),
         }
     }
 }

@@ -98,7 +98,7 @@ impl PreparedPay {
 pub(crate) struct PayBody<'a> {
     pub(crate) target: &'a str,
     pub(crate) option_id: &'a str,
-    pub(crate) amount: Amount,
+    pub(crate) amount: serde_json::Number,
     pub(crate) external_id: &'a ExternalId,
 }
 
@@ -154,7 +154,7 @@ pub(crate) fn prepare(request: PayRequest<'_>) -> Result<PreparedPay, whish_core
     whish_core::path::segment(&option.provider, "provider")?;
     // The amount goes back exactly as fetched, as a JSON number: one that no JSON number can
     // carry exactly (a reply may send more digits than a double holds) is refused, not rounded.
-    option.amount.check_exact_json_number("amount")?;
+    let amount = option.amount.check_exact_json_number("amount")?;
     let external_id = request.external_id.unwrap_or_else(ExternalId::generate);
     let target = match request.target {
         Some(t) => crate::client::check_target(&t)?,
@@ -163,7 +163,7 @@ pub(crate) fn prepare(request: PayRequest<'_>) -> Result<PreparedPay, whish_core
     let body = serde_json::to_vec(&PayBody {
         target: &target,
         option_id: &option.id,
-        amount: option.amount,
+        amount,
         external_id: &external_id,
     })
     .map_err(|e| whish_core::ValidationError::invalid("amount", e.to_string()))?;
