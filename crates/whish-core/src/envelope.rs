@@ -247,13 +247,14 @@ pub struct Envelope<T> {
     pub code: Code,
     /// The payload.
     pub data: Option<T>,
-    /// Optional display message.
-    pub dialog: Option<Dialog>,
+    /// Optional display message. (This and the two reserved fields are usually null, and boxed
+    /// so that an envelope stays small to move.)
+    pub dialog: Option<Box<Dialog>>,
     /// Reserved by the services; kept as sent (the collect service puts a new price here on
     /// `purchase.confirm`).
-    pub extra: Option<Value>,
+    pub extra: Option<Box<Value>>,
     /// Reserved by the services; kept as sent.
-    pub actions: Option<Value>,
+    pub actions: Option<Box<Value>>,
     /// Present on idempotent operations: true when this reply replays an already-processed
     /// request. `None` when the key was absent.
     pub retrieved: Option<bool>,
@@ -281,9 +282,9 @@ impl<T> Envelope<T> {
 /// whose `data` fits `T`), or with `D = &RawValue` to decode `data` in a second step, which names
 /// the failing JSON path and tolerates a misshapen `data` on a failed or pending reply.
 ///
-/// The fields that are usually null are boxed here: serde moves the struct it builds several
-/// times on its way out, and a small one is copied in registers instead of by `memmove` (a
-/// tenth of a small reply's decode). They are unboxed once, into the [`Envelope`].
+/// The fields that are usually null are boxed, here and in the [`Envelope`]: serde moves the
+/// struct it builds several times on its way out, and a small one is copied in registers instead
+/// of by `memmove` (a tenth of a small reply's decode).
 #[derive(Deserialize)]
 #[serde(bound = "D: Deserialize<'de>")]
 struct Wire<D> {
@@ -311,9 +312,9 @@ impl<D> Wire<D> {
             status: self.status?,
             code: self.code.map_or(Code::Null, |c| *c),
             data: self.data,
-            dialog: self.dialog.map(|d| *d),
-            extra: self.extra.map(|v| *v),
-            actions: self.actions.map(|v| *v),
+            dialog: self.dialog,
+            extra: self.extra,
+            actions: self.actions,
             retrieved: self.retrieved,
         })
     }
@@ -438,7 +439,7 @@ mod tests {
         let d = env(r#"{"status":true,"dialog":{"title":null}}"#)
             .dialog
             .expect("dialog");
-        assert_eq!(d, Dialog::default());
+        assert_eq!(*d, Dialog::default());
     }
 
     #[test]
@@ -549,7 +550,7 @@ mod tests {
     fn unknown_keys_ignored_and_reserved_kept() {
         let e =
             env(r#"{"status":true,"data":{},"brandNew":1,"extra":{"price":12.5},"actions":null}"#);
-        assert_eq!(e.extra, Some(json!({"price":12.5})));
+        assert_eq!(e.extra.as_deref(), Some(&json!({"price":12.5})));
         assert_eq!(e.actions, None);
     }
 

@@ -224,20 +224,24 @@ impl Amount {
         if whole as f64 == v {
             return Some(Decimal::from(whole));
         }
-        [(1u32, 10.0f64), (2, 100.0)]
-            .into_iter()
-            .find_map(|(places, scale)| {
-                // The nearest whole number, by integer conversion (below 10^14 adding one half
-                // is exact), without a call to the C library's `round`.
-                let scaled = v * scale;
-                let m = if scaled < 0.0 {
-                    (scaled - 0.5) as i64
-                } else {
-                    (scaled + 0.5) as i64
-                };
-                // IEEE division is correctly rounded: equal means m / 10^places reads as v.
-                (m as f64 / scale == v).then(|| Decimal::new(m, places))
-            })
+        // The nearest whole number of cents, by integer conversion (below 10^14 adding one half
+        // is exact), without a call to the C library's `round`.
+        let scaled = v * 100.0;
+        let cents = if scaled < 0.0 {
+            (scaled - 0.5) as i64
+        } else {
+            (scaled + 0.5) as i64
+        };
+        // IEEE division is correctly rounded: equal means cents / 100 reads as v. Then the
+        // fewest places that hold it (one when the cents end in 0: the shortest form).
+        if cents as f64 / 100.0 != v {
+            return None;
+        }
+        Some(if cents % 10 == 0 {
+            Decimal::new(cents / 10, 1)
+        } else {
+            Decimal::new(cents, 2)
+        })
     }
 
     /// The double the service will read for this amount, when it is exactly representable as the
@@ -461,6 +465,25 @@ mod tests {
         );
         let s: Amount = serde_json::from_str(&format!("\"{text}\"")).expect("reads string");
         assert_eq!(s, a);
+    }
+
+    #[test]
+    fn a_double_of_cents_reads_as_its_shortest_decimal() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for i in 0..200_000i64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Small and large cents, both signs, and every tenth one a whole number of dimes.
+            let cents =
+                (x % 100_000_000_000_000) as i64 / if i % 3 == 0 { 1_000_000_000 } else { 1 };
+            let cents = if i % 10 == 0 { cents / 10 * 10 } else { cents };
+            let cents = if i % 2 == 0 { cents } else { -cents };
+            let v = cents as f64 / 100.0;
+            let text = Decimal::from_str_exact(&format!("{v}")).expect("decimal");
+            let read = Amount::from_f64(v).expect("amount").value();
+            assert_eq!((read, read.scale()), (text, text.scale()), "{v}");
+        }
     }
 
     #[test]

@@ -322,9 +322,9 @@ impl Transport {
                 AttemptOutcome::Answered,
                 Ok(Reply {
                     data: envelope.data,
-                    dialog: envelope.dialog,
-                    extra: envelope.extra,
-                    actions: envelope.actions,
+                    dialog: envelope.dialog.map(|d| *d),
+                    extra: envelope.extra.map(|v| *v),
+                    actions: envelope.actions.map(|v| *v),
                     retrieved: envelope.retrieved,
                     attempts,
                     resent_after_possible_delivery: earlier_may_have_reached,
@@ -335,7 +335,7 @@ impl Transport {
             Outcome::Pending => (
                 AttemptOutcome::Pending,
                 Err(Error::Pending(Box::new(PendingReply {
-                    dialog: envelope.dialog,
+                    dialog: envelope.dialog.map(|d| *d),
                     retrieved: envelope.retrieved,
                     endpoint,
                     idempotency_key: key,
@@ -349,8 +349,8 @@ impl Transport {
                     Err(Error::Failed(Box::new(Failure {
                         code: C::parse(&raw),
                         raw,
-                        dialog: envelope.dialog,
-                        extra: envelope.extra,
+                        dialog: envelope.dialog.map(|d| *d),
+                        extra: envelope.extra.map(|v| *v),
                         retrieved: envelope.retrieved,
                         endpoint,
                         idempotency_key: key,
