@@ -75,8 +75,8 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("request-id");
 
 // Request bodies are written straight from the caller's values: no `serde_json::Value` is built,
 // and nothing allocated for the body outlives the call's first await but the bytes themselves.
-// (A `Value` kept alive across the await was freed on whichever worker finished the call; that
-// cross-thread free cost 5 % of the throughput of 64 concurrent quotes.)
+// (A `Value` kept alive until the reply held a dozen small allocations per call in flight; with
+// 64 calls in flight that cost 5 % of the throughput: docs/performance.md, round 3.)
 
 /// The fee quote's body.
 #[derive(serde::Serialize)]
