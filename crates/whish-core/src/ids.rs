@@ -58,12 +58,10 @@ impl TryFrom<i64> for RequestId {
 /// The Request-id as an idempotency key, written in one allocation.
 impl From<RequestId> for Arc<str> {
     fn from(id: RequestId) -> Arc<str> {
-        use std::io::Write;
-        let mut text = [0u8; 20]; // i64::MAX has 19 digits
-        let mut cursor = std::io::Cursor::new(&mut text[..]);
-        write!(cursor, "{}", id.0).expect("19 digits fit");
-        let len = cursor.position() as usize;
-        Arc::from(std::str::from_utf8(&text[..len]).expect("ASCII digits"))
+        use std::fmt::Write;
+        let mut text = crate::stack_text::StackText::<20>::new(); // i64::MAX has 19 digits
+        write!(text, "{}", id.0).expect("19 digits fit");
+        Arc::from(text.as_str())
     }
 }
 

@@ -50,6 +50,7 @@ pub mod path;
 pub mod request;
 pub mod retry;
 pub mod settings;
+mod stack_text;
 pub mod tls;
 pub mod transport;
 pub mod user_agent;

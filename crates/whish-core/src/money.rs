@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::stack_text::StackText;
 use crate::validation::{ValidationError, ValidationKind};
 
 /// Trimmed and upper case; borrowed (no allocation) when the code already is, as the services
@@ -183,7 +184,7 @@ impl Amount {
         {
             return Some(serde_json::Number::from(i));
         }
-        self.to_exact_f64().and_then(serde_json::Number::from_f64)
+        Self::exact_f64_of(v).and_then(serde_json::Number::from_f64)
     }
 
     /// [`to_json_number`](Self::to_json_number) as a check naming `field`: the number to send
@@ -247,7 +248,11 @@ impl Amount {
     /// The double the service will read for this amount, when it is exactly representable as the
     /// shortest round-trip form; `None` when writing it as a JSON number would change it.
     pub fn to_exact_f64(self) -> Option<f64> {
-        let v = self.0.normalize();
+        Self::exact_f64_of(self.0.normalize())
+    }
+
+    /// [`to_exact_f64`](Self::to_exact_f64) of a decimal already normalized.
+    fn exact_f64_of(v: Decimal) -> Option<f64> {
         let (m, scale) = (v.mantissa(), v.scale() as usize);
         // At most 15 significant digits: every such decimal is the shortest round-trip form of
         // its nearest double (IEEE 754's 15-digit guarantee: two of them never share a double),
@@ -278,38 +283,6 @@ const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
-
-/// Text written into a fixed buffer: `write!` fails instead of growing past `N` bytes.
-struct StackText<const N: usize> {
-    bytes: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackText<N> {
-    fn new() -> Self {
-        StackText {
-            bytes: [0; N],
-            len: 0,
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        // Only whole `&str`s are copied in.
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
-    }
-}
-
-impl<const N: usize> fmt::Write for StackText<N> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len + s.len();
-        if end > N {
-            return Err(fmt::Error);
-        }
-        self.bytes[self.len..end].copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
 
 impl From<Decimal> for Amount {
     fn from(v: Decimal) -> Self {
