@@ -96,16 +96,37 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                     missing.join(", ")
                 );
             }
+            for h in &report.held_elsewhere {
+                eprintln!(
+                    "whish: {} {} {} ({}) is held by another process ({}) until {}: it is sending it now, or it died; run recover again after that time, or with --take-over once you know that process is gone",
+                    h.service,
+                    h.operation,
+                    printable(&h.key),
+                    h.state,
+                    printable(&h.owner),
+                    h.until
+                        .format(&time::format_description::well_known::Rfc3339)
+                        .unwrap_or_default()
+                );
+            }
             Ok(if report.unreachable > 0 {
                 eprintln!(
                     "whish: {} entries could not reach their service; run recover again",
                     report.unreachable
                 );
                 TRANSPORT
+            } else if !report.held_elsewhere.is_empty() {
+                PENDING
             } else if !open.is_empty() {
+                let operator = open
+                    .iter()
+                    .filter(|e| e.state == whish::journal::State::NeedsOperator)
+                    .count();
                 eprintln!(
-                    "whish: {} entries are still pending or need an operator (`whish journal list --open`)",
-                    open.len()
+                    "whish: {} entries are still open ({} pending at the service, {} waiting for an operator): `whish journal list --open`",
+                    open.len(),
+                    open.len() - operator,
+                    operator
                 );
                 PENDING
             } else {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use whish::core::{Error, ErrorCode};
+use whish::core::{Error, ErrorCode, Verdict};
 
 /// Exit statuses.
 pub const OK: u8 = 0;
@@ -86,22 +86,51 @@ pub fn printable(text: &str) -> String {
     out
 }
 
-/// Report an SDK error and return its exit status.
+/// The exit status of a verdict: the one mapping, so that the command's exit code and the
+/// journal's state (both functions of the verdict alone) always agree.
+///
+/// | verdict | exit | journal state |
+/// |---|---|---|
+/// | accepted | 0 | `accepted` |
+/// | refused | 1 | `refused` |
+/// | not-sent | 2 | `refused` (`not-sent`), or unchanged for a resend |
+/// | pending | 3 | `pending` |
+/// | unknown | 4 | `may-have-arrived` |
+pub fn exit_code(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::Accepted => OK,
+        Verdict::Refused => FAILED,
+        Verdict::NothingSent => USAGE,
+        Verdict::Pending => PENDING,
+        _ => TRANSPORT,
+    }
+}
+
+/// Report an SDK error and return its exit status, which is [`exit_code`] of its verdict.
 pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
+    let verdict = e.verdict();
+    let status = exit_code(verdict);
     match e {
         Error::Failed(f) => out.failure(
             &json!({
+                "outcome": verdict.as_str(),
                 "code": f.raw,
                 "dialog": f.dialog,
+                "extra": f.extra,
                 "retrieved": f.retrieved,
                 "endpoint": f.endpoint,
                 "idempotencyKey": f.idempotency_key,
             }),
-            &format!("{} answered `{}`: {}", f.endpoint, f.raw, f.code.handling()),
-            FAILED,
+            &if verdict == Verdict::Refused {
+                format!("{} answered `{}`: {}", f.endpoint, f.raw, f.code.handling())
+            } else {
+                format!("{e}: {}", e.hint())
+            },
+            status,
         ),
         Error::Pending(p) => out.failure(
             &json!({
+                "outcome": verdict.as_str(),
                 "code": "500",
                 "dialog": p.dialog,
                 "retrieved": p.retrieved,
@@ -109,15 +138,23 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
                 "idempotencyKey": p.idempotency_key,
             }),
             &pending_hint(p.idempotency_key.as_deref()),
-            PENDING,
+            status,
         ),
         Error::Http(h) => out.failure(
-            &json!({"httpStatus": h.status, "body": h.body_prefix, "endpoint": h.endpoint}),
+            &json!({
+                "outcome": verdict.as_str(),
+                "httpStatus": h.status,
+                "body": h.body_prefix,
+                "endpoint": h.endpoint,
+                "idempotencyKey": h.idempotency_key,
+                "afterPossibleDelivery": h.after_possible_delivery,
+            }),
             &format!("{e}: {}", e.hint()),
-            if h.status >= 500 { TRANSPORT } else { FAILED },
+            status,
         ),
         Error::Transport(t) => out.failure(
             &json!({
+                "outcome": verdict.as_str(),
                 "error": "transport",
                 "message": t.message,
                 "mayHaveReached": t.may_have_reached,
@@ -133,18 +170,28 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
             } else {
                 format!("{}; nothing arrived, it is safe to try again", t.message)
             },
-            TRANSPORT,
+            status,
         ),
-        Error::Validation(v) => usage(v),
-        Error::Setup(s) => usage(s),
+        Error::Validation(v) => {
+            usage(v);
+            status
+        }
+        Error::Setup(s) => {
+            usage(s);
+            status
+        }
         Error::Record(r) => {
             eprintln!("whish: {}", printable(&r.to_string()));
-            USAGE
+            status
         }
         other => out.failure(
-            &json!({"error": "decode", "message": other.to_string()}),
+            &json!({
+                "outcome": verdict.as_str(),
+                "error": "decode",
+                "message": other.to_string(),
+            }),
             "the reply could not be read; the outcome is unknown: check status before retrying",
-            TRANSPORT,
+            status,
         ),
     }
 }

@@ -44,6 +44,13 @@ pub trait ErrorCode:
         None
     }
 
+    /// True for a code that, answered to a resend of the same key, says an earlier attempt was
+    /// applied (the transfer service's `transfer.already.done`). On a request never sent before
+    /// it says the key belongs to another request. See [`crate::verdict`].
+    fn confirms_earlier_delivery(&self) -> bool {
+        false
+    }
+
     /// True when this code is not one of the documented ones.
     fn is_unknown(&self) -> bool;
 

@@ -17,6 +17,15 @@ use serde_json::Value;
 use crate::code::ErrorCode;
 use crate::envelope::Dialog;
 use crate::validation::ValidationError;
+use crate::verdict::{Answer, History, Verdict, decide};
+
+fn history(may_have_arrived: bool) -> History {
+    if may_have_arrived {
+        History::MayHaveArrived
+    } else {
+        History::Fresh
+    }
+}
 
 /// Everything that can go wrong with a call. `C` is the service's error-code enum.
 ///
@@ -184,6 +193,9 @@ pub struct HttpError {
     pub endpoint: &'static str,
     /// The idempotency key the request carried, if any.
     pub idempotency_key: Option<String>,
+    /// True when an attempt before this answer may have reached the service (in this call, or
+    /// an earlier one of the same prepared request): the page then proves nothing about it.
+    pub after_possible_delivery: bool,
 }
 
 /// The most of a non-envelope body an [`HttpError`] keeps.
@@ -197,9 +209,10 @@ impl HttpError {
         String::from_utf8_lossy(cut).into_owned()
     }
 
-    /// True for 5xx and 429: the reply came from something that was overloaded or broken.
+    /// True for 5xx, 408 and 429: the reply came from something that was overloaded, slow or
+    /// broken, and the request may have been passed on before it answered.
     pub fn is_server_side(&self) -> bool {
-        self.status >= 500 || self.status == 429
+        self.status >= 500 || self.status == 429 || self.status == 408
     }
 }
 
@@ -333,24 +346,72 @@ pub(crate) fn excerpt(text: &str, limit: usize) -> String {
 }
 
 impl<C: ErrorCode> Error<C> {
+    /// What happened to the request, decided once for every layer: see [`crate::verdict`].
+    /// The predicates below read it.
+    ///
+    /// ```
+    /// use whish_core::{Error, HttpError, Verdict};
+    /// # use whish_core::ErrorCode;
+    /// # fn page<C: ErrorCode>(e: &Error<C>) {
+    /// match e.verdict() {
+    ///     Verdict::Refused => println!("final, nothing done: a new attempt needs a new key"),
+    ///     Verdict::Pending | Verdict::Unknown => println!("keep the key; resend or ask status"),
+    ///     Verdict::NothingSent => println!("nothing reached the service: fix and try again"),
+    ///     _ => {}
+    /// }
+    /// # }
+    /// ```
+    pub fn verdict(&self) -> Verdict {
+        let (history, answer) = match self {
+            Error::Failed(f) => (
+                history(f.resent_after_possible_delivery),
+                Answer::Refusal {
+                    confirms_earlier: f.code.confirms_earlier_delivery(),
+                },
+            ),
+            Error::Pending(_) => (History::Fresh, Answer::Pending),
+            Error::Transport(t) => (
+                History::Fresh,
+                Answer::Transport {
+                    may_have_reached: t.may_have_reached,
+                },
+            ),
+            Error::Http(h) => (
+                history(h.after_possible_delivery),
+                Answer::NoEnvelope { status: h.status },
+            ),
+            Error::Decode(_) => (History::Fresh, Answer::Unreadable),
+            Error::Validation(_) | Error::Setup(_) | Error::Record(_) => {
+                (History::Fresh, Answer::NotSent)
+            }
+        };
+        decide(history, answer)
+    }
+
     /// True for Pending: reconcile (status endpoint, or resend with the same key); never mark
     /// the operation failed.
     pub fn is_pending(&self) -> bool {
-        matches!(self, Error::Pending(_))
+        self.verdict() == Verdict::Pending
     }
 
-    /// True when nothing was sent: refused locally, a client that could not be set up, or a
-    /// connection that never opened. Safe to fix and try again.
+    /// True when the service refused the request (or it was turned away before anything was
+    /// done): final; a new attempt needs a new key.
+    pub fn is_refused(&self) -> bool {
+        self.verdict() == Verdict::Refused
+    }
+
+    /// True when nothing was sent: refused locally, a client that could not be set up, a
+    /// journal that could not record, or a connection that never opened (with no earlier
+    /// attempt that may have arrived). Safe to fix and try again.
     pub fn nothing_sent(&self) -> bool {
-        matches!(
-            self,
-            Error::Validation(_) | Error::Setup(_) | Error::Record(_)
-        ) || matches!(self, Error::Transport(t) if !t.may_have_reached)
+        self.verdict() == Verdict::NothingSent
     }
 
     /// True when the outcome is unknown: Pending, a transport failure after which the request
-    /// may have been applied, or a reply that could not be read. Keep the idempotency key,
-    /// resend the same prepared request (or ask the status endpoint) before doing anything else.
+    /// may have been applied, a reply that could not be read, an HTTP page without the envelope
+    /// after an attempt that may have arrived, or a confirmation that could not be read. Keep
+    /// the idempotency key, resend the same prepared request (or ask the status endpoint)
+    /// before doing anything else.
     ///
     /// # Examples
     ///
@@ -369,13 +430,7 @@ impl<C: ErrorCode> Error<C> {
     /// }
     /// ```
     pub fn outcome_unknown(&self) -> bool {
-        match self {
-            Error::Pending(_) => true,
-            Error::Transport(t) => t.may_have_reached,
-            Error::Http(h) => h.is_server_side(),
-            Error::Decode(_) => true,
-            Error::Failed(_) | Error::Validation(_) | Error::Setup(_) | Error::Record(_) => false,
-        }
+        self.verdict().is_open()
     }
 
     /// The failure code, when the service answered one.
@@ -433,6 +488,10 @@ impl<C: ErrorCode> Error<C> {
     /// reconciliation rule for an unknown outcome.
     pub fn hint(&self) -> &'static str {
         match self {
+            Error::Failed(f) if f.code.confirms_earlier_delivery() && f.resent_after_possible_delivery => {
+                "an earlier attempt may have been applied and its confirmation could not be read: \
+                 the outcome is unknown; keep the key and confirm with the status endpoint"
+            }
             Error::Failed(f) if f.code.is_unknown() => {
                 "an undocumented code: treat it as a final failure and show the dialog"
             }
@@ -447,6 +506,11 @@ impl<C: ErrorCode> Error<C> {
                  or confirm with the status endpoint, before doing anything else"
             }
             Error::Transport(_) => "nothing reached the service; it is safe to try again",
+            Error::Http(h) if h.after_possible_delivery => {
+                "an earlier attempt may have arrived, and this page without the service's \
+                 envelope (a proxy, a firewall, a gateway) proves nothing about it: keep the key \
+                 and confirm (resend the same request, or ask the status) before anything else"
+            }
             Error::Http(h) => match C::http_status_hint(h.status) {
                 Some(hint) => hint,
                 None if h.is_server_side() => {
@@ -553,12 +617,21 @@ fn attempts(n: u32) -> &'static str {
 
 impl<C: ErrorCode> fmt::Display for Failure<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: refused with {}",
-            self.endpoint,
-            excerpt(&self.raw, 80)
-        )?;
+        if self.code.confirms_earlier_delivery() && self.resent_after_possible_delivery {
+            write!(
+                f,
+                "{}: answered {} after an attempt that may have arrived, unconfirmed; outcome unknown",
+                self.endpoint,
+                excerpt(&self.raw, 80)
+            )?;
+        } else {
+            write!(
+                f,
+                "{}: refused with {}",
+                self.endpoint,
+                excerpt(&self.raw, 80)
+            )?;
+        }
         if let Some(text) = self.dialog.as_ref().and_then(Dialog::text) {
             write!(f, ": {:?}", excerpt(text, 200))?;
         }
@@ -614,7 +687,11 @@ impl fmt::Display for HttpError {
             f,
             "{}: http {} without the service envelope",
             self.endpoint, self.status
-        )
+        )?;
+        if self.after_possible_delivery {
+            f.write_str(" after an attempt that may have arrived, outcome unknown")?;
+        }
+        Ok(())
     }
 }
 

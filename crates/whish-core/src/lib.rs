@@ -55,6 +55,7 @@ pub mod tls;
 pub mod transport;
 pub mod user_agent;
 pub mod validation;
+pub mod verdict;
 
 pub use address::{BaseUrl, CallbackAddresses, check_public, check_public_url};
 pub use code::ErrorCode;
@@ -81,6 +82,7 @@ pub mod __private {
 }
 pub use user_agent::UserAgent;
 pub use validation::{ValidationError, ValidationKind};
+pub use verdict::{DeliveryMark, Verdict};
 
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]

@@ -14,6 +14,7 @@ use crate::envelope::Dialog;
 use crate::error::{DecodeError, Error};
 use crate::retry::{Resend, RetryPolicy, Timeouts};
 use crate::validation::ValidationError;
+use crate::verdict::DeliveryMark;
 
 /// Retry and timeout settings of a client; each call may override them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,6 +42,11 @@ pub struct CallOptions {
     pub retry: Option<RetryPolicy>,
     /// Per-attempt timeout for this call only.
     pub attempt_timeout: Option<Duration>,
+    /// The most the whole call may take, every attempt and backoff included. When it passes
+    /// the call ends with a timeout whose `may_have_reached` says whether an attempt had left;
+    /// unlike a `tokio::time::timeout` around the call, the error still carries the key and
+    /// the attempt count.
+    pub deadline: Option<Duration>,
 }
 
 impl CallOptions {
@@ -56,6 +62,11 @@ impl CallOptions {
     /// Allow each attempt this long.
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = Some(timeout);
+        self
+    }
+    /// Allow the whole call (every attempt and backoff) this long.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
         self
     }
 }
@@ -82,6 +93,9 @@ pub struct Request {
     pub resend: Resend,
     /// Overrides of the client policy.
     pub options: CallOptions,
+    /// The mark of the prepared request this call sends, shared across calls: set before the
+    /// first byte leaves (see [`DeliveryMark`]).
+    pub delivery: Option<DeliveryMark>,
 }
 
 impl Request {
@@ -97,6 +111,7 @@ impl Request {
             idempotency_key: None,
             resend: Resend::Never,
             options: CallOptions::default(),
+            delivery: None,
         }
     }
 
@@ -143,6 +158,13 @@ impl Request {
         self.options = options;
         self
     }
+
+    /// Carry the prepared request's delivery mark: what earlier calls left, and set before
+    /// this call's first byte leaves.
+    pub fn delivery(mut self, mark: &DeliveryMark) -> Request {
+        self.delivery = Some(mark.clone());
+        self
+    }
 }
 
 /// A successful reply (`status: true`).
@@ -160,7 +182,8 @@ pub struct Reply<T> {
     pub retrieved: Option<bool>,
     /// How many attempts were made.
     pub attempts: u32,
-    /// True when an attempt before the last may have reached the service.
+    /// True when an attempt before the last may have reached the service (in this call, or
+    /// an earlier call of the same prepared request).
     pub resent_after_possible_delivery: bool,
     /// The endpoint.
     pub endpoint: &'static str,

@@ -10,6 +10,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_TYPE, HeaderMap};
@@ -51,6 +52,14 @@ impl fmt::Debug for Transport {
             .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
+}
+
+/// How far a call got, shared with [`Transport::call`] so that a call cut off by its deadline
+/// still says how many attempts it made and whether one may have left.
+#[derive(Default)]
+struct Progress {
+    attempts: AtomicU32,
+    may_have_left: AtomicBool,
 }
 
 /// What one attempt produced.
@@ -116,6 +125,11 @@ impl Transport {
     }
 
     /// Send `request` (resending it as allowed) and sort the reply.
+    ///
+    /// A request that carries a [`DeliveryMark`](crate::DeliveryMark) has it set before the
+    /// first byte of any attempt leaves, so dropping this future mid-call leaves the mark set;
+    /// once the call completes, the mark keeps what the call proved (see
+    /// [`crate::verdict`]).
     pub async fn call<T: DeserializeOwned, C: ErrorCode>(
         &self,
         request: Request,
@@ -129,16 +143,30 @@ impl Transport {
             outcome = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
+        let progress = Progress::default();
         // The attempt loop's state (reqwest's futures, the reply, the backoff timer) is about
         // 1.5 KB. Boxed once here, the caller's futures stay small: every enclosing future
         // (the service method, the caller's task) would otherwise copy it each time it moves.
-        let inner = Box::pin(self.call_inner(&request));
+        let inner = Box::pin(self.call_inner(&request, &progress));
+        let deadline = request.options.deadline;
         if span.is_disabled() {
             // No subscriber wants the span: skip the clock, the outcome text and the records.
-            return inner.await;
+            return match deadline {
+                None => inner.await,
+                Some(d) => match tokio::time::timeout(d, inner).await {
+                    Ok(result) => result,
+                    Err(_) => Err(self.deadline_passed(&request, &progress, d)),
+                },
+            };
         }
         let started = Instant::now();
-        let result = inner.instrument(span.clone()).await;
+        let result = match deadline {
+            None => inner.instrument(span.clone()).await,
+            Some(d) => match tokio::time::timeout(d, inner.instrument(span.clone())).await {
+                Ok(result) => result,
+                Err(_) => Err(self.deadline_passed(&request, &progress, d)),
+            },
+        };
         let outcome = match &result {
             Ok(_) => "success".to_owned(),
             Err(Error::Failed(f)) => format!("failed:{}", f.raw),
@@ -156,9 +184,31 @@ impl Transport {
         result
     }
 
+    /// The error of a call whose total deadline passed: a timeout, after which the request may
+    /// have arrived if an attempt had started to leave.
+    fn deadline_passed<C>(&self, request: &Request, progress: &Progress, d: Duration) -> Error<C> {
+        let prior = request
+            .delivery
+            .as_ref()
+            .is_some_and(crate::DeliveryMark::may_have_arrived);
+        Error::Transport(TransportError {
+            kind: TransportErrorKind::Timeout,
+            may_have_reached: prior || progress.may_have_left.load(Ordering::SeqCst),
+            message: format!(
+                "the call's deadline of {} ms passed",
+                d.as_millis()
+            ),
+            endpoint: request.endpoint,
+            idempotency_key: request.idempotency_key.as_deref().map(str::to_owned),
+            attempts: progress.attempts.load(Ordering::SeqCst).max(1),
+            source: None,
+        })
+    }
+
     async fn call_inner<T: DeserializeOwned, C: ErrorCode>(
         &self,
         request: &Request,
+        progress: &Progress,
     ) -> Result<Reply<T>, Error<C>> {
         let policy = request.options.retry.unwrap_or(self.policy.retry);
         let timeout = request
@@ -166,16 +216,47 @@ impl Transport {
             .attempt_timeout
             .unwrap_or(self.policy.timeouts.attempt);
         let key = request.idempotency_key.as_deref();
+        let mark = request.delivery.as_ref();
+        // What earlier calls of the same prepared request left: an attempt of theirs may have
+        // arrived, so this call's answers are read after a possible delivery.
+        let prior = mark.is_some_and(crate::DeliveryMark::may_have_arrived);
+        let mut earlier_may_have_reached = prior;
         let mut attempts = 0u32;
-        let mut earlier_may_have_reached = false;
         loop {
             attempts += 1;
+            progress.attempts.store(attempts, Ordering::SeqCst);
             tracing::Span::current().record("attempt", attempts);
+            // Before the first byte leaves: a future dropped from here on leaves it set.
+            progress.may_have_left.store(true, Ordering::SeqCst);
+            if let Some(m) = mark {
+                m.set();
+            }
             let attempt = self.attempt(request, timeout).await;
+            let reached = match &attempt {
+                Attempt::Body { .. } => true,
+                Attempt::Failed {
+                    may_have_reached, ..
+                } => *may_have_reached,
+                Attempt::Setup(_) => false,
+            };
+            progress
+                .may_have_left
+                .store(earlier_may_have_reached || reached, Ordering::SeqCst);
             let (outcome, result) =
                 self.sort::<T, C>(attempt, request, attempts, earlier_may_have_reached);
             match decide(&policy, request.resend, attempts, outcome, fastrand::f64()) {
-                Decision::Stop => return result,
+                Decision::Stop => {
+                    if let Some(m) = mark {
+                        // The mark keeps what the call proved: applied or maybe applied keeps
+                        // it; a refusal or nothing sent leaves it as the call found it.
+                        let verdict = match &result {
+                            Ok(_) => crate::Verdict::Accepted,
+                            Err(e) => e.verdict(),
+                        };
+                        m.store(prior || verdict.may_have_acted());
+                    }
+                    return result;
+                }
                 Decision::RetryAfter(wait) => {
                     tracing::warn!(
                         attempt = attempts,
@@ -184,15 +265,7 @@ impl Transport {
                         idempotency_key = key.unwrap_or(""),
                         "resending the same request with the same idempotency key"
                     );
-                    if matches!(
-                        outcome,
-                        AttemptOutcome::TimedOut
-                            | AttemptOutcome::ConnectionBroken
-                            | AttemptOutcome::Pending
-                            | AttemptOutcome::NoEnvelope { .. }
-                    ) {
-                        earlier_may_have_reached = true;
-                    }
+                    earlier_may_have_reached |= reached;
                     tokio::time::sleep(wait).await;
                 }
             }
@@ -305,6 +378,7 @@ impl Transport {
                         body_prefix: HttpError::prefix_of(&body),
                         endpoint,
                         idempotency_key: key,
+                        after_possible_delivery: earlier_may_have_reached,
                     })),
                 );
             }

@@ -202,7 +202,8 @@ impl CollectClient {
             .json_bytes(prepared.body.clone())
             .idempotency_key(&prepared.external_id)
             .resend(Resend::SameKey { on_pending: true })
-            .options(self.options);
+            .options(self.options)
+            .delivery(&prepared.delivery);
         let reply = self.transport.call::<Data, CollectCode>(req).await?;
         let retrieved = reply.retrieved == Some(true);
         let data = reply.require_data()?;
@@ -292,6 +293,7 @@ impl CollectClient {
             external_id: external_id.clone(),
             currency,
             body: body.into(),
+            delivery: whish_core::DeliveryMark::new(),
         })
     }
 
@@ -319,7 +321,8 @@ impl CollectClient {
             .json_bytes(prepared.body.clone())
             .idempotency_key(&prepared.external_id)
             .resend(Resend::SameKey { on_pending: true })
-            .options(self.options);
+            .options(self.options)
+            .delivery(&prepared.delivery);
         let reply = self
             .transport
             .call::<serde_json::Value, CollectCode>(req)

@@ -472,6 +472,47 @@ impl CollectCode {
             CollectCode::Unknown(_) => false,
         }
     }
+
+    /// True when, answered to a resend of the same key, the code says an earlier attempt was applied;
+    /// on a request never sent before it is a refusal (see `whish_core::verdict`).
+    pub fn confirms_earlier_delivery(&self) -> bool {
+        match self {
+            CollectCode::CurrencyNotSupported => false,
+            CollectCode::CollectWrongDenomination => false,
+            CollectCode::CollectWrongPhoneFormat => false,
+            CollectCode::CollectWrongEmailFormat => false,
+            CollectCode::RefreshDenominations => false,
+            CollectCode::CreditCardPaymentAccountVerificationRequired => false,
+            CollectCode::SvcPayMissingPricingId => false,
+            CollectCode::SvcPayCodeGenerationFailed => false,
+            CollectCode::PurchaseConfirm => false,
+            CollectCode::Fail => false,
+            CollectCode::ExternalIdNotExists => false,
+            CollectCode::SvcUnknownError => false,
+            CollectCode::AuthSessionNotExist => false,
+            CollectCode::AuthSessionExpired => false,
+            CollectCode::BadRequest => false,
+            CollectCode::TimestampInvalid => false,
+            CollectCode::RequestInvalid => false,
+            CollectCode::DeviceInvalidOs => false,
+            CollectCode::EmojiNotSupported => false,
+            CollectCode::Deprecation => false,
+            CollectCode::SalesAccountBalanceInsufficient => false,
+            CollectCode::SalesAccountBalanceInsufficientNoBalance => false,
+            CollectCode::AccountTerminated => false,
+            CollectCode::AccountDealerTerminated => false,
+            CollectCode::SalesDenominationNotActive => false,
+            CollectCode::SalesSchemaNotActive => false,
+            CollectCode::SalesExceededDailyLimit => false,
+            CollectCode::SalesExceededMonthlyLimit => false,
+            CollectCode::SalesLostTransactionsExist => false,
+            CollectCode::AccountTopupCheckConditionFail => false,
+            CollectCode::TransferFailedTitle => false,
+            CollectCode::InvalidCurrency => false,
+            CollectCode::Fatal => false,
+            CollectCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for CollectCode {
@@ -571,6 +612,10 @@ impl whish_core::ErrorCode for CollectCode {
 
     fn is_challenge(&self) -> bool {
         CollectCode::is_challenge(self)
+    }
+
+    fn confirms_earlier_delivery(&self) -> bool {
+        CollectCode::confirms_earlier_delivery(self)
     }
 
     fn is_unknown(&self) -> bool {

@@ -177,9 +177,18 @@ pub struct PreparedPayment {
     pub(crate) currency: Currency,
     pub(crate) amount: Amount,
     pub(crate) body: Bytes,
+    /// Set before the first byte of a create leaves (see [`whish_core::DeliveryMark`]).
+    pub(crate) delivery: whish_core::DeliveryMark,
 }
 
 impl PreparedPayment {
+    /// The delivery mark this request carries across calls: set before the first byte of a
+    /// send leaves, so a dropped future still counts as "may have arrived". A store that
+    /// knows the request was sent before (a journal) sets it before sending it again.
+    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+        &self.delivery
+    }
+
     /// The externalId of this payment.
     pub fn external_id(&self) -> &ExternalId {
         &self.external_id
@@ -219,6 +228,7 @@ impl PreparedPayment {
             currency: s.currency,
             amount: s.amount,
             body,
+            delivery: whish_core::DeliveryMark::sent_before(),
         })
     }
 }
@@ -232,9 +242,18 @@ pub struct PreparedRefund {
     pub(crate) external_id: ExternalId,
     pub(crate) currency: Currency,
     pub(crate) body: Bytes,
+    /// Set before the first byte of a refund leaves (see [`whish_core::DeliveryMark`]).
+    pub(crate) delivery: whish_core::DeliveryMark,
 }
 
 impl PreparedRefund {
+    /// The delivery mark this request carries across calls: set before the first byte of a
+    /// send leaves, so a dropped future still counts as "may have arrived". A store that
+    /// knows the request was sent before (a journal) sets it before sending it again.
+    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+        &self.delivery
+    }
+
     /// The externalId of the payment to refund (the refund's idempotency key).
     pub fn external_id(&self) -> &ExternalId {
         &self.external_id
@@ -263,6 +282,7 @@ impl PreparedRefund {
             external_id: ExternalId::new(s.external_id)?,
             currency: s.currency,
             body,
+            delivery: whish_core::DeliveryMark::sent_before(),
         })
     }
 }
@@ -325,6 +345,7 @@ pub(crate) fn prepare(
         currency: p.currency,
         amount,
         body: Bytes::from(body),
+        delivery: whish_core::DeliveryMark::new(),
     })
 }
 

@@ -244,7 +244,8 @@ impl TopupClient {
         .json_bytes(prepared.body.clone())
         .idempotency_key(&prepared.external_id)
         .resend(Resend::SameKey { on_pending: true })
-        .options(self.options);
+        .options(self.options)
+        .delivery(&prepared.delivery);
         match self.transport.call::<PayData, TopupCode>(req).await {
             Ok(reply) => {
                 let retrieved = reply.retrieved == Some(true);

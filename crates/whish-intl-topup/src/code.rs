@@ -130,6 +130,19 @@ impl TopupCode {
             TopupCode::Unknown(_) => false,
         }
     }
+
+    /// True when, answered to a resend of the same key, the code says an earlier attempt was applied;
+    /// on a request never sent before it is a refusal (see `whish_core::verdict`).
+    pub fn confirms_earlier_delivery(&self) -> bool {
+        match self {
+            TopupCode::ExternalInvalidRequest => false,
+            TopupCode::ExternalUnknownProvider => false,
+            TopupCode::ExternalErrorNoOffers => false,
+            TopupCode::ExternalAmountMismatch => false,
+            TopupCode::ExternalFailedPayment => false,
+            TopupCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for TopupCode {
@@ -189,6 +202,10 @@ impl whish_core::ErrorCode for TopupCode {
 
     fn is_challenge(&self) -> bool {
         TopupCode::is_challenge(self)
+    }
+
+    fn confirms_earlier_delivery(&self) -> bool {
+        TopupCode::confirms_earlier_delivery(self)
     }
 
     fn is_unknown(&self) -> bool {

@@ -23,9 +23,18 @@ pub struct PreparedPay {
     pub(crate) amount: Amount,
     pub(crate) target: String,
     pub(crate) body: Bytes,
+    /// Set before the first byte of a pay leaves (see [`whish_core::DeliveryMark`]).
+    pub(crate) delivery: whish_core::DeliveryMark,
 }
 
 impl PreparedPay {
+    /// The delivery mark this request carries across calls: set before the first byte of a
+    /// send leaves, so a dropped future still counts as "may have arrived". A store that
+    /// knows the request was sent before (a journal) sets it before sending it again.
+    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+        &self.delivery
+    }
+
     /// The idempotency key of this payment. Store it before sending.
     pub fn external_id(&self) -> &ExternalId {
         &self.external_id
@@ -89,6 +98,7 @@ impl PreparedPay {
             amount: s.amount,
             target: s.target,
             body,
+            delivery: whish_core::DeliveryMark::sent_before(),
         })
     }
 }
@@ -174,6 +184,7 @@ pub(crate) fn prepare(request: PayRequest<'_>) -> Result<PreparedPay, whish_core
         amount: option.amount,
         target,
         body: Bytes::from(body),
+        delivery: whish_core::DeliveryMark::new(),
     })
 }
 

@@ -113,6 +113,25 @@ impl State {
     pub fn is_final(self) -> bool {
         matches!(self, State::Accepted | State::Refused)
     }
+
+    /// The state a request's [`Verdict`](whish_core::Verdict) leaves its entry in: the one
+    /// mapping, so the journal and the command's exit code cannot disagree.
+    ///
+    /// | verdict | state |
+    /// |---|---|
+    /// | accepted | `accepted` |
+    /// | refused | `refused` |
+    /// | pending | `pending` |
+    /// | unknown | `may-have-arrived` |
+    /// | not-sent | `refused` (a first send; a resend's entry stays as it was) |
+    pub fn of_verdict(verdict: whish_core::Verdict) -> State {
+        match verdict {
+            whish_core::Verdict::Accepted => State::Accepted,
+            whish_core::Verdict::Pending => State::Pending,
+            whish_core::Verdict::Unknown => State::MayHaveArrived,
+            _ => State::Refused,
+        }
+    }
 }
 
 /// The references needed to confirm an entry with the service. Never a credential, never a PIN.

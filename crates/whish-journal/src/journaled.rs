@@ -9,8 +9,7 @@ use whish_hosted_collect::{
 };
 use whish_intl_topup::{PayOutcome, PreparedPay, TopupClient};
 use whish_money_transfer::{
-    Cancellation, PreparedCancel, PreparedTransfer, SendOutcome, StatusQuery, StatusResult,
-    TransferClient, TransferCode, TransferStatus,
+    Cancellation, PreparedCancel, PreparedTransfer, SendOutcome, StatusResult, TransferClient,
 };
 
 use crate::Journal;
@@ -33,6 +32,7 @@ pub(crate) struct Verdict {
 
 impl Verdict {
     pub(crate) fn accepted(result: &str, refs: References) -> Verdict {
+        debug_assert_eq!(State::of_verdict(whish_core::Verdict::Accepted), State::Accepted);
         Verdict {
             state: Some(State::Accepted),
             outcome: Outcome::new(result),
@@ -40,20 +40,17 @@ impl Verdict {
         }
     }
 
-    /// The state an error leaves an entry in, by the outcome model: a code is final; Pending
-    /// and an unknown outcome stay open; nothing sent is final for a first send, and changes
-    /// nothing for a resend (an earlier send may still have arrived).
+    /// The state an error leaves an entry in: a function of the one verdict
+    /// ([`whish_core::verdict`]) and nothing else, so the journal, the client's predicates and
+    /// the command's exit code cannot disagree. Nothing sent is final for a first send, and
+    /// changes nothing for a resend (an earlier send may still have arrived).
     pub(crate) fn of_error<C: whish_core::ErrorCode>(e: &Error<C>, resend: bool) -> Verdict {
-        let (state, result) = match e {
-            Error::Failed(_) => (Some(State::Refused), "refused"),
-            Error::Pending(_) => (Some(State::Pending), "pending"),
-            _ if e.outcome_unknown() => (Some(State::MayHaveArrived), "unknown"),
-            _ if e.nothing_sent() && resend => (None, "not-sent"),
-            _ if e.nothing_sent() => (Some(State::Refused), "not-sent"),
-            // An HTTP answer without the envelope that is not a server failure (the collect
-            // service's 403 for a non-public address): refused, nothing done.
-            _ => (Some(State::Refused), "refused"),
+        let verdict = e.verdict();
+        let state = match verdict {
+            whish_core::Verdict::NothingSent if resend => None,
+            v => Some(State::of_verdict(v)),
         };
+        let result = verdict.as_str();
         let mut outcome = Outcome::new(result);
         if let Error::Failed(f) = e {
             outcome.code = Some(f.raw.clone());
@@ -104,10 +101,30 @@ impl Journal {
                 None,
             ));
         }
+        // A request the service refused is not sent again under the same key: a second send
+        // would be read as a resend, and a code such as `transfer.already.done` as a
+        // confirmation of someone else's request. Only a request that never left (recorded
+        // `not-sent`) may be sent again, as a first send.
+        let never_left = existing.state == State::Refused
+            && existing.outcome.as_ref().is_some_and(|o| o.result == "not-sent");
+        if existing.state == State::Refused && !never_left {
+            let why = existing
+                .outcome
+                .as_ref()
+                .and_then(|o| o.code.clone())
+                .map(|c| format!(" with `{c}`"))
+                .unwrap_or_default();
+            return Err(record(
+                format!(
+                    "{service} {operation} {key} was refused{why} and is final; a new request needs a new key"
+                ),
+                None,
+            ));
+        }
         match self.inner.db.take_lease(existing.id, owner, lease_ms).await {
             Ok(true) => Ok(Held {
                 id: existing.id,
-                resend: true,
+                resend: !never_left,
             }),
             Ok(false) => Err(record(
                 "another process is sending or recovering this request now".into(),
@@ -370,33 +387,26 @@ impl JournaledTransfer {
         prepared: &PreparedCancel,
     ) -> Result<Cancellation, whish_money_transfer::Error> {
         let key = prepared.request_id().to_string();
-        let held = self
-            .journal
-            .hold(&Request {
-                service: Service::MoneyTransfer,
-                operation: Operation::Cancel,
-                key: &key,
-                context: None,
-                body: prepared.body(),
-            })
-            .await?;
-        let result = self.client.cancel(prepared).await;
-        let mut verdict = cancel_verdict(&result, held.resend);
-        // A cancel sent again after an earlier one may have arrived: `cannot_be_canceled` may
-        // mean that earlier one applied. The status by LTN says which; the caller still gets
-        // the service's answer to this call.
-        if held.resend
-            && matches!(&result, Err(e) if e.code() == Some(&TransferCode::TransferCannotBeCanceled))
-            && let Ok(status) = self
-                .client
-                .status(&StatusQuery::LtnNumber(prepared.ltn_number().to_owned()))
-                .await
-            && status.status == TransferStatus::CanceledFull
-        {
-            verdict = Verdict::accepted("confirmed", status_refs(&status));
-        }
-        self.journal.settle(&held, verdict).await;
-        result
+        self.journal
+            .journaled(
+                Request {
+                    service: Service::MoneyTransfer,
+                    operation: Operation::Cancel,
+                    key: &key,
+                    context: None,
+                    body: prepared.body(),
+                },
+                |resend| {
+                    // Sent before: `transfer.cannot_be_canceled` may mean that earlier cancel
+                    // applied, and the client reads the status by LTN to say which.
+                    if resend {
+                        prepared.delivery().set();
+                    }
+                    self.client.cancel(prepared)
+                },
+                cancel_verdict,
+            )
+            .await
     }
 }
 
@@ -428,7 +438,12 @@ impl JournaledCollect {
                     context: None,
                     body: prepared.body(),
                 },
-                |_| self.client.create_payment(prepared),
+                |resend| {
+                    if resend {
+                        prepared.delivery().set();
+                    }
+                    self.client.create_payment(prepared)
+                },
                 create_verdict,
             )
             .await
@@ -449,7 +464,12 @@ impl JournaledCollect {
                     context: None,
                     body: prepared.body(),
                 },
-                |_| self.client.refund(prepared),
+                |resend| {
+                    if resend {
+                        prepared.delivery().set();
+                    }
+                    self.client.refund(prepared)
+                },
                 refund_verdict,
             )
             .await
@@ -482,7 +502,12 @@ impl JournaledTopup {
                     context: Some(prepared.provider()),
                     body: prepared.body(),
                 },
-                |_| self.client.pay(prepared),
+                |resend| {
+                    if resend {
+                        prepared.delivery().set();
+                    }
+                    self.client.pay(prepared)
+                },
                 pay_verdict,
             )
             .await

@@ -54,7 +54,7 @@ use std::time::Duration;
 pub use entry::{Entry, Operation, Outcome, References, Service, State};
 pub use error::{JournalError, JournalErrorKind};
 pub use journaled::{JournaledCollect, JournaledTopup, JournaledTransfer};
-pub use recover::{Change, Clients, Recovery, RecoveryReport};
+pub use recover::{Change, Clients, HeldElsewhere, Recovery, RecoveryReport};
 pub use store::Backend;
 
 use store::{Db, now_ms};

@@ -128,12 +128,38 @@ pub struct RecoveryReport {
     pub needs_operator: usize,
     /// Entries of a service no client was given for.
     pub skipped: usize,
+    /// Open entries another process holds the lease of (it is sending or recovering them, or
+    /// it died and its lease has not expired yet): not looked at by this run, and still open.
+    pub held_elsewhere: Vec<HeldElsewhere>,
+}
+
+/// An open entry that another process's lease kept recovery from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct HeldElsewhere {
+    /// The service.
+    pub service: Service,
+    /// The operation.
+    pub operation: Operation,
+    /// The idempotency key.
+    pub key: String,
+    /// Its state.
+    pub state: State,
+    /// The process holding the lease (its journal owner name).
+    pub owner: String,
+    /// When the lease runs out, unless its holder renews or finishes it.
+    #[serde(with = "time::serde::rfc3339")]
+    pub until: time::OffsetDateTime,
 }
 
 impl RecoveryReport {
-    /// True when every entry recovery looked at is final.
+    /// True when every entry of the journal that was open is final now: nothing still open,
+    /// nothing for an operator, nothing skipped, and nothing held by another process.
     pub fn all_final(&self) -> bool {
-        self.still_open == 0 && self.needs_operator == 0 && self.skipped == 0
+        self.still_open == 0
+            && self.needs_operator == 0
+            && self.skipped == 0
+            && self.held_elsewhere.is_empty()
     }
 }
 
@@ -175,6 +201,28 @@ impl Journal {
             after = last.id;
             for entry in batch {
                 report.examined += 1;
+                // Past its deadline: an operator decides, and nothing is sent first.
+                if overdue(&entry, options.deadline) {
+                    let mut outcome = entry.outcome.clone().unwrap_or_else(|| Outcome::new("unknown"));
+                    outcome.message = Some(format!(
+                        "still {} after the recovery deadline; nothing was sent by this recovery",
+                        entry.state
+                    ));
+                    self.inner
+                        .db
+                        .mark_needs_operator(entry.id, owner, &outcome)
+                        .await?;
+                    report.needs_operator += 1;
+                    report.changes.push(Change {
+                        service: entry.service,
+                        operation: entry.operation,
+                        key: entry.key.clone(),
+                        from: entry.state,
+                        to: State::NeedsOperator,
+                        outcome,
+                    });
+                    continue;
+                }
                 let Some(verdict) = drive(clients, &entry).await else {
                     report.skipped += 1;
                     self.inner.db.release(entry.id, owner).await?;
@@ -185,9 +233,7 @@ impl Journal {
                     report.needs_operator += 1;
                 }
                 if to.is_open() {
-                    let overdue = now_ms().saturating_sub(entry.created.unix_timestamp() * 1000)
-                        > millis(options.deadline);
-                    if overdue {
+                    if overdue(&entry, options.deadline) {
                         self.inner
                             .db
                             .mark_needs_operator(entry.id, owner, &verdict.outcome)
@@ -212,8 +258,29 @@ impl Journal {
                 }
             }
         }
+        if !options.take_over {
+            for (entry, holder, until) in self.inner.db.leased_elsewhere(owner).await? {
+                report.held_elsewhere.push(HeldElsewhere {
+                    service: entry.service,
+                    operation: entry.operation,
+                    key: entry.key,
+                    state: entry.state,
+                    owner: holder,
+                    until: time::OffsetDateTime::from_unix_timestamp_nanos(
+                        i128::from(until) * 1_000_000,
+                    )
+                    .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
+                });
+            }
+        }
         Ok(report)
     }
+}
+
+/// True when the entry was recorded longer than `deadline` ago.
+fn overdue(entry: &Entry, deadline: Duration) -> bool {
+    let created_ms = (entry.created.unix_timestamp_nanos() / 1_000_000) as i64;
+    now_ms().saturating_sub(created_ms) > millis(deadline)
 }
 
 fn change(entry: &Entry, to: State, verdict: Verdict) -> Change {

@@ -330,6 +330,36 @@ impl Db {
         Ok(entries)
     }
 
+    /// The open entries another owner holds a lease on that has not expired: recovery cannot
+    /// take them, and says so.
+    pub(crate) async fn leased_elsewhere(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<(Entry, String, i64)>, JournalError> {
+        let sql = format!(
+            "SELECT {COLUMNS}, lease_owner, lease_until_ms FROM whish_journal_entries \
+             WHERE state IN ('intended', 'may-have-arrived', 'pending') \
+               AND lease_owner IS NOT NULL AND lease_owner <> $1 AND lease_until_ms >= $2 \
+             ORDER BY id"
+        );
+        on_db!(self, pool => {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(owner)
+                .bind(now_ms())
+                .fetch_all(pool)
+                .await
+                .map_err(JournalError::read)?;
+            rows.iter()
+                .map(|r| {
+                    let entry = entry_of(r)?;
+                    let holder: String = r.try_get("lease_owner").map_err(JournalError::read)?;
+                    let until: i64 = r.try_get("lease_until_ms").map_err(JournalError::read)?;
+                    Ok((entry, holder, until))
+                })
+                .collect()
+        })
+    }
+
     pub(crate) async fn list(
         &self,
         open_only: bool,

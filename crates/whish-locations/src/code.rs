@@ -80,6 +80,15 @@ impl LocationsCode {
             LocationsCode::Unknown(_) => false,
         }
     }
+
+    /// True when, answered to a resend of the same key, the code says an earlier attempt was applied;
+    /// on a request never sent before it is a refusal (see `whish_core::verdict`).
+    pub fn confirms_earlier_delivery(&self) -> bool {
+        match self {
+            LocationsCode::ApiAccountInvalidRequest => false,
+            LocationsCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for LocationsCode {
@@ -135,6 +144,10 @@ impl whish_core::ErrorCode for LocationsCode {
 
     fn is_challenge(&self) -> bool {
         LocationsCode::is_challenge(self)
+    }
+
+    fn confirms_earlier_delivery(&self) -> bool {
+        LocationsCode::confirms_earlier_delivery(self)
     }
 
     fn is_unknown(&self) -> bool {

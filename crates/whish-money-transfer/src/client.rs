@@ -359,18 +359,20 @@ impl TransferClient {
         prepared: &PreparedTransfer,
         known_resend: bool,
     ) -> Result<SendOutcome, Error> {
-        let sent_before = known_resend || prepared.may_have_arrived();
+        if known_resend {
+            prepared.delivery.set();
+        }
         let request_id = prepared.request_id;
         let req = with_request_id(
             Request::new("transfer.send", Method::POST, "/api/woo/send/money")
                 .json_bytes(prepared.body.clone())
                 .resend(Resend::SameKey { on_pending: false })
-                .options(self.options),
+                .options(self.options)
+                .delivery(&prepared.delivery),
             request_id,
         );
         match self.transport.call::<SendData, TransferCode>(req).await {
             Ok(reply) => {
-                prepared.mark_may_have_arrived();
                 let dialog = reply.dialog.clone();
                 let d = reply.require_data()?;
                 Ok(match prepared.payment_mode {
@@ -393,21 +395,24 @@ impl TransferClient {
                     }),
                 })
             }
+            // `transfer.already.done` after an attempt that may have arrived: the verdict is
+            // unknown until the status read by Request-id returns the transfer (spec rule 5).
+            // On a request never sent before it is a refusal and is returned as such.
             Err(CoreError::Failed(f))
                 if f.code == TransferCode::TransferAlreadyDone
-                    && (f.resent_after_possible_delivery || sent_before) =>
+                    && f.resent_after_possible_delivery =>
             {
-                tracing::info!(%request_id, "transfer.already.done after a resend: confirming with status");
-                prepared.mark_may_have_arrived();
-                let status = self.status(&StatusQuery::RequestId(request_id)).await?;
-                Ok(SendOutcome::Confirmed { request_id, status })
-            }
-            Err(e) => {
-                if e.outcome_unknown() {
-                    prepared.mark_may_have_arrived();
+                tracing::info!(%request_id, "transfer.already.done after a possible delivery: confirming with status");
+                match self.status(&StatusQuery::RequestId(request_id)).await {
+                    Ok(status) => Ok(SendOutcome::Confirmed { request_id, status }),
+                    Err(e) => {
+                        // Contradictory answers: the outcome is not known yet.
+                        tracing::warn!(%request_id, error = %e, "the status read did not confirm transfer.already.done: the outcome stays unknown");
+                        Err(CoreError::Failed(f))
+                    }
                 }
-                Err(e)
             }
+            Err(e) => Err(e),
         }
     }
 
@@ -504,6 +509,7 @@ impl TransferClient {
             request_id: RequestId::generate(),
             ltn_number: ltn_number.to_owned(),
             body: body.into(),
+            delivery: whish_core::DeliveryMark::new(),
         })
     }
 
@@ -536,13 +542,43 @@ impl TransferClient {
             )
             .json_bytes(prepared.body.clone())
             .resend(Resend::Never)
-            .options(self.options),
+            .options(self.options)
+            .delivery(&prepared.delivery),
             prepared.request_id,
         );
-        self.transport
-            .call::<Cancellation, TransferCode>(req)
-            .await?
-            .require_data()
+        match self.transport.call::<Cancellation, TransferCode>(req).await {
+            Ok(reply) => reply.require_data(),
+            // `transfer.cannot_be_canceled` after an earlier cancel that may have arrived: the
+            // status by LTN says whether that one applied (CANCELED_FULL) or could not
+            // (RECEIVED); any other answer leaves the outcome unknown.
+            Err(CoreError::Failed(mut f))
+                if f.code == TransferCode::TransferCannotBeCanceled
+                    && f.resent_after_possible_delivery =>
+            {
+                let query = StatusQuery::LtnNumber(prepared.ltn_number.clone());
+                match self.status(&query).await {
+                    Ok(s) if s.status == crate::TransferStatus::CanceledFull => Ok(Cancellation {
+                        ltn_number: s.ltn_number,
+                        transfer_id: s.transfer_id,
+                        status: s.status,
+                        receiver_identity: None,
+                    }),
+                    Ok(s) if s.status == crate::TransferStatus::Received => {
+                        // Collected: no cancel of ours applied.
+                        prepared.delivery.clear();
+                        f.resent_after_possible_delivery = false;
+                        Err(CoreError::Failed(f))
+                    }
+                    other => {
+                        if let Err(e) = other {
+                            tracing::warn!(error = %e, "the status read did not settle transfer.cannot_be_canceled: the outcome stays unknown");
+                        }
+                        Err(CoreError::Failed(f))
+                    }
+                }
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The countries money can be sent from (in the sandbox, only Lebanon unless asked).

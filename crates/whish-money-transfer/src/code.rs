@@ -655,6 +655,60 @@ impl TransferCode {
             TransferCode::Unknown(_) => false,
         }
     }
+
+    /// True when, answered to a resend of the same key, the code says an earlier attempt was applied;
+    /// on a request never sent before it is a refusal (see `whish_core::verdict`).
+    pub fn confirms_earlier_delivery(&self) -> bool {
+        match self {
+            TransferCode::ApiAccountInvalidRequest => false,
+            TransferCode::AmountNotAllowed => false,
+            TransferCode::VoucherAmountNotAllowed => false,
+            TransferCode::TransferInvalidAmount => false,
+            TransferCode::ReceiverEmpty => false,
+            TransferCode::ReceiverInvalidPhoneNumber => false,
+            TransferCode::ReceiverCustomerInvalidName => false,
+            TransferCode::ReceiverCustomerInfoInvalid => false,
+            TransferCode::ReceiverCustomerNameEnlgish => false,
+            TransferCode::ReceiverCustomerUnderAge => false,
+            TransferCode::ReceiverCustomerDateOfBirthInvalid => false,
+            TransferCode::ReceiverSvcAccountNotExists => false,
+            TransferCode::ReceiverUnknownError => false,
+            TransferCode::ApiFetchingPriceError => false,
+            TransferCode::SenderInvalidPhoneNumber => false,
+            TransferCode::SenderInvalidPhoneNumberEmpty => false,
+            TransferCode::SenderCustomerInvalidName => false,
+            TransferCode::SenderCustomerInfoInvalid => false,
+            TransferCode::SenderCustomerNameEnlgish => false,
+            TransferCode::SenderCustomerDateOfBirthInvalid => false,
+            TransferCode::SenderMissingInfo => false,
+            TransferCode::SenderInvalidDateOfBirth => false,
+            TransferCode::SenderKycNeeded => false,
+            TransferCode::ReceiverKycNeeded => false,
+            TransferCode::SenderInterviewNeeded => false,
+            TransferCode::ReceiverInterviewNeeded => false,
+            TransferCode::CurrencyNotSupported => false,
+            TransferCode::TransferReasonEmpty => false,
+            TransferCode::TransferSourceOfFundsEmpty => false,
+            TransferCode::TransferFromCountryNotAllowed => false,
+            TransferCode::TransferNotAllowedCountries => false,
+            TransferCode::TransferAccountReachBalanceLimit => false,
+            TransferCode::TransferExceedsAccountTransactionLimit => false,
+            TransferCode::TransferExceedsAccountDailyLimit => false,
+            TransferCode::TransferExceedsCustomerDailyLimit => false,
+            TransferCode::TransferExceedsCustomerYearlyLimit => false,
+            TransferCode::TransferAlreadyDone => true,
+            TransferCode::TransferMissConfig => false,
+            TransferCode::ServiceInactive => false,
+            TransferCode::ServicePriceNotActive => false,
+            TransferCode::ServiceTransactionStatusUnknown => false,
+            TransferCode::ServiceTransactionFailed => false,
+            TransferCode::TransferNotExists => false,
+            TransferCode::TransferCannotBeCanceled => true,
+            TransferCode::SendingTransferInvalidInfo => false,
+            TransferCode::GenericError => false,
+            TransferCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for TransferCode {
@@ -771,6 +825,10 @@ impl whish_core::ErrorCode for TransferCode {
 
     fn is_challenge(&self) -> bool {
         TransferCode::is_challenge(self)
+    }
+
+    fn confirms_earlier_delivery(&self) -> bool {
+        TransferCode::confirms_earlier_delivery(self)
     }
 
     fn is_unknown(&self) -> bool {

@@ -1,11 +1,10 @@
 //! Building a send: customers, the two payment modes, and the prepared request.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use whish_core::transport::Bytes;
 use whish_core::{
+    DeliveryMark,
     Amount, CallbackAddresses, Currency, DayMonthYear, Dialog, RequestId, ValidationError,
     ValidationKind, dates::today_utc,
 };
@@ -556,8 +555,8 @@ pub struct PreparedTransfer {
     pub(crate) request_id: RequestId,
     pub(crate) payment_mode: PaymentMode,
     pub(crate) body: Bytes,
-    /// Set once an earlier send of this transfer may have reached the service.
-    pub(crate) may_have_arrived: Arc<AtomicBool>,
+    /// Set before the first byte of a send leaves; kept while the transfer may exist.
+    pub(crate) delivery: DeliveryMark,
 }
 
 impl PreparedTransfer {
@@ -573,7 +572,7 @@ impl PreparedTransfer {
             request_id: common.request_id.unwrap_or_else(RequestId::generate),
             payment_mode: request.payment_mode(),
             body: Bytes::from(request.to_body(callbacks)?),
-            may_have_arrived: Arc::new(AtomicBool::new(false)),
+            delivery: DeliveryMark::new(),
         })
     }
 
@@ -624,17 +623,24 @@ impl PreparedTransfer {
             request_id,
             payment_mode: head.payment_mode.unwrap_or(PaymentMode::CashCollection),
             body,
-            // Stored before a send: it may have arrived, so `transfer.already.done` confirms.
-            may_have_arrived: Arc::new(AtomicBool::new(true)),
+            // Stored before a send: it may have arrived, so `transfer.already.done` confirms
+            // (once the status read returns the transfer).
+            delivery: DeliveryMark::sent_before(),
         })
     }
 
-    pub(crate) fn mark_may_have_arrived(&self) {
-        self.may_have_arrived.store(true, Ordering::SeqCst);
+    /// The delivery mark this request carries across calls: set before the first byte of a
+    /// send leaves, so a dropped future still counts as "may have arrived". A store that
+    /// knows the request was sent before (a journal) sets it before sending it again.
+    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+        &self.delivery
     }
 
-    pub(crate) fn may_have_arrived(&self) -> bool {
-        self.may_have_arrived.load(Ordering::SeqCst)
+    /// True when an earlier send of this transfer may have reached the service (and so
+    /// `transfer.already.done` is read as a confirmation, not a refusal). Set before the first
+    /// byte of a send leaves, so a send whose future was dropped counts too; clones share it.
+    pub fn may_have_arrived(&self) -> bool {
+        self.delivery.may_have_arrived()
     }
 }
 
@@ -647,12 +653,20 @@ impl PartialEq for PreparedTransfer {
 /// A checked cancel with its Request-id fixed and its body serialized once; from
 /// [`TransferClient::prepare_cancel`](crate::TransferClient::prepare_cancel). Store
 /// [`request_id`](Self::request_id) (and the LTN) before sending if you journal it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[must_use = "a prepared cancel does nothing until it is sent"]
 pub struct PreparedCancel {
     pub(crate) request_id: RequestId,
     pub(crate) ltn_number: String,
     pub(crate) body: Bytes,
+    /// Set before the first byte of a cancel leaves; kept while it may have applied.
+    pub(crate) delivery: DeliveryMark,
+}
+
+impl PartialEq for PreparedCancel {
+    fn eq(&self, other: &Self) -> bool {
+        self.request_id == other.request_id && self.body == other.body
+    }
 }
 
 impl PreparedCancel {
@@ -687,7 +701,20 @@ impl PreparedCancel {
             request_id,
             ltn_number: head.ltn_number,
             body,
+            delivery: DeliveryMark::sent_before(),
         })
+    }
+
+    /// The delivery mark this request carries across calls: set before the first byte of a
+    /// send leaves, so a dropped future still counts as "may have arrived". A store that
+    /// knows the request was sent before (a journal) sets it before sending it again.
+    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+        &self.delivery
+    }
+
+    /// True when an earlier send of this cancel may have reached the service.
+    pub fn may_have_arrived(&self) -> bool {
+        self.delivery.may_have_arrived()
     }
 }
 

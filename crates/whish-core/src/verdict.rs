@@ -1,0 +1,278 @@
+//! The one decision of what happened to a request: did the service act on it?
+//!
+//! Every layer reads this answer and none makes its own: the clients' `Err` predicates
+//! ([`Error::is_pending`](crate::Error::is_pending), [`outcome_unknown`](crate::Error::outcome_unknown),
+//! [`nothing_sent`](crate::Error::nothing_sent), [`is_refused`](crate::Error::is_refused)), the
+//! journal's states, the command's exit codes and the callback receiver.
+//!
+//! Two things decide it: what was known about the request **before** this answer (its
+//! [`History`]: could an earlier attempt have reached the service, in this call, in a future that
+//! was dropped, or in an earlier process?) and the [`Answer`] itself.
+//!
+//! | history | answer | verdict |
+//! |---|---|---|
+//! | any | the envelope with `status` true | [`Verdict::Accepted`] |
+//! | any | the envelope with code 500 | [`Verdict::Pending`] |
+//! | any | a failure code | [`Verdict::Refused`] |
+//! | fresh | a code that confirms an earlier delivery (`transfer.already.done`) | [`Verdict::Refused`]: the key belongs to another request |
+//! | may have arrived | a code that confirms an earlier delivery | [`Verdict::Unknown`] until the status read returns the request (then the client answers `Ok`) |
+//! | fresh | HTTP 4xx without the envelope (not 408 or 429) | [`Verdict::Refused`]: turned away before anything was done |
+//! | fresh | HTTP 408, 429, 5xx or any other status without the envelope | [`Verdict::Unknown`] |
+//! | may have arrived | any HTTP status without the envelope | [`Verdict::Unknown`]: a proxy's page proves nothing |
+//! | any | a reply that cannot be read | [`Verdict::Unknown`] |
+//! | any | a transport failure after the request may have left | [`Verdict::Unknown`] |
+//! | fresh | a transport failure before anything left (connect, TLS) | [`Verdict::NothingSent`] |
+//! | may have arrived | a transport failure before anything left | [`Verdict::Unknown`] |
+//! | any | refused locally, a setup or a journal failure before sending | [`Verdict::NothingSent`] |
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What happened to the money, as far as anyone can know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// The service accepted (or confirmed) the request: proceed.
+    Accepted,
+    /// The service refused it, or it was turned away before anything was done: final, nothing
+    /// done. A new attempt needs a new idempotency key.
+    Refused,
+    /// The service answered Pending (code 500): the outcome is unknown, **not failed**. Keep
+    /// the key and follow up.
+    Pending,
+    /// The service may have acted: keep the key, resend the same prepared request (or ask the
+    /// status), never create a new one.
+    Unknown,
+    /// Nothing reached the service: fix the input, the settings or the journal and try again.
+    NothingSent,
+}
+
+impl Verdict {
+    /// Every verdict.
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Accepted,
+        Verdict::Refused,
+        Verdict::Pending,
+        Verdict::Unknown,
+        Verdict::NothingSent,
+    ];
+
+    /// The name the journal, the command and the logs use: `accepted`, `refused`, `pending`,
+    /// `unknown`, `not-sent`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Accepted => "accepted",
+            Verdict::Refused => "refused",
+            Verdict::Pending => "pending",
+            Verdict::Unknown => "unknown",
+            Verdict::NothingSent => "not-sent",
+        }
+    }
+
+    /// True for Pending and Unknown: the service may have acted and the key must be kept.
+    pub fn is_open(self) -> bool {
+        matches!(self, Verdict::Pending | Verdict::Unknown)
+    }
+
+    /// True when the service may hold the request (accepted, or not known not to).
+    pub fn may_have_acted(self) -> bool {
+        matches!(
+            self,
+            Verdict::Accepted | Verdict::Pending | Verdict::Unknown
+        )
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What was known about a request before the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum History {
+    /// Nothing of this request can have reached the service before this answer's attempt.
+    Fresh,
+    /// An earlier attempt may have reached it: a timeout, a dropped reply, a dropped future, a
+    /// crash recorded in a journal, a Pending answer.
+    MayHaveArrived,
+}
+
+/// The answer to one request, as far as the decision cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Answer {
+    /// The envelope with `status` true.
+    Success,
+    /// The envelope with code 500.
+    Pending,
+    /// The envelope with a failure code. `confirms_earlier` is true for a code that, after a
+    /// resend, says an earlier attempt was applied (`transfer.already.done`).
+    Refusal {
+        /// The code confirms an earlier delivery of the same key.
+        confirms_earlier: bool,
+    },
+    /// An HTTP reply without the envelope (a proxy's page, a gateway's 502).
+    NoEnvelope {
+        /// Its status.
+        status: u16,
+    },
+    /// A reply that arrived but could not be read.
+    Unreadable,
+    /// The request did not complete at the transport level.
+    Transport {
+        /// True when this attempt may have reached the service (the bytes may have left).
+        may_have_reached: bool,
+    },
+    /// Nothing was sent: refused locally, a setup failure, a journal that could not record.
+    NotSent,
+}
+
+/// The decision: what `answer`, after `history`, says happened. See the [module](self) table.
+///
+/// ```
+/// use whish_core::verdict::{decide, Answer, History, Verdict};
+/// // A proxy's 403 after a timed-out attempt proves nothing.
+/// assert_eq!(decide(History::MayHaveArrived, Answer::NoEnvelope { status: 403 }), Verdict::Unknown);
+/// assert_eq!(decide(History::Fresh, Answer::NoEnvelope { status: 403 }), Verdict::Refused);
+/// // transfer.already.done on a request never sent before: the key belongs to another transfer.
+/// let done = Answer::Refusal { confirms_earlier: true };
+/// assert_eq!(decide(History::Fresh, done), Verdict::Refused);
+/// assert_eq!(decide(History::MayHaveArrived, done), Verdict::Unknown);
+/// ```
+pub fn decide(history: History, answer: Answer) -> Verdict {
+    let earlier = history == History::MayHaveArrived;
+    match answer {
+        Answer::Success => Verdict::Accepted,
+        Answer::Pending => Verdict::Pending,
+        Answer::Refusal { confirms_earlier } if confirms_earlier && earlier => Verdict::Unknown,
+        Answer::Refusal { .. } => Verdict::Refused,
+        Answer::NoEnvelope { .. } if earlier => Verdict::Unknown,
+        Answer::NoEnvelope { status } if turned_away(status) => Verdict::Refused,
+        Answer::NoEnvelope { .. } | Answer::Unreadable => Verdict::Unknown,
+        Answer::Transport { may_have_reached } if may_have_reached || earlier => Verdict::Unknown,
+        Answer::Transport { .. } | Answer::NotSent => Verdict::NothingSent,
+    }
+}
+
+/// A 4xx other than 408 (timeout) and 429 (rate limit): whatever answered turned the request
+/// away; the services themselves answer 200 with the envelope (the collect service's 403 for a
+/// non-public address is such a refusal).
+fn turned_away(status: u16) -> bool {
+    (400..500).contains(&status) && status != 408 && status != 429
+}
+
+/// The mark a prepared request carries across calls: set **before** the first byte of any
+/// attempt leaves, so a future dropped mid-call (a `tokio::time::timeout` around it, a
+/// cancelled task) still counts as "may have arrived" the next time the same prepared request
+/// is sent. Cloning shares the mark.
+///
+/// After a call completes the transport sets it to what the call proved: it stays set when the
+/// request may have been applied (accepted, Pending, unknown), and returns to its earlier value
+/// when the call was refused or nothing left.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryMark(Arc<AtomicBool>);
+
+/// Marks always compare equal: a mark is what happened to a request, not part of what the
+/// request is, so two prepared requests with the same key and bytes are equal whatever was sent.
+impl PartialEq for DeliveryMark {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl DeliveryMark {
+    /// A mark for a request never sent.
+    pub fn new() -> DeliveryMark {
+        DeliveryMark::default()
+    }
+
+    /// A mark for a request that was (or may have been) sent before, such as one rebuilt from a
+    /// journal.
+    pub fn sent_before() -> DeliveryMark {
+        let m = DeliveryMark::new();
+        m.set();
+        m
+    }
+
+    /// True when an earlier attempt may have reached the service.
+    pub fn may_have_arrived(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The history this mark stands for.
+    pub fn history(&self) -> History {
+        if self.may_have_arrived() {
+            History::MayHaveArrived
+        } else {
+            History::Fresh
+        }
+    }
+
+    /// Mark it: an attempt is leaving, or was known to have arrived.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Clear it: an authoritative read (a status) proved that no earlier attempt applied.
+    pub fn clear(&self) {
+        self.store(false);
+    }
+
+    pub(crate) fn store(&self, value: bool) {
+        self.0.store(value, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row of the module's table.
+    #[test]
+    fn the_table() {
+        use Answer::*;
+        use History::*;
+        use Verdict as V;
+        let rows: &[(History, Answer, Verdict)] = &[
+            (Fresh, Success, V::Accepted),
+            (MayHaveArrived, Success, V::Accepted),
+            (Fresh, Answer::Pending, V::Pending),
+            (MayHaveArrived, Answer::Pending, V::Pending),
+            (Fresh, Refusal { confirms_earlier: false }, V::Refused),
+            (MayHaveArrived, Refusal { confirms_earlier: false }, V::Refused),
+            (Fresh, Refusal { confirms_earlier: true }, V::Refused),
+            (MayHaveArrived, Refusal { confirms_earlier: true }, V::Unknown),
+            (Fresh, NoEnvelope { status: 403 }, V::Refused),
+            (Fresh, NoEnvelope { status: 404 }, V::Refused),
+            (Fresh, NoEnvelope { status: 408 }, V::Unknown),
+            (Fresh, NoEnvelope { status: 429 }, V::Unknown),
+            (Fresh, NoEnvelope { status: 502 }, V::Unknown),
+            (Fresh, NoEnvelope { status: 302 }, V::Unknown),
+            (MayHaveArrived, NoEnvelope { status: 403 }, V::Unknown),
+            (MayHaveArrived, NoEnvelope { status: 429 }, V::Unknown),
+            (Fresh, Unreadable, V::Unknown),
+            (MayHaveArrived, Unreadable, V::Unknown),
+            (Fresh, Transport { may_have_reached: true }, V::Unknown),
+            (Fresh, Transport { may_have_reached: false }, V::NothingSent),
+            (MayHaveArrived, Transport { may_have_reached: false }, V::Unknown),
+            (Fresh, NotSent, V::NothingSent),
+            (MayHaveArrived, NotSent, V::NothingSent),
+        ];
+        for (h, a, v) in rows {
+            assert_eq!(decide(*h, *a), *v, "{h:?} {a:?}");
+        }
+    }
+
+    #[test]
+    fn marks_are_shared_by_clones() {
+        let m = DeliveryMark::new();
+        let c = m.clone();
+        assert_eq!(m.history(), History::Fresh);
+        c.set();
+        assert!(m.may_have_arrived());
+        assert!(DeliveryMark::sent_before().may_have_arrived());
+    }
+}
