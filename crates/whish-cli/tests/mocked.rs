@@ -101,7 +101,7 @@ async fn pending_is_exit_3_with_code_500() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_proxy_5xx_is_exit_4_and_a_dead_address_too() {
+async fn a_proxy_5xx_is_exit_4_and_a_dead_address_is_exit_2() {
     let (run, _) = fees_with(502, "<html>Bad gateway</html>", "text/html").await;
     assert_eq!(run.code, 4, "{run:?}");
     let dead = whish(
@@ -109,8 +109,10 @@ async fn a_proxy_5xx_is_exit_4_and_a_dead_address_too() {
         &env("http://127.0.0.1:9"),
     )
     .await;
-    assert_eq!(dead.code, 4, "{dead:?}");
+    // A connection that never opened: nothing was sent (exit 2, was 4 before 0.3).
+    assert_eq!(dead.code, 2, "{dead:?}");
     assert_eq!(dead.json()["error"], "transport");
+    assert_eq!(dead.json()["outcome"], "not-sent");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,7 +140,7 @@ async fn the_command_goes_through_the_proxy_of_the_environment() {
         &vars,
     )
     .await;
-    assert_eq!(run.code, 4, "{run:?}");
+    assert_eq!(run.code, 2, "nothing reached the dead address: {run:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

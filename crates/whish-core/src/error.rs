@@ -381,6 +381,13 @@ impl<C: ErrorCode> Error<C> {
                 Answer::NoEnvelope { status: h.status },
             ),
             Error::Decode(_) => (History::Fresh, Answer::Unreadable),
+            // The journal's own record of the service's refusal: final, not sent again.
+            Error::Record(r) if r.already_refused => (
+                History::Fresh,
+                Answer::Refusal {
+                    confirms_earlier: false,
+                },
+            ),
             Error::Validation(_) | Error::Setup(_) | Error::Record(_) => {
                 (History::Fresh, Answer::NotSent)
             }
@@ -525,6 +532,10 @@ impl<C: ErrorCode> Error<C> {
             }
             Error::Validation(_) => "nothing was sent: correct the value and call again",
             Error::Setup(_) => "nothing was sent: correct the client settings",
+            Error::Record(r) if r.already_refused => {
+                "the journal holds this request as refused by the service: it is final and was \
+                 not sent again; a new request needs a new key"
+            }
             Error::Record(_) => {
                 "nothing was sent: the journal could not record the request; fix the journal \
                  (disk, database, a reused key) and call again with the same prepared request"
@@ -548,10 +559,23 @@ pub struct RecordError {
     pub message: String,
     /// The idempotency key of the request.
     pub idempotency_key: Option<String>,
+    /// True when the journal already holds this request as refused by the service: final, so
+    /// it is not sent again, and its verdict is [`Verdict::Refused`].
+    pub already_refused: bool,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl RecordError {
+    /// The journal holds this request as refused by the service: it is not sent again.
+    pub fn already_refused(message: impl Into<String>, idempotency_key: Option<String>) -> RecordError {
+        RecordError {
+            message: message.into(),
+            idempotency_key,
+            already_refused: true,
+            source: None,
+        }
+    }
+
     /// A record error for the request with this key, with its cause.
     pub fn new(
         message: impl Into<String>,
@@ -561,6 +585,7 @@ impl RecordError {
         RecordError {
             message: message.into(),
             idempotency_key,
+            already_refused: false,
             source,
         }
     }
@@ -571,13 +596,16 @@ impl fmt::Debug for RecordError {
         f.debug_struct("RecordError")
             .field("message", &self.message)
             .field("idempotency_key", &self.idempotency_key)
+            .field("already_refused", &self.already_refused)
             .finish()
     }
 }
 
 impl PartialEq for RecordError {
     fn eq(&self, o: &Self) -> bool {
-        self.message == o.message && self.idempotency_key == o.idempotency_key
+        self.message == o.message
+            && self.idempotency_key == o.idempotency_key
+            && self.already_refused == o.already_refused
     }
 }
 

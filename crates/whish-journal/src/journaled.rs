@@ -114,12 +114,10 @@ impl Journal {
                 .and_then(|o| o.code.clone())
                 .map(|c| format!(" with `{c}`"))
                 .unwrap_or_default();
-            return Err(record(
-                format!(
-                    "{service} {operation} {key} was refused{why} and is final; a new request needs a new key"
-                ),
-                None,
-            ));
+            return Err(Error::Record(RecordError::already_refused(
+                format!("{service} {operation} {key} was refused{why} and is final"),
+                Some(key.to_owned()),
+            )));
         }
         match self.inner.db.take_lease(existing.id, owner, lease_ms).await {
             Ok(true) => Ok(Held {

@@ -610,9 +610,31 @@ async fn a_cancel_sent_again_after_its_reply_was_lost_is_recorded_as_applied() {
         sb.inject(Endpoint::TransferCancel, Fault::DropReply, 1);
         assert!(t.cancel(&cancel).await.expect_err("lost").outcome_unknown());
         // The caller sends the same cancel again: the service says it cannot be cancelled now
-        // (it was, by the first one); the journal reads the status and records it applied.
-        let again = t.cancel(&cancel).await.expect_err("already cancelled");
-        assert_eq!(again.code(), Some(&TransferCode::TransferCannotBeCanceled));
+        // (it was, by the first one); the client reads the status by LTN and answers that the
+        // earlier cancel applied, and the journal records it so.
+        let again = t.cancel(&cancel).await.expect("the earlier cancel applied");
+        assert_eq!(again.status, whish_money_transfer::TransferStatus::CanceledFull);
+        // A transfer the receiver collected: the cancel did not apply, and that is a refusal.
+        let collected = t
+            .send(&t.client().prepare_send(cash_send(81)).expect("prepare"))
+            .await
+            .expect("sent");
+        let ltn = collected.ltn_number().expect("ltn").to_owned();
+        let late = t.client().prepare_cancel(&ltn, None).expect("prepare");
+        // Its first cancel never reached the service (the connection closed before), and the
+        // receiver collected meanwhile.
+        sb.inject(Endpoint::TransferCancel, Fault::DropRequest, 1);
+        assert!(t.cancel(&late).await.expect_err("lost").outcome_unknown());
+        sb.collect_cash(&ltn).await.expect("collected");
+        let late_again = t.cancel(&late).await.expect_err("cannot");
+        assert_eq!(late_again.code(), Some(&TransferCode::TransferCannotBeCanceled));
+        assert!(late_again.is_refused(), "{late_again}");
+        let entry = journal
+            .entry(Service::MoneyTransfer, Operation::Cancel, &late.request_id().to_string())
+            .await
+            .expect("read")
+            .expect("entry");
+        assert_eq!(entry.state, State::Refused);
         let key = cancel.request_id().to_string();
         let entry = journal
             .entry(Service::MoneyTransfer, Operation::Cancel, &key)

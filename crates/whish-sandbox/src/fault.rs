@@ -18,6 +18,40 @@ pub enum Fault {
     /// Apply the request, then answer Pending (`code` 500) instead of its real reply. A resend
     /// with the same idempotency key finds the recorded outcome.
     Pending,
+    /// Apply the request, then never answer: the connection stays open until the client gives
+    /// up (a caller's timeout, a dropped future). At most ten minutes.
+    Stall,
+    /// Do not apply the request; answer this HTTP status with an HTML page and no envelope, the
+    /// way a proxy, a firewall or a load balancer in front of the service does (403, 429, 502).
+    Page(u16),
+    /// Do not apply the request; answer the envelope with this failure code instead (for
+    /// example a status read that answers `transfer.not_exists` right after a resend met
+    /// `transfer.already.done`).
+    Code(&'static str),
+}
+
+/// The longest a [`Fault::Stall`] holds a connection.
+pub const STALL: Duration = Duration::from_secs(600);
+
+/// The longest code a [`Fault::Code`] takes from the control API.
+const CODE_MAX: usize = 80;
+
+/// A code from the control API, kept for the life of the process: each distinct code is kept
+/// once, so repeated injections hold no more memory.
+fn intern(code: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static CODES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut set = CODES
+        .get_or_init(|| Mutex::new(HashSet::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(c) = set.get(code) {
+        return c;
+    }
+    let leaked: &'static str = Box::leak(code.to_owned().into_boxed_str());
+    set.insert(leaked);
+    leaked
 }
 
 impl Fault {
@@ -28,6 +62,9 @@ impl Fault {
             Fault::DropReply => "drop-reply",
             Fault::Delay(_) => "delay",
             Fault::Pending => "pending",
+            Fault::Stall => "stall",
+            Fault::Page(_) => "page",
+            Fault::Code(_) => "code",
         }
     }
 }
@@ -36,6 +73,8 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::Delay(d) => write!(f, "delay {} ms", d.as_millis()),
+            Fault::Page(s) => write!(f, "page {s}"),
+            Fault::Code(c) => write!(f, "code {c}"),
             other => f.write_str(other.name()),
         }
     }
@@ -43,19 +82,42 @@ impl fmt::Display for Fault {
 
 impl FromStr for Fault {
     type Err = String;
-    /// `drop-request`, `drop-reply`, `pending`, or `delay:<milliseconds>`.
+    /// `drop-request`, `drop-reply`, `pending`, `stall`, `delay:<milliseconds>`,
+    /// `page:<http status>` or `code:<failure code>`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let unknown = || {
+            format!(
+                "unknown fault `{}`: drop-request, drop-reply, pending, stall, delay:<ms>, page:<status 100-599> or code:<failure code>",
+                s.escape_debug()
+            )
+        };
         match s {
             "drop-request" => Ok(Fault::DropRequest),
             "drop-reply" => Ok(Fault::DropReply),
             "pending" => Ok(Fault::Pending),
-            other => other
-                .strip_prefix("delay:")
-                .and_then(|ms| ms.parse::<u64>().ok())
-                .map(|ms| Fault::Delay(Duration::from_millis(ms)))
-                .ok_or_else(|| {
-                    format!("unknown fault `{s}`: drop-request, drop-reply, pending or delay:<ms>")
-                }),
+            "stall" => Ok(Fault::Stall),
+            other => {
+                if let Some(ms) = other.strip_prefix("delay:") {
+                    ms.parse::<u64>()
+                        .map(|ms| Fault::Delay(Duration::from_millis(ms)))
+                        .map_err(|_| unknown())
+                } else if let Some(status) = other.strip_prefix("page:") {
+                    match status.parse::<u16>() {
+                        Ok(n) if (100..=599).contains(&n) => Ok(Fault::Page(n)),
+                        _ => Err(unknown()),
+                    }
+                } else if let Some(code) = other.strip_prefix("code:") {
+                    if code.is_empty()
+                        || code.len() > CODE_MAX
+                        || !code.chars().all(|c| c.is_ascii_graphic())
+                    {
+                        return Err(unknown());
+                    }
+                    Ok(Fault::Code(intern(code)))
+                } else {
+                    Err(unknown())
+                }
+            }
         }
     }
 }

@@ -36,8 +36,14 @@ pub(crate) async fn dispatch(
     };
     let fault = shared.next_fault(endpoint);
     shared.journal(endpoint, &method, &uri, &headers, &body, fault);
-    if fault == Some(Fault::DropRequest) {
-        return connection.drop_it().await;
+    match fault {
+        Some(Fault::DropRequest) => return connection.drop_it().await,
+        Some(Fault::Page(status)) => return proxy_page(status),
+        Some(Fault::Code(code)) => {
+            return Reply::fail(code, "A fault injected by the sandbox's control API.")
+                .into_response();
+        }
+        _ => {}
     }
     let response = shared.handle(endpoint, provider.as_deref(), &headers, uri.query(), &body);
     match fault {
@@ -46,12 +52,31 @@ pub(crate) async fn dispatch(
             tokio::time::sleep(d).await;
             response
         }
+        Some(Fault::Stall) => {
+            tokio::time::sleep(crate::fault::STALL).await;
+            response
+        }
         Some(Fault::Pending) => match endpoint.service() {
             Service::Transfer => Reply::pending().into_response(),
             Service::Collect | Service::Topup => Reply::pending_text().into_response(),
         },
         _ => response,
     }
+}
+
+/// What a proxy, a firewall or a load balancer answers in front of a service: an HTML page with
+/// this status and no envelope. Nothing behind it was applied.
+fn proxy_page(status: u16) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let body = format!(
+        "<html><head><title>{code}</title></head><body><h1>{code}</h1><p>The request was stopped before the service (a fault injected by the sandbox).</p></body></html>"
+    );
+    (
+        code,
+        [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

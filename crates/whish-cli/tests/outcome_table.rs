@@ -1,0 +1,395 @@
+//! The outcome table of docs/architecture.md walked through the command and the journal: for
+//! each of the five money-moving operations, every row (what went wrong on the wire) gives the
+//! verdict's exit code, the journal state the verdict maps to, and the two agree.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+/// One row: the faults queued on the operation's endpoint, the command's extra flags, and the
+/// expected verdict (`outcome` in the JSON), exit code and journal state.
+struct Row {
+    name: &'static str,
+    faults: Vec<(Fault, u32)>,
+    flags: &'static [&'static str],
+    verdict: &'static str,
+    exit: i32,
+    state: &'static str,
+}
+
+fn rows() -> Vec<Row> {
+    let no_retry: &'static [&'static str] = &["--retries", "0"];
+    vec![
+        Row {
+            name: "accepted",
+            faults: vec![],
+            flags: no_retry,
+            verdict: "accepted",
+            exit: 0,
+            state: "accepted",
+        },
+        Row {
+            name: "a failure code",
+            faults: vec![(Fault::Code("svc.unknown_error"), 1)],
+            flags: no_retry,
+            verdict: "refused",
+            exit: 1,
+            state: "refused",
+        },
+        Row {
+            name: "Pending",
+            faults: vec![(Fault::Pending, 1)],
+            flags: no_retry,
+            verdict: "pending",
+            exit: 3,
+            state: "pending",
+        },
+        Row {
+            name: "a 403 page on a first attempt",
+            faults: vec![(Fault::Page(403), 1)],
+            flags: no_retry,
+            verdict: "refused",
+            exit: 1,
+            state: "refused",
+        },
+        Row {
+            name: "a 429 page on a first attempt",
+            faults: vec![(Fault::Page(429), 1)],
+            flags: no_retry,
+            verdict: "unknown",
+            exit: 4,
+            state: "may-have-arrived",
+        },
+        Row {
+            name: "a 502 page on a first attempt",
+            faults: vec![(Fault::Page(502), 1)],
+            flags: no_retry,
+            verdict: "unknown",
+            exit: 4,
+            state: "may-have-arrived",
+        },
+        Row {
+            name: "a timeout, then a 403 page",
+            faults: vec![
+                (Fault::Delay(Duration::from_millis(2500)), 1),
+                (Fault::Page(403), 1),
+            ],
+            flags: &["--retries", "1", "--timeout", "0.6"],
+            verdict: "unknown",
+            exit: 4,
+            state: "may-have-arrived",
+        },
+        Row {
+            name: "a timeout, then a 429 page",
+            faults: vec![
+                (Fault::Delay(Duration::from_millis(2500)), 1),
+                (Fault::Page(429), 1),
+            ],
+            flags: &["--retries", "1", "--timeout", "0.6"],
+            verdict: "unknown",
+            exit: 4,
+            state: "may-have-arrived",
+        },
+        Row {
+            name: "a dropped reply",
+            faults: vec![(Fault::DropReply, 1)],
+            flags: no_retry,
+            verdict: "unknown",
+            exit: 4,
+            state: "may-have-arrived",
+        },
+    ]
+}
+
+/// The exit code the table gives a journal state: the two columns must agree.
+fn exit_of_state(state: &str) -> i32 {
+    match state {
+        "accepted" => 0,
+        "refused" => 1,
+        "pending" => 3,
+        "may-have-arrived" => 4,
+        other => panic!("no exit code for {other}"),
+    }
+}
+
+/// What one operation needs: its endpoint, and the command (with a fresh key) for a run.
+struct Op {
+    name: &'static str,
+    endpoint: Endpoint,
+    service_flag: &'static str,
+}
+
+const OPS: [Op; 5] = [
+    Op {
+        name: "transfer send",
+        endpoint: Endpoint::TransferSend,
+        service_flag: "send",
+    },
+    Op {
+        name: "transfer cancel",
+        endpoint: Endpoint::TransferCancel,
+        service_flag: "cancel",
+    },
+    Op {
+        name: "collect create",
+        endpoint: Endpoint::CollectCreate,
+        service_flag: "create",
+    },
+    Op {
+        name: "collect refund",
+        endpoint: Endpoint::CollectRefund,
+        service_flag: "refund",
+    },
+    Op {
+        name: "top-up pay",
+        endpoint: Endpoint::TopupPay,
+        service_flag: "pay",
+    },
+];
+
+/// The command line of one run of `op` with a fresh key `n`, after whatever setup it needs
+/// (a transfer to cancel, a paid payment to refund); and the journal key it records under.
+async fn command(
+    sb: &Sandbox,
+    env: &[(String, String)],
+    op: &Op,
+    n: usize,
+) -> (Vec<String>, String) {
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<String>>();
+    match op.service_flag {
+        "send" => {
+            let id = (990_000_000 + n).to_string();
+            let body = temp_file("send.json", &cash_body("100"));
+            (
+                s(&[
+                    "transfer",
+                    "send",
+                    "--body",
+                    &body.display().to_string(),
+                    "--request-id",
+                    &id,
+                ]),
+                id,
+            )
+        }
+        "cancel" => {
+            let body = temp_file("send.json", &cash_body("100"));
+            let sent = whish(
+                &[
+                    "transfer",
+                    "send",
+                    "--body",
+                    &body.display().to_string(),
+                    "--request-id",
+                    &(980_000_000 + n).to_string(),
+                ],
+                env,
+            )
+            .await;
+            assert_eq!(sent.code, 0, "{sent:?}");
+            let ltn = sent.json()["ltnNumber"].as_str().expect("ltn").to_owned();
+            (s(&["transfer", "cancel", "--ltn", &ltn]), String::new())
+        }
+        "create" => {
+            let x = format!("table-create-{n}");
+            (create_args(&x), x)
+        }
+        "refund" => {
+            let x = format!("table-refund-{n}");
+            let created = whish(&create_args(&x).iter().map(String::as_str).collect::<Vec<_>>(), env).await;
+            assert_eq!(created.code, 0, "{created:?}");
+            sb.pay_link(&x).await.expect("paid");
+            (
+                s(&[
+                    "collect",
+                    "refund",
+                    "--currency",
+                    "USD",
+                    "--external-id",
+                    &x,
+                ]),
+                x,
+            )
+        }
+        _ => {
+            let x = format!("table-pay-{n}");
+            (
+                s(&[
+                    "topup",
+                    "pay",
+                    "--provider",
+                    "gift-voucher",
+                    "--target",
+                    "a@b.co",
+                    "--option-id",
+                    "GV-20",
+                    "--external-id",
+                    &x,
+                ]),
+                x,
+            )
+        }
+    }
+}
+
+fn create_args(external_id: &str) -> Vec<String> {
+    [
+        "collect",
+        "create",
+        "--amount",
+        "12.5",
+        "--currency",
+        "USD",
+        "--external-id",
+        external_id,
+        "--allow-local-callbacks",
+        "--success-callback-url",
+        "http://127.0.0.1:9/ok",
+        "--failure-callback-url",
+        "http://127.0.0.1:9/ko",
+        "--success-redirect-url",
+        "https://shop.example.com/thanks",
+        "--failure-redirect-url",
+        "https://shop.example.com/retry",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The journal state of the one entry a run recorded (a cancel's key is its own Request-id,
+/// printed on stderr by no one: read the newest cancel entry instead).
+async fn journal_state(env: &[(String, String)], op: &Op, key: &str) -> String {
+    let list = whish(&["journal", "list"], env).await;
+    assert_eq!(list.code, 0, "{list:?}");
+    let entries: Vec<serde_json::Value> = list
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let operation = match op.service_flag {
+        "send" => "send",
+        "cancel" => "cancel",
+        "create" => "create",
+        "refund" => "refund",
+        _ => "pay",
+    };
+    let entry = entries
+        .iter()
+        .rev()
+        .find(|e| e["operation"] == operation && (key.is_empty() || e["key"] == key))
+        .unwrap_or_else(|| panic!("no {operation} entry {key} in {entries:?}"));
+    entry["state"].as_str().expect("state").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_row_of_the_outcome_table_agrees_in_the_command_and_the_journal() {
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
+    let journal = temp_file("journal.sqlite", "").with_file_name("table-journal.sqlite");
+    let mut env = sandbox_env(&sb);
+    env.push((
+        "WHISH_JOURNAL".to_owned(),
+        format!("sqlite:{}", journal.display()),
+    ));
+    let mut n = 0;
+    for op in &OPS {
+        for row in rows() {
+            // A cancel is never resent within a call (the service defines no safe resend for
+            // it), so a second fault in one call cannot happen: its rows with one fault cover it.
+            if op.service_flag == "cancel" && row.faults.len() > 1 {
+                continue;
+            }
+            n += 1;
+            let (mut args, key) = command(&sb, &env, op, n).await;
+            for (fault, count) in &row.faults {
+                sb.inject(op.endpoint, *fault, *count);
+            }
+            args.extend(row.flags.iter().map(|f| (*f).to_owned()));
+            let run = whish(&args.iter().map(String::as_str).collect::<Vec<_>>(), &env).await;
+            let what = format!("{} / {}: {run:?}", op.name, row.name);
+            assert_eq!(run.code, row.exit, "{what}");
+            if run.code != 0 {
+                assert_eq!(run.json()["outcome"], row.verdict, "{what}");
+            }
+            let state = journal_state(&env, op, &key).await;
+            assert_eq!(state, row.state, "{what}");
+            assert_eq!(exit_of_state(&state), run.code, "exit and journal agree: {what}");
+            assert_eq!(sb.queued_faults(op.endpoint), 0, "every fault was met: {what}");
+        }
+    }
+    // And a connection that never opens: nothing sent, exit 2, recorded `refused` (not-sent).
+    let mut nowhere = env.clone();
+    for (k, v) in &mut nowhere {
+        if k == "WHISH_TRANSFER_BASE_URL" {
+            *v = "http://127.0.0.1:9/api".to_owned();
+        }
+    }
+    let body = temp_file("send.json", &cash_body("100"));
+    let run = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &body.display().to_string(),
+            "--request-id",
+            "970000001",
+            "--retries",
+            "0",
+        ],
+        &nowhere,
+    )
+    .await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.json()["outcome"], "not-sent", "{run:?}");
+    assert_eq!(journal_state(&env, &OPS[0], "970000001").await, "refused");
+}
+
+/// The same command run twice after `transfer.already.done` on its first attempt (the
+/// Request-id belongs to another transfer): the second run is not sent and does not turn the
+/// refusal into a confirmation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_send_run_again_stays_refused() {
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
+    let env = sandbox_env(&sb);
+    let first = temp_file("a.json", &cash_body("100"));
+    let other = temp_file("b.json", &cash_body("120"));
+    let a = whish(
+        &["transfer", "send", "--body", &first.display().to_string(), "--request-id", "961000001"],
+        &env,
+    )
+    .await;
+    assert_eq!(a.code, 0, "{a:?}");
+    let args = [
+        "transfer",
+        "send",
+        "--body",
+        &other.display().to_string(),
+        "--request-id",
+        "961000001",
+    ];
+    // Another body under the same Request-id, in a journal that has not seen it: a fresh
+    // journal for this half, so the journal's own "different request" check is not what
+    // answers.
+    let mut fresh = env.clone();
+    let j = temp_file("j.sqlite", "").with_file_name("refused-again.sqlite");
+    fresh.push(("WHISH_JOURNAL".to_owned(), format!("sqlite:{}", j.display())));
+    let b = whish(&args, &fresh).await;
+    assert_eq!(b.code, 1, "{b:?}");
+    assert_eq!(b.json()["code"], "transfer.already.done");
+    let sends = sb.requests().len();
+    let again = whish(&args, &fresh).await;
+    assert_eq!(again.code, 1, "still refused, not confirmed: {again:?}");
+    assert!(again.stderr.contains("was refused"), "{again:?}");
+    assert!(!again.stdout.contains("confirmed"), "{again:?}");
+    assert_eq!(sb.requests().len(), sends, "nothing was sent");
+}
