@@ -199,7 +199,14 @@ async fn command(
         }
         "refund" => {
             let x = format!("table-refund-{n}");
-            let created = whish(&create_args(&x).iter().map(String::as_str).collect::<Vec<_>>(), env).await;
+            let created = whish(
+                &create_args(&x)
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                env,
+            )
+            .await;
             assert_eq!(created.code, 0, "{created:?}");
             sb.pay_link(&x).await.expect("paid");
             (
@@ -319,8 +326,16 @@ async fn every_row_of_the_outcome_table_agrees_in_the_command_and_the_journal() 
             }
             let state = journal_state(&env, op, &key).await;
             assert_eq!(state, row.state, "{what}");
-            assert_eq!(exit_of_state(&state), run.code, "exit and journal agree: {what}");
-            assert_eq!(sb.queued_faults(op.endpoint), 0, "every fault was met: {what}");
+            assert_eq!(
+                exit_of_state(&state),
+                run.code,
+                "exit and journal agree: {what}"
+            );
+            assert_eq!(
+                sb.queued_faults(op.endpoint),
+                0,
+                "every fault was met: {what}"
+            );
         }
     }
     // And a connection that never opens: nothing sent, exit 2, recorded `refused` (not-sent).
@@ -364,7 +379,14 @@ async fn a_refused_send_run_again_stays_refused() {
     let first = temp_file("a.json", &cash_body("100"));
     let other = temp_file("b.json", &cash_body("120"));
     let a = whish(
-        &["transfer", "send", "--body", &first.display().to_string(), "--request-id", "961000001"],
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &first.display().to_string(),
+            "--request-id",
+            "961000001",
+        ],
         &env,
     )
     .await;
@@ -382,7 +404,10 @@ async fn a_refused_send_run_again_stays_refused() {
     // answers.
     let mut fresh = env.clone();
     let j = temp_file("j.sqlite", "").with_file_name("refused-again.sqlite");
-    fresh.push(("WHISH_JOURNAL".to_owned(), format!("sqlite:{}", j.display())));
+    fresh.push((
+        "WHISH_JOURNAL".to_owned(),
+        format!("sqlite:{}", j.display()),
+    ));
     let b = whish(&args, &fresh).await;
     assert_eq!(b.code, 1, "{b:?}");
     assert_eq!(b.json()["code"], "transfer.already.done");

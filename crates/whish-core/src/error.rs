@@ -495,7 +495,9 @@ impl<C: ErrorCode> Error<C> {
     /// reconciliation rule for an unknown outcome.
     pub fn hint(&self) -> &'static str {
         match self {
-            Error::Failed(f) if f.code.confirms_earlier_delivery() && f.resent_after_possible_delivery => {
+            Error::Failed(f)
+                if f.code.confirms_earlier_delivery() && f.resent_after_possible_delivery =>
+            {
                 "an earlier attempt may have been applied and its confirmation could not be read: \
                  the outcome is unknown; keep the key and confirm with the status endpoint"
             }
@@ -567,7 +569,10 @@ pub struct RecordError {
 
 impl RecordError {
     /// The journal holds this request as refused by the service: it is not sent again.
-    pub fn already_refused(message: impl Into<String>, idempotency_key: Option<String>) -> RecordError {
+    pub fn already_refused(
+        message: impl Into<String>,
+        idempotency_key: Option<String>,
+    ) -> RecordError {
         RecordError {
             message: message.into(),
             idempotency_key,

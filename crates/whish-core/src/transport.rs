@@ -194,10 +194,7 @@ impl Transport {
         Error::Transport(TransportError {
             kind: TransportErrorKind::Timeout,
             may_have_reached: prior || progress.may_have_left.load(Ordering::SeqCst),
-            message: format!(
-                "the call's deadline of {} ms passed",
-                d.as_millis()
-            ),
+            message: format!("the call's deadline of {} ms passed", d.as_millis()),
             endpoint: request.endpoint,
             idempotency_key: request.idempotency_key.as_deref().map(str::to_owned),
             attempts: progress.attempts.load(Ordering::SeqCst).max(1),

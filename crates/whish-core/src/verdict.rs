@@ -241,10 +241,34 @@ mod tests {
             (MayHaveArrived, Success, V::Accepted),
             (Fresh, Answer::Pending, V::Pending),
             (MayHaveArrived, Answer::Pending, V::Pending),
-            (Fresh, Refusal { confirms_earlier: false }, V::Refused),
-            (MayHaveArrived, Refusal { confirms_earlier: false }, V::Refused),
-            (Fresh, Refusal { confirms_earlier: true }, V::Refused),
-            (MayHaveArrived, Refusal { confirms_earlier: true }, V::Unknown),
+            (
+                Fresh,
+                Refusal {
+                    confirms_earlier: false,
+                },
+                V::Refused,
+            ),
+            (
+                MayHaveArrived,
+                Refusal {
+                    confirms_earlier: false,
+                },
+                V::Refused,
+            ),
+            (
+                Fresh,
+                Refusal {
+                    confirms_earlier: true,
+                },
+                V::Refused,
+            ),
+            (
+                MayHaveArrived,
+                Refusal {
+                    confirms_earlier: true,
+                },
+                V::Unknown,
+            ),
             (Fresh, NoEnvelope { status: 403 }, V::Refused),
             (Fresh, NoEnvelope { status: 404 }, V::Refused),
             (Fresh, NoEnvelope { status: 408 }, V::Unknown),
@@ -255,9 +279,27 @@ mod tests {
             (MayHaveArrived, NoEnvelope { status: 429 }, V::Unknown),
             (Fresh, Unreadable, V::Unknown),
             (MayHaveArrived, Unreadable, V::Unknown),
-            (Fresh, Transport { may_have_reached: true }, V::Unknown),
-            (Fresh, Transport { may_have_reached: false }, V::NothingSent),
-            (MayHaveArrived, Transport { may_have_reached: false }, V::Unknown),
+            (
+                Fresh,
+                Transport {
+                    may_have_reached: true,
+                },
+                V::Unknown,
+            ),
+            (
+                Fresh,
+                Transport {
+                    may_have_reached: false,
+                },
+                V::NothingSent,
+            ),
+            (
+                MayHaveArrived,
+                Transport {
+                    may_have_reached: false,
+                },
+                V::Unknown,
+            ),
             (Fresh, NotSent, V::NothingSent),
             (MayHaveArrived, NotSent, V::NothingSent),
         ];

@@ -32,7 +32,10 @@ pub(crate) struct Verdict {
 
 impl Verdict {
     pub(crate) fn accepted(result: &str, refs: References) -> Verdict {
-        debug_assert_eq!(State::of_verdict(whish_core::Verdict::Accepted), State::Accepted);
+        debug_assert_eq!(
+            State::of_verdict(whish_core::Verdict::Accepted),
+            State::Accepted
+        );
         Verdict {
             state: Some(State::Accepted),
             outcome: Outcome::new(result),
@@ -106,7 +109,10 @@ impl Journal {
         // confirmation of someone else's request. Only a request that never left (recorded
         // `not-sent`) may be sent again, as a first send.
         let never_left = existing.state == State::Refused
-            && existing.outcome.as_ref().is_some_and(|o| o.result == "not-sent");
+            && existing
+                .outcome
+                .as_ref()
+                .is_some_and(|o| o.result == "not-sent");
         if existing.state == State::Refused && !never_left {
             let why = existing
                 .outcome

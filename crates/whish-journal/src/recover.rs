@@ -203,7 +203,10 @@ impl Journal {
                 report.examined += 1;
                 // Past its deadline: an operator decides, and nothing is sent first.
                 if overdue(&entry, options.deadline) {
-                    let mut outcome = entry.outcome.clone().unwrap_or_else(|| Outcome::new("unknown"));
+                    let mut outcome = entry
+                        .outcome
+                        .clone()
+                        .unwrap_or_else(|| Outcome::new("unknown"));
                     outcome.message = Some(format!(
                         "still {} after the recovery deadline; nothing was sent by this recovery",
                         entry.state

@@ -613,7 +613,10 @@ async fn a_cancel_sent_again_after_its_reply_was_lost_is_recorded_as_applied() {
         // (it was, by the first one); the client reads the status by LTN and answers that the
         // earlier cancel applied, and the journal records it so.
         let again = t.cancel(&cancel).await.expect("the earlier cancel applied");
-        assert_eq!(again.status, whish_money_transfer::TransferStatus::CanceledFull);
+        assert_eq!(
+            again.status,
+            whish_money_transfer::TransferStatus::CanceledFull
+        );
         // A transfer the receiver collected: the cancel did not apply, and that is a refusal.
         let collected = t
             .send(&t.client().prepare_send(cash_send(81)).expect("prepare"))
@@ -627,10 +630,17 @@ async fn a_cancel_sent_again_after_its_reply_was_lost_is_recorded_as_applied() {
         assert!(t.cancel(&late).await.expect_err("lost").outcome_unknown());
         sb.collect_cash(&ltn).await.expect("collected");
         let late_again = t.cancel(&late).await.expect_err("cannot");
-        assert_eq!(late_again.code(), Some(&TransferCode::TransferCannotBeCanceled));
+        assert_eq!(
+            late_again.code(),
+            Some(&TransferCode::TransferCannotBeCanceled)
+        );
         assert!(late_again.is_refused(), "{late_again}");
         let entry = journal
-            .entry(Service::MoneyTransfer, Operation::Cancel, &late.request_id().to_string())
+            .entry(
+                Service::MoneyTransfer,
+                Operation::Cancel,
+                &late.request_id().to_string(),
+            )
             .await
             .expect("read")
             .expect("entry");

@@ -30,8 +30,14 @@ async fn a_dropped_future_counts_as_may_have_arrived() {
     let prepared = t.prepare_send(cash_send(50)).expect("prepare");
     sb.inject(Endpoint::TransferSend, Fault::Stall, 1);
     assert!(tokio::time::timeout(CUT, t.send(&prepared)).await.is_err());
-    assert!(prepared.may_have_arrived(), "the mark went on before the bytes left");
-    let again = t.send(&prepared).await.expect("a confirmation, not a refusal");
+    assert!(
+        prepared.may_have_arrived(),
+        "the mark went on before the bytes left"
+    );
+    let again = t
+        .send(&prepared)
+        .await
+        .expect("a confirmation, not a refusal");
     assert!(matches!(again, SendOutcome::Confirmed { .. }), "{again:?}");
     assert_eq!(transfers_with(&sb, prepared.request_id().get()), 1);
 
@@ -124,7 +130,11 @@ async fn a_proxy_page_after_a_timeout_is_unknown_not_refused() {
         let t = journal.transfer(transfer(&sb, 1));
         for status in [403, 429] {
             let prepared = t.client().prepare_send(cash_send(40)).expect("prepare");
-            sb.inject(Endpoint::TransferSend, Fault::Delay(Duration::from_secs(3)), 1);
+            sb.inject(
+                Endpoint::TransferSend,
+                Fault::Delay(Duration::from_secs(3)),
+                1,
+            );
             sb.inject(Endpoint::TransferSend, Fault::Page(status), 1);
             let e = t.send(&prepared).await.expect_err("a page");
             assert_eq!(e.verdict(), Verdict::Unknown, "{status}: {e}");
@@ -174,9 +184,17 @@ async fn a_refused_key_run_again_is_not_sent_and_confirms_nothing() {
         assert_eq!(e.code(), Some(&TransferCode::TransferAlreadyDone));
         assert_eq!(e.verdict(), Verdict::Refused, "{e}");
         let before = sb.requests().len();
-        let again = t.send(&mine).await.expect_err("refused again, not confirmed");
+        let again = t
+            .send(&mine)
+            .await
+            .expect_err("refused again, not confirmed");
         assert_eq!(again.verdict(), Verdict::Refused, "{again}");
-        assert!(again.to_string().contains("was refused with `transfer.already.done`"), "{again}");
+        assert!(
+            again
+                .to_string()
+                .contains("was refused with `transfer.already.done`"),
+            "{again}"
+        );
         assert_eq!(sb.requests().len(), before, "nothing was sent");
         let resend = t.resend(&mine).await.expect_err("not resent either");
         assert_eq!(resend.verdict(), Verdict::Refused, "{resend}");

@@ -1,12 +1,10 @@
 //! Building a send: customers, the two payment modes, and the prepared request.
 
-
 use serde::Serialize;
 use whish_core::transport::Bytes;
 use whish_core::{
-    DeliveryMark,
-    Amount, CallbackAddresses, Currency, DayMonthYear, Dialog, RequestId, ValidationError,
-    ValidationKind, dates::today_utc,
+    Amount, CallbackAddresses, Currency, DayMonthYear, DeliveryMark, Dialog, RequestId,
+    ValidationError, ValidationKind, dates::today_utc,
 };
 
 use crate::model::{PaymentMode, StatusResult};

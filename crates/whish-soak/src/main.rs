@@ -14,6 +14,7 @@ mod plan;
 mod receive;
 mod reconcile;
 mod run;
+mod truth;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -91,20 +92,24 @@ async fn sandbox() -> std::io::Result<Sandbox> {
 }
 
 fn fault_summary(plan: &[plan::Op]) -> String {
-    let n = |f: fn(&Fault) -> bool| {
+    use plan::Trouble;
+    let n = |f: fn(&Trouble) -> bool| {
         plan.iter()
             .filter(|o| o.fault.as_ref().is_some_and(f))
             .count()
     };
     let calls = plan.iter().filter(|o| o.kind.endpoint().is_some()).count();
     format!(
-        "{} faults on {calls} client operations: {} dropped requests, {} dropped replies, {} delays of {} ms, {} Pending",
+        "{} faults on {calls} client operations: {} dropped requests, {} dropped replies, {} delays of {} ms, {} Pending, {} proxy pages after a timeout (403, 429, 502), {} unreadable confirmations, {} dropped futures",
         plan.iter().filter(|o| o.fault.is_some()).count(),
-        n(|f| matches!(f, Fault::DropRequest)),
-        n(|f| matches!(f, Fault::DropReply)),
-        n(|f| matches!(f, Fault::Delay(_))),
+        n(|f| matches!(f, Trouble::Fault(Fault::DropRequest))),
+        n(|f| matches!(f, Trouble::Fault(Fault::DropReply))),
+        n(|f| matches!(f, Trouble::Fault(Fault::Delay(_)))),
         plan::DELAY.as_millis(),
-        n(|f| matches!(f, Fault::Pending)),
+        n(|f| matches!(f, Trouble::Fault(Fault::Pending))),
+        n(|f| matches!(f, Trouble::PageAfterTimeout(_))),
+        n(|f| matches!(f, Trouble::UnreadConfirmation)),
+        n(|f| matches!(f, Trouble::DroppedFuture)),
     )
 }
 
@@ -199,16 +204,31 @@ async fn main() -> ExitCode {
     );
     println!("{:.1} s", elapsed.as_secs_f64());
     let t = reconcile::total(&rows);
+    let reports = ledger
+        .reports
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let truth = truth::check(&sb, &reports);
+    println!("\nthe truth checker: every answer against the sandbox\n{truth}");
     let callbacks = receive::check(&sb, &handed, &receiver).await;
     match &callbacks {
         Ok(line) => println!("{line}"),
         Err(line) => println!("FAILED: {line}"),
     }
-    if t.duplicates == 0 && t.lost == 0 && callbacks.is_ok() {
-        println!("no duplicates, nothing lost ({} unresolved)", t.unresolved);
+    if t.duplicates == 0 && t.lost == 0 && callbacks.is_ok() && truth.falsehoods() == 0 {
+        println!(
+            "0 false reports, no duplicates, nothing lost ({} unresolved)",
+            t.unresolved
+        );
         ExitCode::SUCCESS
     } else {
-        println!("FAILED: {} duplicates, {} lost", t.duplicates, t.lost);
+        println!(
+            "FAILED: {} false reports, {} duplicates, {} lost",
+            truth.falsehoods(),
+            t.duplicates,
+            t.lost
+        );
         ExitCode::FAILURE
     }
 }

@@ -62,13 +62,29 @@ impl Kind {
     }
 }
 
+/// What goes wrong around one operation's call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trouble {
+    /// One sandbox fault on the call.
+    Fault(Fault),
+    /// The first attempt times out (the reply is held past the attempt timeout, the request
+    /// applied), and the next attempt meets a proxy's page with this status, no envelope.
+    PageAfterTimeout(u16),
+    /// The reply is lost (applied), and the status read that would confirm the resend answers
+    /// a code instead (`sending.transfer.invalid.info`, `transfer.not_exists`).
+    UnreadConfirmation,
+    /// The caller drops the call's future (a `tokio::time::timeout` around it) while the reply
+    /// is held, then sends the same prepared request again.
+    DroppedFuture,
+}
+
 /// One step of the plan.
 #[derive(Debug, Clone, Copy)]
 pub struct Op {
     /// What to do.
     pub kind: Kind,
-    /// The fault injected on the operation's call, if any.
-    pub fault: Option<Fault>,
+    /// What goes wrong around the operation's call, if anything.
+    pub fault: Option<Trouble>,
     /// A number the operation uses to pick its target.
     pub pick: u64,
 }
@@ -101,11 +117,16 @@ pub fn plan(n: usize, seed: u64) -> Vec<Op> {
                 },
             };
             let fault =
-                (kind.endpoint().is_some() && rng.u32(0..5) == 0).then(|| match rng.u32(0..4) {
-                    0 => Fault::DropRequest,
-                    1 => Fault::DropReply,
-                    2 => Fault::Delay(DELAY),
-                    _ => Fault::Pending,
+                (kind.endpoint().is_some() && rng.u32(0..5) == 0).then(|| match rng.u32(0..9) {
+                    0 => Trouble::Fault(Fault::DropRequest),
+                    1 => Trouble::Fault(Fault::DropReply),
+                    2 => Trouble::Fault(Fault::Delay(DELAY)),
+                    3 => Trouble::Fault(Fault::Pending),
+                    4 => Trouble::PageAfterTimeout(403),
+                    5 => Trouble::PageAfterTimeout(429),
+                    6 => Trouble::PageAfterTimeout(502),
+                    7 => Trouble::UnreadConfirmation,
+                    _ => Trouble::DroppedFuture,
                 });
             Op {
                 kind,
@@ -134,12 +155,17 @@ mod tests {
         let share = faults as f64 / calls as f64;
         assert!((0.17..0.23).contains(&share), "{share}");
         for f in [
-            Fault::DropRequest,
-            Fault::DropReply,
-            Fault::Delay(DELAY),
-            Fault::Pending,
+            Trouble::Fault(Fault::DropRequest),
+            Trouble::Fault(Fault::DropReply),
+            Trouble::Fault(Fault::Delay(DELAY)),
+            Trouble::Fault(Fault::Pending),
+            Trouble::PageAfterTimeout(403),
+            Trouble::PageAfterTimeout(429),
+            Trouble::PageAfterTimeout(502),
+            Trouble::UnreadConfirmation,
+            Trouble::DroppedFuture,
         ] {
-            assert!(a.iter().any(|o| o.fault == Some(f)), "{f} never drawn");
+            assert!(a.iter().any(|o| o.fault == Some(f)), "{f:?} never drawn");
         }
         assert!(
             a.iter()

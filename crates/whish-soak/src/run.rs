@@ -7,16 +7,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use whish::collect::{CollectClient, CollectStatus, CollectUrls, NewPayment};
-use whish::core::Error;
+use whish::core::{Error, Verdict};
+use whish::journal::{Journal, JournaledCollect, JournaledTopup, JournaledTransfer};
 use whish::topup::{PayOutcome, TopupClient};
 use whish::transfer::{
     CashCollectionSend, Customer, MobileWalletSend, PreparedTransfer, Reason, SendOutcome,
     SendRequest, SourceOfFunds, StatusQuery, TransferClient, TransferStatus,
 };
 use whish::{Amount, Currency, Decimal, ExternalId, Policy, RetryPolicy, SecretString, Timeouts};
-use whish_sandbox::Sandbox;
+use whish_sandbox::{Endpoint, Fault, Sandbox};
 
-use crate::plan::{Kind, Op, TOPUP_OPTIONS};
+use crate::plan::{DELAY, Kind, Op, TOPUP_OPTIONS, Trouble};
+use crate::truth::{self, Report};
 
 /// What the caller ends up believing about one operation it intended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,8 @@ pub struct Ledger {
     pub controls: (AtomicUsize, AtomicUsize),
     /// Client operations that found no target (nothing to cancel or refund yet).
     pub skipped: AtomicUsize,
+    /// What every money-moving call reported, for the truth checker.
+    pub reports: Mutex<Vec<Report>>,
     cancellable: Mutex<Vec<(i64, String)>>,
     sent: Mutex<Vec<i64>>,
     unpaid: Mutex<Vec<String>>,
@@ -151,14 +155,28 @@ pub async fn run(
     callbacks: String,
 ) -> Result<Ledger, String> {
     let clients = Arc::new(Clients::new(&sb, callbacks)?);
+    // Every money-moving call goes through a journal, so the truth checker can compare the
+    // state each answer left with its verdict.
+    let dir = std::env::temp_dir().join(format!("whish-soak-truth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let journal = Journal::open(&format!("sqlite:{}", dir.join("journal.sqlite").display()))
+        .await
+        .map_err(|e| format!("the truth checker's journal: {e}"))?;
+    let journaled = Arc::new(Journaled {
+        t: journal.transfer(clients.transfer.clone()),
+        c: journal.collect(clients.collect.clone()),
+        u: journal.topup(clients.topup.clone()),
+        journal: journal.clone(),
+    });
     let ledger = Arc::new(Ledger::default());
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..workers.max(1) {
-        let (sb, plan, clients, ledger, next) = (
+        let (sb, plan, clients, journaled, ledger, next) = (
             sb.clone(),
             plan.clone(),
             clients.clone(),
+            journaled.clone(),
             ledger.clone(),
             next.clone(),
         );
@@ -166,20 +184,59 @@ pub async fn run(
             loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(op) = plan.get(i) else { break };
-                if let (Some(fault), Some(endpoint)) = (op.fault, op.kind.endpoint()) {
-                    sb.inject(endpoint, fault, 1);
+                if let (Some(trouble), Some(endpoint)) = (op.fault, op.kind.endpoint()) {
+                    inject(&sb, endpoint, trouble);
                 }
-                one(&sb, &clients, &ledger, op).await;
+                let drop_first = op.fault == Some(Trouble::DroppedFuture);
+                one(&sb, &clients, &journaled, &ledger, op, drop_first).await;
             }
         }));
     }
     for t in tasks {
         t.await.map_err(|e| format!("a worker panicked: {e}"))?;
     }
+    journal.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
     Arc::try_unwrap(ledger).map_err(|_| "the ledger is still shared".to_owned())
 }
 
-async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
+/// The journaled twins of the clients.
+pub struct Journaled {
+    t: JournaledTransfer,
+    c: JournaledCollect,
+    u: JournaledTopup,
+    journal: Journal,
+}
+
+/// Queue the sandbox faults a trouble stands for on `endpoint`.
+fn inject(sb: &Sandbox, endpoint: Endpoint, trouble: Trouble) {
+    match trouble {
+        Trouble::Fault(f) => sb.inject(endpoint, f, 1),
+        Trouble::PageAfterTimeout(status) => {
+            sb.inject(endpoint, Fault::Delay(DELAY), 1);
+            sb.inject(endpoint, Fault::Page(status), 1);
+        }
+        Trouble::UnreadConfirmation => {
+            sb.inject(endpoint, Fault::DropReply, 1);
+            match endpoint {
+                Endpoint::TransferSend => sb.inject(
+                    Endpoint::TransferStatus,
+                    Fault::Code("sending.transfer.invalid.info"),
+                    1,
+                ),
+                Endpoint::TransferCancel => sb.inject(
+                    Endpoint::TransferStatus,
+                    Fault::Code("transfer.not_exists"),
+                    1,
+                ),
+                _ => {}
+            }
+        }
+        Trouble::DroppedFuture => sb.inject(endpoint, Fault::Delay(DELAY), 1),
+    }
+}
+
+async fn one(sb: &Sandbox, c: &Clients, j: &Journaled, l: &Ledger, op: &Op, drop_first: bool) {
     match op.kind {
         Kind::Send {
             cash,
@@ -192,7 +249,7 @@ async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
             };
             // The Request-id is stored before anything is sent.
             let id = prepared.request_id().get();
-            let (belief, ltn) = send(c, &prepared).await;
+            let (belief, ltn) = send(c, j, l, &prepared, drop_first).await;
             lock(&l.sends).push((id, belief));
             if belief == Belief::Done {
                 lock(&l.sent).push(id);
@@ -203,7 +260,7 @@ async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
         }
         Kind::Cancel => match take(&l.cancellable, op.pick) {
             Some((id, ltn)) => {
-                let belief = cancel(c, id, &ltn).await;
+                let belief = cancel(c, j, l, id, &ltn, drop_first).await;
                 lock(&l.cancels).push((id, belief));
             }
             None => {
@@ -237,7 +294,7 @@ async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
             };
         }
         Kind::CollectCreate { cents } => {
-            let (id, belief) = create(c, cents).await;
+            let (id, belief) = create(c, j, l, cents, drop_first).await;
             lock(&l.creates).push((id.clone(), belief));
             if belief == Belief::Done {
                 lock(&l.unpaid).push(id);
@@ -256,7 +313,7 @@ async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
         },
         Kind::Refund => match take(&l.refundable, op.pick) {
             Some(id) => {
-                let belief = refund(c, &id).await;
+                let belief = refund(c, j, l, &id, drop_first).await;
                 lock(&l.refunds).push((id, belief));
             }
             None => {
@@ -264,7 +321,7 @@ async fn one(sb: &Sandbox, c: &Clients, l: &Ledger, op: &Op) {
             }
         },
         Kind::TopupPay { option } => {
-            if let Some((id, belief)) = pay(c, option).await {
+            if let Some((id, belief)) = pay(c, j, l, option, drop_first).await {
                 lock(&l.pays).push((id, belief));
             }
         }
@@ -318,33 +375,105 @@ fn send_request(sb: &Sandbox, c: &Clients, cash: bool, dollars: u32, failing: bo
 /// How many times a caller resends the same prepared request before asking for the status.
 const RECONCILE_RESENDS: usize = 3;
 
-/// Call, then call again (the same prepared request: the same bytes and key) while `unknown`
-/// says the outcome is not known, at most [`RECONCILE_RESENDS`] more times.
-async fn resend_while_unknown<R, Fut>(
-    mut call: impl FnMut() -> Fut,
-    unknown: impl Fn(&R) -> bool,
-) -> R
-where
-    Fut: std::future::Future<Output = R>,
-{
-    let mut result = call().await;
-    for _ in 0..RECONCILE_RESENDS {
-        if !unknown(&result) {
-            break;
-        }
-        result = call().await;
-    }
-    result
+/// How long a caller waits before it drops a call's future (a `DroppedFuture` trouble).
+const DROP_AFTER: Duration = Duration::from_millis(200);
+
+/// Where one call's answer is checked: its key at the sandbox and its journal entry.
+struct Target {
+    op: truth::Op,
+    key: String,
+    service: whish::journal::Service,
+    operation: whish::journal::Operation,
+    journal_key: String,
 }
 
-/// An error after which the request may have been applied.
-fn failed_unknown<T, C: whish::core::ErrorCode>(r: &Result<T, Error<C>>) -> bool {
-    r.as_ref().is_err_and(Error::outcome_unknown)
+/// Call through the journal, then call again (the same prepared request: the same bytes and
+/// key) while the outcome is unknown, at most [`RECONCILE_RESENDS`] more times; the first call's
+/// future is dropped after [`DROP_AFTER`] when `drop_first`. Every call that answered is
+/// reported with its verdict and the journal state it left.
+async fn reported<T, C, Fut>(
+    j: &Journaled,
+    l: &Ledger,
+    target: &Target,
+    drop_first: bool,
+    mut call: impl FnMut() -> Fut,
+    accepted: impl Fn(&T) -> (Verdict, Option<String>),
+) -> Result<T, Error<C>>
+where
+    C: whish::core::ErrorCode,
+    Fut: std::future::Future<Output = Result<T, Error<C>>>,
+{
+    let mut seen_entry = false;
+    let mut last = None;
+    for i in 0..=RECONCILE_RESENDS {
+        let result = if i == 0 && drop_first {
+            match tokio::time::timeout(DROP_AFTER, call()).await {
+                Ok(r) => r,
+                Err(_) => {
+                    // Dropped mid-call; the journal entry (if it was written) stays open.
+                    seen_entry = true;
+                    continue;
+                }
+            }
+        } else {
+            call().await
+        };
+        let (verdict, transfer_id) = match &result {
+            Ok(v) => accepted(v),
+            Err(e) => (e.verdict(), None),
+        };
+        let state = j
+            .journal
+            .entry(target.service, target.operation, &target.journal_key)
+            .await
+            .ok()
+            .flatten()
+            .map(|e| (e.state, seen_entry));
+        seen_entry = true;
+        lock(&l.reports).push(Report {
+            op: target.op,
+            key: target.key.clone(),
+            verdict,
+            transfer_id,
+            journal: state,
+        });
+        let unknown = verdict.is_open();
+        last = Some(result);
+        if !unknown {
+            break;
+        }
+    }
+    match last {
+        Some(r) => r,
+        None => call().await,
+    }
 }
 
 /// Send, resending the same prepared transfer while the outcome is unknown, then ask status.
-async fn send(c: &Clients, prepared: &PreparedTransfer) -> (Belief, Option<String>) {
-    let result = resend_while_unknown(|| c.transfer.send(prepared), failed_unknown).await;
+async fn send(
+    c: &Clients,
+    j: &Journaled,
+    l: &Ledger,
+    prepared: &PreparedTransfer,
+    drop_first: bool,
+) -> (Belief, Option<String>) {
+    let key = prepared.request_id().to_string();
+    let target = Target {
+        op: truth::Op::Send,
+        key: key.clone(),
+        service: whish::journal::Service::MoneyTransfer,
+        operation: whish::journal::Operation::Send,
+        journal_key: key,
+    };
+    let result = reported(
+        j,
+        l,
+        &target,
+        drop_first,
+        || j.t.send(prepared),
+        |o: &SendOutcome| (Verdict::Accepted, o.transfer_id().map(str::to_owned)),
+    )
+    .await;
     match result {
         Ok(SendOutcome::Sent(s)) => (Belief::Done, Some(s.ltn_number)),
         Ok(SendOutcome::Confirmed { status, .. }) => {
@@ -368,13 +497,36 @@ async fn send(c: &Clients, prepared: &PreparedTransfer) -> (Belief, Option<Strin
     }
 }
 
-/// Cancel is not resent by the SDK (a resend could fail as "cannot be canceled" after a success):
-/// on an unknown outcome the caller reads the status.
-async fn cancel(c: &Clients, id: i64, ltn: &str) -> Belief {
+/// Cancel: sent again while the outcome is unknown (the client reads the status by LTN when
+/// the service answers that it cannot be cancelled), then the caller reads the status.
+async fn cancel(
+    c: &Clients,
+    j: &Journaled,
+    l: &Ledger,
+    id: i64,
+    ltn: &str,
+    drop_first: bool,
+) -> Belief {
     let Ok(prepared) = c.transfer.prepare_cancel(ltn, Some("soak")) else {
         return Belief::NotDone;
     };
-    match c.transfer.cancel(&prepared).await {
+    let target = Target {
+        op: truth::Op::Cancel,
+        key: id.to_string(),
+        service: whish::journal::Service::MoneyTransfer,
+        operation: whish::journal::Operation::Cancel,
+        journal_key: prepared.request_id().to_string(),
+    };
+    let result = reported(
+        j,
+        l,
+        &target,
+        drop_first,
+        || j.t.cancel(&prepared),
+        |_| (Verdict::Accepted, None),
+    )
+    .await;
+    match result {
         Ok(_) => Belief::Done,
         Err(e) if !e.outcome_unknown() => Belief::NotDone,
         Err(_) => {
@@ -390,7 +542,13 @@ async fn cancel(c: &Clients, id: i64, ltn: &str) -> Belief {
     }
 }
 
-async fn create(c: &Clients, cents: u32) -> (String, Belief) {
+async fn create(
+    c: &Clients,
+    j: &Journaled,
+    l: &Ledger,
+    cents: u32,
+    drop_first: bool,
+) -> (String, Belief) {
     // The callbacks go to the soak's receiver on loopback, with the payment's reference.
     let id = ExternalId::generate();
     let at = |path: &str| format!("{}{path}", c.callbacks);
@@ -417,7 +575,22 @@ async fn create(c: &Clients, cents: u32) -> (String, Belief) {
         Err(_) => return (String::new(), Belief::NotDone),
     };
     let id = prepared.external_id().to_string();
-    let result = resend_while_unknown(|| c.collect.create_payment(&prepared), failed_unknown).await;
+    let target = Target {
+        op: truth::Op::Create,
+        key: id.clone(),
+        service: whish::journal::Service::HostedCollect,
+        operation: whish::journal::Operation::Create,
+        journal_key: id.clone(),
+    };
+    let result = reported(
+        j,
+        l,
+        &target,
+        drop_first,
+        || j.c.create_payment(&prepared),
+        |_| (Verdict::Accepted, None),
+    )
+    .await;
     let belief = match result {
         Ok(_) => Belief::Done,
         Err(e) if !e.outcome_unknown() => Belief::NotDone,
@@ -434,7 +607,7 @@ async fn create(c: &Clients, cents: u32) -> (String, Belief) {
     (id, belief)
 }
 
-async fn refund(c: &Clients, id: &str) -> Belief {
+async fn refund(c: &Clients, j: &Journaled, l: &Ledger, id: &str, drop_first: bool) -> Belief {
     let Ok(external) = ExternalId::new(id) else {
         return Belief::NotDone;
     };
@@ -444,7 +617,22 @@ async fn refund(c: &Clients, id: &str) -> Belief {
     else {
         return Belief::NotDone;
     };
-    let result = resend_while_unknown(|| c.collect.refund(&prepared), failed_unknown).await;
+    let target = Target {
+        op: truth::Op::Refund,
+        key: id.to_owned(),
+        service: whish::journal::Service::HostedCollect,
+        operation: whish::journal::Operation::Refund,
+        journal_key: id.to_owned(),
+    };
+    let result = reported(
+        j,
+        l,
+        &target,
+        drop_first,
+        || j.c.refund(&prepared),
+        |_| (Verdict::Accepted, None),
+    )
+    .await;
     match result {
         Ok(_) => Belief::Done,
         Err(e) if !e.outcome_unknown() => Belief::NotDone,
@@ -458,12 +646,39 @@ async fn refund(c: &Clients, id: &str) -> Belief {
 
 /// Fetch, then pay the fetched option; the top-up service has no status endpoint, so an unknown
 /// outcome is resolved only by resending the same prepared pay (the same externalId replays).
-async fn pay(c: &Clients, option: usize) -> Option<(String, Belief)> {
-    let (provider, target, option_id) = TOPUP_OPTIONS[option % TOPUP_OPTIONS.len()];
-    let offer = c.topup.fetch_options(provider, target).await.ok()?;
+async fn pay(
+    c: &Clients,
+    j: &Journaled,
+    l: &Ledger,
+    option: usize,
+    drop_first: bool,
+) -> Option<(String, Belief)> {
+    let (provider, target_phone, option_id) = TOPUP_OPTIONS[option % TOPUP_OPTIONS.len()];
+    let offer = c.topup.fetch_options(provider, target_phone).await.ok()?;
     let prepared = c.topup.prepare_pay(offer.option(option_id)?).ok()?;
     let id = prepared.external_id().to_string();
-    let result = resend_while_unknown(|| c.topup.pay(&prepared), failed_unknown).await;
+    let target = Target {
+        op: truth::Op::Pay,
+        key: id.clone(),
+        service: whish::journal::Service::IntlTopup,
+        operation: whish::journal::Operation::Pay,
+        journal_key: id.clone(),
+    };
+    let result = reported(
+        j,
+        l,
+        &target,
+        drop_first,
+        || j.u.pay(&prepared),
+        |o: &PayOutcome| {
+            // A challenge charged nothing: a refusal of this externalId.
+            match o {
+                PayOutcome::Paid(_) => (Verdict::Accepted, None),
+                _ => (Verdict::Refused, None),
+            }
+        },
+    )
+    .await;
     let belief = match result {
         Ok(PayOutcome::Paid(_)) => Belief::Done,
         Ok(_) => Belief::Unknown,
