@@ -172,7 +172,7 @@ async fn a_refused_key_run_again_is_not_sent_and_confirms_nothing() {
         let sb = sandbox().await;
         let plain = transfer(&sb, 0);
         let other = plain.prepare_send(cash_send(70)).expect("prepare");
-        plain.send(&other).await.expect("someone else's transfer");
+        let _ = plain.send(&other).await.expect("someone else's transfer");
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
         // The same Request-id for a different transfer.

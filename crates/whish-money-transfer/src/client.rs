@@ -297,13 +297,21 @@ impl TransferClient {
     /// Send a prepared transfer.
     ///
     /// `Ok` means the service accepted it: [`SendOutcome::Sent`] (cash collection, SENT),
-    /// [`SendOutcome::Credited`] (mobile wallet, final) or [`SendOutcome::Confirmed`] (a resend
-    /// met `transfer.already.done`, so the earlier attempt had arrived; its state is read from
-    /// status by Request-id). Everything else is `Err`, read the same way in every service:
+    /// [`SendOutcome::Credited`] (mobile wallet, final) or [`SendOutcome::Confirmed`] (a send
+    /// after an attempt that may have arrived met `transfer.already.done`, and the status read by
+    /// Request-id returned the transfer). Everything else is `Err`, read the same way in every
+    /// service through [`Error::verdict`](whish_core::Error::verdict):
     ///
-    /// - a failure code ([`Error::code`](whish_core::Error::code)): final, nothing created; a new
-    ///   attempt needs a new Request-id. `transfer.already.done` on a first attempt means the
-    ///   Request-id was used before.
+    /// - refused ([`Error::is_refused`](whish_core::Error::is_refused), a failure code): final,
+    ///   nothing created; a new attempt needs a new Request-id. `transfer.already.done` on a
+    ///   first attempt means the Request-id belongs to another transfer.
+    /// - `transfer.already.done` after an attempt that may have arrived, when the status read
+    ///   answered anything but the transfer: unknown, not refused (keep the Request-id).
+    ///
+    /// "May have arrived" includes an earlier call of this `PreparedTransfer` whose future was
+    /// dropped: its [`delivery`](PreparedTransfer::delivery) mark goes on before the first byte
+    /// leaves. For a bound on the whole call use
+    /// [`CallOptions::deadline`](whish_core::CallOptions::deadline) rather than a timeout around it.
     /// - Pending ([`Error::is_pending`](whish_core::Error::is_pending), code 500): the outcome
     ///   is unknown, **not failed**; it is not resent (the spec resends after a timeout, not
     ///   after Pending). Keep the Request-id and follow up with [`status`](Self::status).
@@ -335,8 +343,9 @@ impl TransferClient {
     }
 
     /// Resend a transfer you know you sent before (for example after a restart, with a
-    /// `PreparedTransfer` rebuilt from the stored request and Request-id):
-    /// `transfer.already.done` is read as a confirmation in every case.
+    /// `PreparedTransfer` rebuilt from the stored request and Request-id): it is marked sent
+    /// before, so `transfer.already.done` is read as a confirmation, made when the status read
+    /// by Request-id returns the transfer (else the outcome stays unknown).
     ///
     /// # Examples
     ///
