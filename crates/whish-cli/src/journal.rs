@@ -22,11 +22,25 @@ fn line(e: &Entry) -> Value {
 pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
     let journal = ctx.journal().await?;
     let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
+    // Recovery may have sent requests before its journal failed: never "nothing was sent".
+    let recovery_failed = |e: whish::journal::JournalError| {
+        eprintln!(
+            "whish: journal: {}; recovery stopped: the entries it worked on before may have been sent; run `whish journal recover` again",
+            printable(&e.to_string())
+        );
+        TRANSPORT
+    };
     match cmd {
         JournalCmd::List { open, limit } => {
             // JSON lines whatever the terminal: one entry a line, for grep and jq.
             for e in journal.list(open, limit).await.map_err(failed)? {
                 println!("{}", line(&e));
+            }
+            for u in journal.unreadable().await.map_err(failed)? {
+                println!(
+                    "{}",
+                    json!({"key": u.key, "id": u.id, "state": "unreadable", "reason": u.reason})
+                );
             }
             Ok(OK)
         }
@@ -82,8 +96,11 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                     &Recovery::new().deadline(deadline).take_over(take_over),
                 )
                 .await
-                .map_err(failed)?;
-            let open = journal.list(true, u32::MAX).await.map_err(failed)?;
+                .map_err(recovery_failed)?;
+            let open = journal
+                .list(true, u32::MAX)
+                .await
+                .map_err(recovery_failed)?;
             let value = json!({
                 "report": report,
                 "open": open.iter().map(line).collect::<Vec<_>>(),
@@ -109,13 +126,36 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                         .unwrap_or_default()
                 );
             }
-            Ok(if report.unreachable > 0 {
+            if report.taken_from_dead > 0 {
+                eprintln!(
+                    "whish: {} entries held by a process of this host that is gone were taken over",
+                    report.taken_from_dead
+                );
+            }
+            for u in &report.unreadable {
+                eprintln!(
+                    "whish: journal row {} (key {}) cannot be read: {}; nothing was sent for it",
+                    u.id,
+                    printable(&u.key),
+                    printable(&u.reason)
+                );
+            }
+            for c in &report.unrecorded {
+                eprintln!(
+                    "whish: {} {} {}: {} (sent or asked by this recovery), but the journal could not record it; run recover again",
+                    c.service,
+                    c.operation,
+                    printable(&c.key),
+                    c.outcome.result
+                );
+            }
+            Ok(if report.unreachable > 0 || !report.unrecorded.is_empty() {
                 eprintln!(
                     "whish: {} entries could not reach their service; run recover again",
                     report.unreachable
                 );
                 TRANSPORT
-            } else if !report.held_elsewhere.is_empty() {
+            } else if !report.held_elsewhere.is_empty() || !report.unreadable.is_empty() {
                 PENDING
             } else if !open.is_empty() {
                 let operator = open

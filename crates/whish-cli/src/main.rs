@@ -92,7 +92,9 @@ async fn run(cli: Cli) -> u8 {
         Command::Sandbox(SandboxCmd::Serve(args)) => serve(args).await,
         Command::Demo => demo::run(std::io::stdout().is_terminal()).await,
     };
-    done.unwrap_or_else(|status| status)
+    let status = done.unwrap_or_else(|status| status);
+    settings::check_journal_at_exit();
+    status
 }
 
 /// `whish sandbox serve`: run until Ctrl-C, after printing the settings as `export` lines.

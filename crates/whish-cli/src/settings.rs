@@ -184,9 +184,28 @@ impl Ctx {
                 }
             },
         };
-        whish::journal::Journal::open(&url)
+        let journal = whish::journal::Journal::open(&url)
             .await
-            .map_err(|e| usage(format!("WHISH_JOURNAL: {e}")))
+            .map_err(|e| usage(format!("WHISH_JOURNAL: {e}")))?;
+        let _ = OPENED.set(journal.clone());
+        Ok(journal)
+    }
+}
+
+/// The journal this run opened, checked once more when the command ends.
+static OPENED: std::sync::OnceLock<whish::journal::Journal> = std::sync::OnceLock::new();
+
+/// After the command: a journal whose file was deleted or replaced while it ran did not record
+/// what the command did. Say so loudly (the exit status stays the outcome's: a script that
+/// treated it as a failure could send the request again with a new key).
+pub fn check_journal_at_exit() {
+    if let Some(j) = OPENED.get()
+        && let Err(e) = j.check()
+    {
+        eprintln!(
+            "whish: error: {}; what this command did is NOT recorded in the journal: keep its output",
+            crate::output::printable(&e.to_string())
+        );
     }
 }
 

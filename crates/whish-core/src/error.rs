@@ -388,6 +388,8 @@ impl<C: ErrorCode> Error<C> {
                     confirms_earlier: false,
                 },
             ),
+            // The journal cannot tell whether it was (or will be) sent.
+            Error::Record(r) if r.outcome_unknown => (History::MayHaveArrived, Answer::NotSent),
             Error::Validation(_) | Error::Setup(_) | Error::Record(_) => {
                 (History::Fresh, Answer::NotSent)
             }
@@ -538,6 +540,10 @@ impl<C: ErrorCode> Error<C> {
                 "the journal holds this request as refused by the service: it is final and was \
                  not sent again; a new request needs a new key"
             }
+            Error::Record(r) if r.outcome_unknown => {
+                "the journal cannot tell whether this request was or will be sent: keep the key \
+                 and run recovery (`whish journal recover`); never send it again with a new key"
+            }
             Error::Record(_) => {
                 "nothing was sent: the journal could not record the request; fix the journal \
                  (disk, database, a reused key) and call again with the same prepared request"
@@ -564,6 +570,11 @@ pub struct RecordError {
     /// True when the journal already holds this request as refused by the service: final, so
     /// it is not sent again, and its verdict is [`Verdict::Refused`].
     pub already_refused: bool,
+    /// True when the journal cannot tell whether the request was (or will be) sent: its own
+    /// write's outcome is unknown, or another process took the request over while this one was
+    /// sending it. The verdict is then [`Verdict::Unknown`]: keep the key and recover it; never
+    /// send it again with a new one.
+    pub outcome_unknown: bool,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
@@ -577,7 +588,23 @@ impl RecordError {
             message: message.into(),
             idempotency_key,
             already_refused: true,
+            outcome_unknown: false,
             source: None,
+        }
+    }
+
+    /// The journal cannot tell whether the request was, or will be, sent.
+    pub fn outcome_unknown(
+        message: impl Into<String>,
+        idempotency_key: Option<String>,
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    ) -> RecordError {
+        RecordError {
+            message: message.into(),
+            idempotency_key,
+            already_refused: false,
+            outcome_unknown: true,
+            source,
         }
     }
 
@@ -591,6 +618,7 @@ impl RecordError {
             message: message.into(),
             idempotency_key,
             already_refused: false,
+            outcome_unknown: false,
             source,
         }
     }
@@ -602,6 +630,7 @@ impl fmt::Debug for RecordError {
             .field("message", &self.message)
             .field("idempotency_key", &self.idempotency_key)
             .field("already_refused", &self.already_refused)
+            .field("outcome_unknown", &self.outcome_unknown)
             .finish()
     }
 }
@@ -611,6 +640,7 @@ impl PartialEq for RecordError {
         self.message == o.message
             && self.idempotency_key == o.idempotency_key
             && self.already_refused == o.already_refused
+            && self.outcome_unknown == o.outcome_unknown
     }
 }
 
@@ -620,7 +650,11 @@ impl fmt::Display for RecordError {
         if let Some(k) = &self.idempotency_key {
             write!(f, ", idempotency key {k}")?;
         }
-        f.write_str("; nothing was sent")
+        if self.outcome_unknown {
+            f.write_str("; the outcome is unknown")
+        } else {
+            f.write_str("; nothing was sent")
+        }
     }
 }
 

@@ -23,7 +23,8 @@
 //! | any | a transport failure after the request may have left | [`Verdict::Unknown`] |
 //! | fresh | a transport failure before anything left (connect, TLS) | [`Verdict::NothingSent`] |
 //! | may have arrived | a transport failure before anything left | [`Verdict::Unknown`] |
-//! | any | refused locally, a setup or a journal failure before sending | [`Verdict::NothingSent`] |
+//! | fresh | refused locally, a setup or a journal failure before sending | [`Verdict::NothingSent`] |
+//! | may have arrived | nothing sent by this call (the journal cannot tell whether it recorded the request, or another process took it over) | [`Verdict::Unknown`] |
 
 use std::fmt;
 use std::sync::Arc;
@@ -153,6 +154,10 @@ pub fn decide(history: History, answer: Answer) -> Verdict {
         Answer::NoEnvelope { status } if turned_away(status) => Verdict::Refused,
         Answer::NoEnvelope { .. } | Answer::Unreadable => Verdict::Unknown,
         Answer::Transport { may_have_reached } if may_have_reached || earlier => Verdict::Unknown,
+        // Nothing sent by this call, after something that may have been: the request's fate is
+        // the earlier attempt's (a journal that cannot tell whether it recorded, or a request
+        // another process took over).
+        Answer::NotSent if earlier => Verdict::Unknown,
         Answer::Transport { .. } | Answer::NotSent => Verdict::NothingSent,
     }
 }
@@ -301,7 +306,7 @@ mod tests {
                 V::Unknown,
             ),
             (Fresh, NotSent, V::NothingSent),
-            (MayHaveArrived, NotSent, V::NothingSent),
+            (MayHaveArrived, NotSent, V::Unknown),
         ];
         for (h, a, v) in rows {
             assert_eq!(decide(*h, *a), *v, "{h:?} {a:?}");

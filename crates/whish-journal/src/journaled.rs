@@ -14,11 +14,11 @@ use whish_money_transfer::{
 
 use crate::Journal;
 use crate::entry::{Operation, Outcome, References, Service, State};
-use crate::store::millis;
+use crate::store::{Lease, millis};
 
 /// An entry this process holds the lease of, for one send.
 pub(crate) struct Held {
-    pub id: i64,
+    pub lease: Lease,
     /// True when the entry was there before: this send is a resend of a recorded request.
     pub resend: bool,
 }
@@ -71,6 +71,12 @@ impl Verdict {
 impl Journal {
     /// Record a request before it is sent, and hold its lease. A key already recorded with the
     /// same bytes is a resend of that request; with other bytes it is refused.
+    ///
+    /// When the insert's answer is lost (the connection dropped after the database may have
+    /// committed), the journal finds out before it says anything: it records the request as
+    /// never sent (`refused`, `not-sent`) on a fresh connection, whether or not the lost insert
+    /// committed, so no recovery ever sends it; only then is the answer "nothing was sent". If
+    /// it cannot, the answer is an unknown outcome, never "nothing was sent".
     pub(crate) async fn hold<C>(&self, request: &Request<'_>) -> Result<Held, Error<C>> {
         let Request {
             service,
@@ -89,9 +95,37 @@ impl Journal {
         let lease_ms = millis(self.inner.lease);
         let owner = self.inner.owner.as_str();
         match self.inner.db.insert(request, owner, lease_ms).await {
-            Ok(Some(id)) => return Ok(Held { id, resend: false }),
+            Ok(Some(lease)) => {
+                self.check_still_there()
+                    .await
+                    .map_err(|e| record(e.to_string(), Some(e)))?;
+                return Ok(Held {
+                    lease,
+                    resend: false,
+                });
+            }
             Ok(None) => {}
-            Err(e) => return Err(record(e.to_string(), Some(e))),
+            Err(e) => {
+                let mut outcome = Outcome::new("not-sent");
+                outcome.message = Some(format!(
+                    "the journal's write of this request failed ({e}); it was not sent"
+                ));
+                return match self.inner.db.abandon(request, owner, &outcome).await {
+                    Ok(true) => Err(record(e.to_string(), Some(e))),
+                    // The key holds another entry: it was there before this insert.
+                    Ok(false) => Err(record(
+                        format!("{e}; the key is in the journal already"),
+                        Some(e),
+                    )),
+                    Err(again) => Err(Error::Record(RecordError::outcome_unknown(
+                        format!(
+                            "the journal could not tell whether it recorded this request ({e}; then {again}): it was not sent by this call, but a recovery may send it"
+                        ),
+                        Some(key.to_owned()),
+                        Some(std::sync::Arc::new(e)),
+                    ))),
+                };
+            }
         }
         let existing = match self.inner.db.get(service, operation, key).await {
             Ok(Some(e)) => e,
@@ -126,11 +160,11 @@ impl Journal {
             )));
         }
         match self.inner.db.take_lease(existing.id, owner, lease_ms).await {
-            Ok(true) => Ok(Held {
-                id: existing.id,
+            Ok(Some(lease)) => Ok(Held {
+                lease,
                 resend: !never_left,
             }),
-            Ok(false) => Err(record(
+            Ok(None) => Err(record(
                 "another process is sending or recovering this request now".into(),
                 None,
             )),
@@ -138,23 +172,68 @@ impl Journal {
         }
     }
 
-    /// Record where a send left its entry and release the lease. A failure here is logged,
-    /// not returned: the answer is the caller's either way, and the entry stays open, so the
-    /// next [`recover`](Journal::recover) reads the outcome again with the same key.
-    pub(crate) async fn settle(&self, held: &Held, verdict: Verdict) {
+    /// Run `call` while holding `held`, renewing its lease every third of it (a heartbeat), so
+    /// that a slow call keeps its entry and no recovery sends it meanwhile. Returns the answer
+    /// and whether the lease was lost on the way (another process took the entry over).
+    pub(crate) async fn while_held<T>(
+        &self,
+        held: &Held,
+        call: impl std::future::Future<Output = T>,
+    ) -> (T, bool) {
+        let owner = self.inner.owner.as_str();
+        let lease_ms = millis(self.inner.lease);
+        let period = (self.inner.lease / 3).max(std::time::Duration::from_millis(10));
+        let mut lost = false;
+        let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let call = std::pin::pin!(call);
+        let mut call = call;
+        loop {
+            tokio::select! {
+                answer = &mut call => return (answer, lost),
+                _ = beat.tick(), if !lost => {
+                    match self.inner.db.renew(held.lease, owner, lease_ms).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(entry = held.lease.id, "the journal lease was taken over while the request was in flight");
+                            lost = true;
+                        }
+                        // The database is unreachable for now; the next beat tries again.
+                        Err(e) => tracing::warn!(entry = held.lease.id, error = %e, "the journal lease could not be renewed"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Record where a send left its entry and release the lease, under the lease's token.
+    /// Returns false when the lease was no longer this process's (nothing written): the caller
+    /// must then not report its own answer as the request's outcome. A write that fails is
+    /// logged, not returned: the entry stays open and the next recovery reads it again with the
+    /// same key.
+    pub(crate) async fn settle(&self, held: &Held, verdict: Verdict) -> bool {
         let owner = self.inner.owner.as_str();
         let result = match verdict.state {
-            Some(state) => self
-                .inner
-                .db
-                .finish(held.id, owner, state, &verdict.outcome, &verdict.refs)
-                .await
-                .map(|_| ()),
-            None => self.inner.db.release(held.id, owner).await,
+            Some(state) => {
+                self.inner
+                    .db
+                    .finish(held.lease, owner, state, &verdict.outcome, &verdict.refs)
+                    .await
+            }
+            None => self.inner.db.release(held.lease, owner).await,
         };
-        if let Err(e) = result {
-            tracing::warn!(entry = held.id, error = %e, "the journal could not record an outcome; recover() will read it again");
+        match result {
+            Ok(kept) => kept,
+            Err(e) => {
+                tracing::warn!(entry = held.lease.id, error = %e, "the journal could not record an outcome; recover() will read it again");
+                true
+            }
         }
+    }
+
+    /// A SQLite journal whose file was deleted or replaced under this process writes to a file
+    /// nobody will read: say so instead of a silent success.
+    pub(crate) async fn check_still_there(&self) -> Result<(), crate::JournalError> {
+        self.inner.db.check_file()
     }
 }
 
@@ -170,7 +249,13 @@ pub(crate) struct Request<'a> {
 
 impl Journal {
     /// Hold the request's entry, send it with `call` (told whether the entry was there before:
-    /// a resend), record the answer through `verdict`, and return the answer.
+    /// a resend) while renewing the lease, record the answer through `verdict`, and return the
+    /// answer.
+    ///
+    /// A process that lost its lease while the call was in flight (another took the entry
+    /// over) does not report its own answer when that answer is a refusal or "nothing sent":
+    /// the other process may have sent it first (its own `transfer.already.done` would then be
+    /// a false refusal). It answers with an unknown outcome naming what the journal holds.
     pub(crate) async fn journaled<T, C, Fut>(
         &self,
         request: Request<'_>,
@@ -178,12 +263,46 @@ impl Journal {
         verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Verdict,
     ) -> Result<T, Error<C>>
     where
+        C: whish_core::ErrorCode,
         Fut: std::future::Future<Output = Result<T, Error<C>>>,
     {
         let held = self.hold(&request).await?;
-        let result = call(held.resend).await;
-        self.settle(&held, verdict(&result, held.resend)).await;
-        result
+        let (result, lost) = self.while_held(&held, call(held.resend)).await;
+        let kept = !lost && self.settle(&held, verdict(&result, held.resend)).await;
+        if kept {
+            return result;
+        }
+        match &result {
+            Ok(_) => result,
+            Err(e) if e.outcome_unknown() => result,
+            Err(e) => {
+                let now = self
+                    .inner
+                    .db
+                    .get(request.service, request.operation, request.key)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|entry| {
+                        format!(
+                            "; the journal now says {}{}",
+                            entry.state,
+                            entry
+                                .outcome
+                                .map(|o| format!(" ({})", o.result))
+                                .unwrap_or_default()
+                        )
+                    })
+                    .unwrap_or_default();
+                Err(Error::Record(RecordError::outcome_unknown(
+                    format!(
+                        "another process took this request over while it was in flight, so this answer ({e}) is not its outcome{now}"
+                    ),
+                    Some(request.key.to_owned()),
+                    None,
+                )))
+            }
+        }
     }
 }
 

@@ -43,6 +43,7 @@
 mod entry;
 mod error;
 mod journaled;
+mod owner;
 mod recover;
 mod status;
 mod store;
@@ -57,14 +58,33 @@ pub use journaled::{JournaledCollect, JournaledTopup, JournaledTransfer};
 pub use recover::{Change, Clients, HeldElsewhere, Recovery, RecoveryReport};
 pub use store::Backend;
 
-use store::{Db, now_ms};
+use store::Db;
 use whish_hosted_collect::CollectClient;
 use whish_intl_topup::TopupClient;
 use whish_money_transfer::TransferClient;
 
 /// The default lease: how long a process holds an entry it is sending or recovering before
-/// another process may take it. Longer than one call with the default policy.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(120);
+/// another process may take it, unless it renews it. A call in flight renews its lease every
+/// third of it (a heartbeat), so a slow call keeps its entry however long it takes, and the
+/// entries of a process that died come back after at most this long (at once, on the same
+/// host: see [`Journal::recover`]).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The default claim window of a notification handed to a handler: a claim neither completed
+/// nor released within it (its process died in the handler) is claimed again.
+pub const DEFAULT_CLAIM_WINDOW: Duration = Duration::from_secs(120);
+
+/// A journal row this version cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Unreadable {
+    /// The journal's own row id.
+    pub id: i64,
+    /// The idempotency key.
+    pub key: String,
+    /// Why it cannot be read.
+    pub reason: String,
+}
 
 /// A journal: cheap to clone, shared by every client that records in it.
 #[derive(Debug, Clone)]
@@ -75,9 +95,10 @@ pub struct Journal {
 #[derive(Debug)]
 struct Inner {
     db: Db,
-    /// This process's name on the leases it takes.
+    /// This process's name on the leases it takes (host, pid, start time, a random id).
     owner: String,
     lease: Duration,
+    claim_window: Duration,
 }
 
 /// Opens a [`Journal`] with settings other than the defaults.
@@ -86,16 +107,25 @@ struct Inner {
 pub struct JournalBuilder {
     url: String,
     lease: Duration,
+    claim_window: Option<Duration>,
 }
 
 impl JournalBuilder {
-    /// How long this process holds an entry it is sending or recovering (default
-    /// [`DEFAULT_LEASE`]). Make it longer than your longest call (every attempt and backoff of
-    /// the policy): an entry whose lease expired may be taken by another process's recovery.
-    /// After a crash, the entries the dead process held wait this long before recovery takes
-    /// them.
+    /// How long this process holds an entry it is sending or recovering before it must renew
+    /// it (default [`DEFAULT_LEASE`]). A call in flight renews it every third of this, so it
+    /// need not be longer than a call; it is how long the entries of a process that died on
+    /// another host wait before recovery takes them, and the longest a stalled process (a
+    /// paused VM, a database it cannot reach) keeps its entries. Unless
+    /// [`claim_window`](Self::claim_window) is set, it is the notifications' claim window too.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// How long a notification handed to a handler stays claimed before another sighting may
+    /// claim it again (default [`DEFAULT_CLAIM_WINDOW`]): longer than your slowest handler.
+    pub fn claim_window(mut self, window: Duration) -> Self {
+        self.claim_window = Some(window);
         self
     }
 
@@ -112,11 +142,17 @@ impl JournalBuilder {
             }
             Target::Postgres(url) => Db::open_postgres(&url).await?,
         };
+        let claim_window = self.claim_window.unwrap_or(if self.lease == DEFAULT_LEASE {
+            DEFAULT_CLAIM_WINDOW
+        } else {
+            self.lease
+        });
         Ok(Journal {
             inner: Arc::new(Inner {
                 db,
-                owner: uuid::Uuid::new_v4().to_string(),
+                owner: owner::this_process(),
                 lease: self.lease,
+                claim_window,
             }),
         })
     }
@@ -168,6 +204,7 @@ impl Journal {
         JournalBuilder {
             url: url.into(),
             lease: DEFAULT_LEASE,
+            claim_window: None,
         }
     }
 
@@ -202,8 +239,36 @@ impl Journal {
 
     /// The entries in the order they were recorded: all of them, or only the open ones and
     /// those waiting for an operator. At most `limit`.
+    ///
+    /// A row this version cannot read is left out (one bad row never hides the others):
+    /// [`unreadable`](Self::unreadable) lists those.
     pub async fn list(&self, open_only: bool, limit: u32) -> Result<Vec<Entry>, JournalError> {
-        self.inner.db.list(open_only, i64::from(limit)).await
+        Ok(self.inner.db.list(open_only, i64::from(limit)).await?.0)
+    }
+
+    /// The rows this version cannot read (an outcome that does not parse, a state or service it
+    /// does not know), with why. Recovery sends none of them: an open one goes to
+    /// `needs-operator` with the reason; the others are reported as they are.
+    pub async fn unreadable(&self) -> Result<Vec<Unreadable>, JournalError> {
+        let (_, bad) = self.inner.db.list(false, i64::MAX).await?;
+        let mut out: Vec<Unreadable> = bad
+            .into_iter()
+            .map(|(id, key, reason)| Unreadable { id, key, reason })
+            .collect();
+        for (id, key, state) in self.inner.db.unknown_states().await? {
+            if !out.iter().any(|u| u.id == id) {
+                out.push(Unreadable {
+                    id,
+                    key,
+                    reason: format!(
+                        "state `{}` is unknown to this version",
+                        state.escape_debug()
+                    ),
+                });
+            }
+        }
+        out.sort_by_key(|u| u.id);
+        Ok(out)
     }
 
     /// The entries with this idempotency key (a Request-id or an externalId; a refund shares
@@ -227,8 +292,15 @@ impl Journal {
     /// entries and those waiting for an operator are never pruned. Request bodies hold personal
     /// data (names, phones, dates of birth): prune on your retention schedule.
     pub async fn prune(&self, older_than: Duration) -> Result<u64, JournalError> {
-        let cutoff = now_ms().saturating_sub(store::millis(older_than));
-        self.inner.db.prune(cutoff).await
+        self.inner.db.prune(store::millis(older_than)).await
+    }
+
+    /// Check that the journal is still the one opened: for SQLite, that its file was not
+    /// deleted or replaced while this process had it open (writes would go to a file nobody
+    /// reads). A journaled call checks it before it sends; call it after a batch of calls to
+    /// know their outcomes were recorded.
+    pub fn check(&self) -> Result<(), JournalError> {
+        self.inner.db.check_file()
     }
 
     /// Close the connections (waits for those in use).

@@ -14,7 +14,7 @@ use crate::entry::{Entry, Operation, Outcome, Service, State};
 use crate::journaled::{
     Verdict, cancel_verdict, create_verdict, pay_verdict, refund_verdict, send_verdict, status_refs,
 };
-use crate::store::{millis, now_ms};
+use crate::store::millis;
 use crate::{Journal, JournalError};
 
 /// The clients recovery sends with. An entry of a service without a client is left as it is
@@ -129,8 +129,18 @@ pub struct RecoveryReport {
     /// Entries of a service no client was given for.
     pub skipped: usize,
     /// Open entries another process holds the lease of (it is sending or recovering them, or
-    /// it died and its lease has not expired yet): not looked at by this run, and still open.
+    /// it died on another host and its lease has not run out yet): not looked at by this run,
+    /// and still open.
     pub held_elsewhere: Vec<HeldElsewhere>,
+    /// Entries whose holder was a process of this host that is gone: taken over at once.
+    pub taken_from_dead: usize,
+    /// Rows this version cannot read: an open one went to `needs-operator` with the reason
+    /// (nothing sent); the others are listed as they are.
+    pub unreadable: Vec<crate::Unreadable>,
+    /// Entries this run sent (or asked about) whose answer it could not write to the journal
+    /// (a full disk, a database that went away): they stay open, and the next recovery reads
+    /// them again with the same key. What was sent is in `changes` all the same.
+    pub unrecorded: Vec<Change>,
 }
 
 /// An open entry that another process's lease kept recovery from.
@@ -160,6 +170,8 @@ impl RecoveryReport {
             && self.needs_operator == 0
             && self.skipped == 0
             && self.held_elsewhere.is_empty()
+            && self.unreadable.is_empty()
+            && self.unrecorded.is_empty()
     }
 }
 
@@ -190,6 +202,21 @@ impl Journal {
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
         let mut report = RecoveryReport::default();
+        // A holder that is a process of this host and is gone leaves its entries at once,
+        // instead of after its lease.
+        for held in self.inner.db.leased_elsewhere(owner).await? {
+            if let Some(holder) = &held.holder
+                && crate::owner::is_gone_here(holder)
+                && self
+                    .inner
+                    .db
+                    .release_dead(held.lease.id, holder, held.lease.token)
+                    .await?
+            {
+                report.taken_from_dead += 1;
+            }
+        }
+        let now = self.inner.db.now().await?;
         let mut after = 0;
         loop {
             let batch = self
@@ -198,11 +225,27 @@ impl Journal {
                 .claim_open(owner, lease_ms, after, options.batch, options.take_over)
                 .await?;
             let Some(last) = batch.last() else { break };
-            after = last.id;
-            for entry in batch {
+            after = last.lease.id;
+            for claimed in batch {
                 report.examined += 1;
+                let lease = claimed.lease;
+                let entry = match claimed.entry {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        // One bad row never stops the others: it goes to an operator.
+                        let reason = e.to_string();
+                        self.inner.db.quarantine(lease, owner, &reason).await?;
+                        report.needs_operator += 1;
+                        report.unreadable.push(crate::Unreadable {
+                            id: lease.id,
+                            key: claimed.key,
+                            reason,
+                        });
+                        continue;
+                    }
+                };
                 // Past its deadline: an operator decides, and nothing is sent first.
-                if overdue(&entry, options.deadline) {
+                if overdue(&entry, options.deadline, now) {
                     let mut outcome = entry
                         .outcome
                         .clone()
@@ -213,7 +256,7 @@ impl Journal {
                     ));
                     self.inner
                         .db
-                        .mark_needs_operator(entry.id, owner, &outcome)
+                        .mark_needs_operator(lease, owner, &outcome)
                         .await?;
                     report.needs_operator += 1;
                     report.changes.push(Change {
@@ -226,64 +269,87 @@ impl Journal {
                     });
                     continue;
                 }
-                let Some(verdict) = drive(clients, &entry).await else {
+                let held = crate::journaled::Held {
+                    lease,
+                    resend: true,
+                };
+                let (driven, lost) = self.while_held(&held, drive(clients, &entry)).await;
+                let Some(verdict) = driven else {
                     report.skipped += 1;
-                    self.inner.db.release(entry.id, owner).await?;
+                    self.inner.db.release(lease, owner).await?;
                     continue;
                 };
+                if lost {
+                    // Another process took it over meanwhile: its answer is the journal's.
+                    report.still_open += 1;
+                    continue;
+                }
                 let to = verdict.state.unwrap_or(entry.state);
                 if to == State::NeedsOperator {
                     report.needs_operator += 1;
                 }
                 if to.is_open() {
-                    if overdue(&entry, options.deadline) {
-                        self.inner
-                            .db
-                            .mark_needs_operator(entry.id, owner, &verdict.outcome)
-                            .await?;
-                        report.needs_operator += 1;
-                        report
-                            .changes
-                            .push(change(&entry, State::NeedsOperator, verdict));
-                        continue;
-                    }
                     report.still_open += 1;
                     if matches!(verdict.outcome.result.as_str(), "unknown" | "not-sent") {
                         report.unreachable += 1;
                     }
                 }
-                self.inner
+                let written = self
+                    .inner
                     .db
-                    .finish(entry.id, owner, to, &verdict.outcome, &verdict.refs)
-                    .await?;
-                if to != entry.state {
-                    report.changes.push(change(&entry, to, verdict));
+                    .finish(lease, owner, to, &verdict.outcome, &verdict.refs)
+                    .await;
+                let moved = change(&entry, to, verdict);
+                match written {
+                    Ok(_) => {
+                        if to != entry.state {
+                            report.changes.push(moved);
+                        }
+                    }
+                    Err(e) => {
+                        // The request may just have been sent: say what was done, and that it
+                        // is not recorded; never "nothing was sent".
+                        tracing::warn!(entry = lease.id, error = %e, "recovery could not record an answer");
+                        report.unrecorded.push(moved);
+                    }
                 }
             }
         }
         if !options.take_over {
-            for (entry, holder, until) in self.inner.db.leased_elsewhere(owner).await? {
+            for held in self.inner.db.leased_elsewhere(owner).await? {
+                let Ok(entry) = held.entry else { continue };
                 report.held_elsewhere.push(HeldElsewhere {
                     service: entry.service,
                     operation: entry.operation,
                     key: entry.key,
                     state: entry.state,
-                    owner: holder,
+                    owner: held.holder.unwrap_or_default(),
                     until: time::OffsetDateTime::from_unix_timestamp_nanos(
-                        i128::from(until) * 1_000_000,
+                        i128::from(held.until_ms.unwrap_or_default()) * 1_000_000,
                     )
                     .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
                 });
             }
         }
+        for (id, key, state) in self.inner.db.unknown_states().await? {
+            report.unreadable.push(crate::Unreadable {
+                id,
+                key,
+                reason: format!(
+                    "state `{}` is unknown to this version; recovery leaves it as it is",
+                    state.escape_debug()
+                ),
+            });
+        }
         Ok(report)
     }
 }
 
-/// True when the entry was recorded longer than `deadline` ago.
-fn overdue(entry: &Entry, deadline: Duration) -> bool {
+/// True when the entry was recorded longer than `deadline` before `now` (the database's clock,
+/// which also stamped its creation).
+fn overdue(entry: &Entry, deadline: Duration, now: i64) -> bool {
     let created_ms = (entry.created.unix_timestamp_nanos() / 1_000_000) as i64;
-    now_ms().saturating_sub(created_ms) > millis(deadline)
+    now.saturating_sub(created_ms) > millis(deadline)
 }
 
 fn change(entry: &Entry, to: State, verdict: Verdict) -> Change {

@@ -12,7 +12,7 @@
 use whish_money_transfer::TransferStatus;
 use whish_money_transfer::callback::{ReceivedCallback, StatusChange};
 
-use crate::store::{millis, now_ms};
+use crate::store::millis;
 use crate::{Journal, JournalError};
 
 /// `transfer:<transferId>`: the callback receiver (`whish-callbacks`) spells it the same way, so
@@ -98,8 +98,10 @@ impl Journal {
         subject: &str,
         status: &str,
     ) -> Result<bool, JournalError> {
-        let reclaim_before = now_ms().saturating_sub(millis(self.inner.lease));
-        self.inner.db.claim(subject, status, reclaim_before).await
+        self.inner
+            .db
+            .claim(subject, status, millis(self.inner.claim_window))
+            .await
     }
 
     /// Mark a claimed (subject, status) delivered.

@@ -31,15 +31,44 @@ pub enum Backend {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Db {
-    Sqlite(SqlitePool),
+    Sqlite(SqlitePool, FileId),
     Postgres(PgPool),
+}
+
+/// Which file a SQLite journal opened: a file deleted or replaced under a running process is
+/// noticed, instead of writes that go to a file nobody will read.
+#[derive(Debug, Clone)]
+pub(crate) struct FileId {
+    path: std::path::PathBuf,
+    /// (device, inode) when the platform has them.
+    id: Option<(u64, u64)>,
+}
+
+impl FileId {
+    fn of(path: &Path) -> FileId {
+        FileId {
+            path: path.to_owned(),
+            id: file_id(path),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|_| (0, 0))
 }
 
 /// Run the same statement on whichever pool holds the journal.
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
-            Db::Sqlite($pool) => $body,
+            Db::Sqlite($pool, _) => $body,
             Db::Postgres($pool) => $body,
         }
     };
@@ -49,20 +78,42 @@ macro_rules! on_db {
 /// PostgreSQL database shared with the application's own sqlx migrations keeps them apart.
 const MIGRATIONS_TABLE: &str = "whish_journal_migrations";
 
-fn migrator(sql: &'static str) -> Migrator {
-    let mut m = Migrator::with_migrations(vec![Migration::new(
-        1,
-        Cow::Borrowed("entries"),
-        MigrationType::Simple,
-        sql.into_sql_str(),
-        false,
-    )]);
+fn migrator(sqls: &[(&'static str, &'static str)]) -> Migrator {
+    let mut m = Migrator::with_migrations(
+        sqls.iter()
+            .enumerate()
+            .map(|(i, (name, sql))| {
+                Migration::new(
+                    i as i64 + 1,
+                    Cow::Borrowed(*name),
+                    MigrationType::Simple,
+                    (*sql).into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    );
     m.dangerous_set_table_name(MIGRATIONS_TABLE);
     m
 }
 
+/// The PostgreSQL migrations, in order.
+const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "entries",
+        include_str!("../migrations/postgres/0001_entries.sql"),
+    ),
+    (
+        "fencing",
+        include_str!("../migrations/postgres/0002_fencing.sql"),
+    ),
+];
+
 /// The SQLite migrations, in order; `PRAGMA user_version` records how many ran.
-const SQLITE_MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_entries.sql")];
+const SQLITE_MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/sqlite/0001_entries.sql"),
+    include_str!("../migrations/sqlite/0002_fencing.sql"),
+];
 
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two
 /// processes opening a new file at once run the migrations once (sqlx's migrator takes no lock
@@ -103,10 +154,6 @@ fn is_busy(e: &sqlx::Error) -> bool {
         .is_some_and(|c| matches!(c.as_ref(), "5" | "261" | "517"))
 }
 
-pub(crate) fn now_ms() -> i64 {
-    (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
-}
-
 fn time_of(ms: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
@@ -117,7 +164,14 @@ pub(crate) fn millis(d: Duration) -> i64 {
 }
 
 const COLUMNS: &str = "id, service, operation, idem_key, context, request, state, attempts, \
-                       created_ms, updated_ms, outcome, refs";
+                       created_ms, updated_ms, outcome, refs, lease_owner, lease_until_ms, lease_token";
+
+/// An entry this process holds: its row and the fencing token of its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub id: i64,
+    pub token: i64,
+}
 
 impl Db {
     pub(crate) async fn open_sqlite(path: &Path) -> Result<Db, JournalError> {
@@ -147,7 +201,7 @@ impl Db {
             }
             .await;
             match opened {
-                Ok(pool) => return Ok(Db::Sqlite(pool)),
+                Ok(pool) => return Ok(Db::Sqlite(pool, FileId::of(path))),
                 Err((e, _)) if is_busy(&e) && started.elapsed() < Duration::from_secs(30) => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(500));
@@ -175,16 +229,58 @@ impl Db {
             .connect_with(options)
             .await
             .map_err(JournalError::open)?;
-        migrator(include_str!("../migrations/postgres/0001_entries.sql"))
+        migrator(POSTGRES_MIGRATIONS)
             .run(&pool)
             .await
             .map_err(JournalError::migrate)?;
         Ok(Db::Postgres(pool))
     }
 
+    /// The database's clock in epoch milliseconds, as SQL: every lease is compared with it,
+    /// never with the wall clock of the process that wrote it (hosts disagree; the database is
+    /// one clock).
+    fn now_sql(&self) -> &'static str {
+        match self {
+            Db::Sqlite(..) => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+            Db::Postgres(_) => "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
+        }
+    }
+
+    /// The database's clock, read.
+    pub(crate) async fn now(&self) -> Result<i64, JournalError> {
+        let sql = format!("SELECT {} AS now", self.now_sql());
+        on_db!(self, pool => {
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_one(pool)
+                .await
+                .map_err(JournalError::read)?;
+            row.try_get::<i64, _>("now").map_err(JournalError::read)
+        })
+    }
+
+    /// For SQLite: the file opened is still the one at its path. (PostgreSQL: a dropped
+    /// database fails the next statement by itself.)
+    pub(crate) fn check_file(&self) -> Result<(), JournalError> {
+        let Db::Sqlite(_, file) = self else {
+            return Ok(());
+        };
+        let now = file_id(&file.path);
+        if file.id.is_some() && now == file.id {
+            return Ok(());
+        }
+        Err(JournalError::new(
+            crate::JournalErrorKind::Write,
+            format!(
+                "the journal file {} was {} while this process had it open; nothing more is recorded in it",
+                file.path.display(),
+                if now.is_none() { "deleted" } else { "replaced" }
+            ),
+        ))
+    }
+
     pub(crate) fn backend(&self) -> Backend {
         match self {
-            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Sqlite(..) => Backend::Sqlite,
             Db::Postgres(_) => Backend::Postgres,
         }
     }
@@ -193,55 +289,131 @@ impl Db {
         on_db!(self, pool => pool.close().await)
     }
 
-    /// Insert a new entry for `request`, leased to `owner` for `lease_ms`; `None` when the key is
-    /// already recorded.
+    /// Insert a new entry for `request`, leased to `owner` for `lease_ms` with token 1; `None`
+    /// when the key is already recorded.
     pub(crate) async fn insert(
         &self,
         request: &Request<'_>,
         owner: &str,
         lease_ms: i64,
-    ) -> Result<Option<i64>, JournalError> {
-        const SQL: &str = "INSERT INTO whish_journal_entries \
-            (service, operation, idem_key, context, request, state, attempts, created_ms, \
-             updated_ms, lease_owner, lease_until_ms) \
-            VALUES ($1, $2, $3, $4, $5, 'intended', 1, $6, $6, $7, $8) \
-            ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id";
-        let now = now_ms();
+    ) -> Result<Option<Lease>, JournalError> {
+        let now = self.now_sql();
+        let sql = format!(
+            "INSERT INTO whish_journal_entries \
+             (service, operation, idem_key, context, request, state, attempts, created_ms, \
+              updated_ms, lease_owner, lease_until_ms, lease_token) \
+             VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, 1) \
+             ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id"
+        );
         on_db!(self, pool => {
-            let row = sqlx::query(SQL)
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(request.service.as_str())
                 .bind(request.operation.as_str())
                 .bind(request.key)
                 .bind(request.context)
                 .bind(request.body)
-                .bind(now)
                 .bind(owner)
-                .bind(now.saturating_add(lease_ms))
+                .bind(lease_ms)
                 .fetch_optional(pool)
                 .await
                 .map_err(JournalError::write)?;
-            row.map(|r| r.try_get::<i64, _>("id")).transpose().map_err(JournalError::read)
+            row.map(|r| r.try_get::<i64, _>("id").map(|id| Lease { id, token: 1 }))
+                .transpose()
+                .map_err(JournalError::read)
+        })
+    }
+
+    /// After an insert whose answer was lost: record the request as never sent (`refused`,
+    /// outcome `not-sent`), so that no recovery ever sends it, whether or not the lost insert
+    /// committed. Returns false when the key holds an entry that is not this process's orphan
+    /// (then nothing was changed).
+    pub(crate) async fn abandon(
+        &self,
+        request: &Request<'_>,
+        owner: &str,
+        outcome: &Outcome,
+    ) -> Result<bool, JournalError> {
+        let now = self.now_sql();
+        let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
+        let sql = format!(
+            "INSERT INTO whish_journal_entries \
+             (service, operation, idem_key, context, request, state, attempts, created_ms, \
+              updated_ms, outcome, lease_token) \
+             VALUES ($1, $2, $3, $4, $5, 'refused', 0, {now}, {now}, $6, 1) \
+             ON CONFLICT (service, operation, idem_key) DO UPDATE SET state = 'refused', \
+                 outcome = excluded.outcome, updated_ms = excluded.updated_ms, \
+                 lease_owner = NULL, lease_until_ms = NULL, \
+                 lease_token = whish_journal_entries.lease_token + 1 \
+             WHERE whish_journal_entries.state = 'intended' \
+               AND whish_journal_entries.lease_owner = $7 \
+               AND whish_journal_entries.lease_token = 1 \
+             RETURNING id"
+        );
+        on_db!(self, pool => {
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(request.service.as_str())
+                .bind(request.operation.as_str())
+                .bind(request.key)
+                .bind(request.context)
+                .bind(request.body)
+                .bind(&outcome)
+                .bind(owner)
+                .fetch_optional(pool)
+                .await
+                .map_err(JournalError::write)?;
+            Ok(row.is_some())
         })
     }
 
     /// Take the lease of an existing entry for another send of the same request, unless another
-    /// owner holds an unexpired lease. Returns whether it was taken.
+    /// owner holds an unexpired lease; the token grows. Returns the lease when it was taken.
     pub(crate) async fn take_lease(
         &self,
         id: i64,
         owner: &str,
         lease_ms: i64,
-    ) -> Result<bool, JournalError> {
-        const SQL: &str = "UPDATE whish_journal_entries \
-            SET lease_owner = $2, lease_until_ms = $3, attempts = attempts + 1, updated_ms = $4 \
-            WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < $4)";
-        let now = now_ms();
+    ) -> Result<Option<Lease>, JournalError> {
+        let now = self.now_sql();
+        let sql = format!(
+            "UPDATE whish_journal_entries \
+             SET lease_owner = $2, lease_until_ms = {now} + $3, attempts = attempts + 1, \
+                 updated_ms = {now}, lease_token = lease_token + 1 \
+             WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < {now}) \
+             RETURNING lease_token"
+        );
         on_db!(self, pool => {
-            let done = sqlx::query(SQL)
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(id)
                 .bind(owner)
-                .bind(now.saturating_add(lease_ms))
-                .bind(now)
+                .bind(lease_ms)
+                .fetch_optional(pool)
+                .await
+                .map_err(JournalError::write)?;
+            row.map(|r| r.try_get::<i64, _>("lease_token").map(|token| Lease { id, token }))
+                .transpose()
+                .map_err(JournalError::read)
+        })
+    }
+
+    /// Renew a lease this process holds (a heartbeat while its call is in flight). False when
+    /// the lease is no longer this process's: another took the entry over.
+    pub(crate) async fn renew(
+        &self,
+        lease: Lease,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<bool, JournalError> {
+        let now = self.now_sql();
+        let sql = format!(
+            "UPDATE whish_journal_entries SET lease_until_ms = {now} + $3 \
+             WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
+        );
+        on_db!(self, pool => {
+            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(lease.id)
+                .bind(owner)
+                .bind(lease_ms)
+                .bind(lease.token)
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -249,29 +421,33 @@ impl Db {
         })
     }
 
-    /// Record where an entry stands, and release its lease. Only the lease holder writes.
+    /// Record where an entry stands, and release its lease. Only the holder of the current
+    /// token writes: false when the lease was lost (nothing written).
     pub(crate) async fn finish(
         &self,
-        id: i64,
+        lease: Lease,
         owner: &str,
         state: State,
         outcome: &Outcome,
         refs: &References,
     ) -> Result<bool, JournalError> {
-        const SQL: &str = "UPDATE whish_journal_entries \
-            SET state = $3, outcome = $4, refs = $5, updated_ms = $6, \
-                lease_owner = NULL, lease_until_ms = NULL \
-            WHERE id = $1 AND lease_owner = $2";
+        let now = self.now_sql();
+        let sql = format!(
+            "UPDATE whish_journal_entries \
+             SET state = $3, outcome = $4, refs = $5, updated_ms = {now}, \
+                 lease_owner = NULL, lease_until_ms = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND lease_token = $6"
+        );
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
         let refs = serde_json::to_string(refs).map_err(JournalError::encode)?;
         on_db!(self, pool => {
-            let done = sqlx::query(SQL)
-                .bind(id)
+            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(lease.id)
                 .bind(owner)
                 .bind(state.as_str())
                 .bind(&outcome)
                 .bind(&refs)
-                .bind(now_ms())
+                .bind(lease.token)
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -279,19 +455,52 @@ impl Db {
         })
     }
 
-    /// Release a lease without changing anything else (an entry left as it was).
-    pub(crate) async fn release(&self, id: i64, owner: &str) -> Result<(), JournalError> {
+    /// Release a lease without changing anything else (an entry left as it was). False when
+    /// the lease was not this process's any more.
+    pub(crate) async fn release(&self, lease: Lease, owner: &str) -> Result<bool, JournalError> {
         const SQL: &str = "UPDATE whish_journal_entries \
-            SET lease_owner = NULL, lease_until_ms = NULL WHERE id = $1 AND lease_owner = $2";
+            SET lease_owner = NULL, lease_until_ms = NULL \
+            WHERE id = $1 AND lease_owner = $2 AND lease_token = $3";
         on_db!(self, pool => {
-            sqlx::query(SQL).bind(id).bind(owner).execute(pool).await.map_err(JournalError::write)?;
-            Ok(())
+            let done = sqlx::query(SQL)
+                .bind(lease.id)
+                .bind(owner)
+                .bind(lease.token)
+                .execute(pool)
+                .await
+                .map_err(JournalError::write)?;
+            Ok(done.rows_affected() == 1)
         })
     }
 
-    /// Lease up to `limit` open entries after `after` (by id) whose lease is free or expired.
-    /// On PostgreSQL, rows another process is claiming at this moment are skipped, not waited
-    /// for (`FOR UPDATE SKIP LOCKED`); on SQLite the statement runs alone (one writer).
+    /// Free the lease of a holder known to be dead (a process of this host that is gone), so
+    /// that recovery takes the entry at once. Conditional on the holder and its token.
+    pub(crate) async fn release_dead(
+        &self,
+        id: i64,
+        holder: &str,
+        token: i64,
+    ) -> Result<bool, JournalError> {
+        const SQL: &str = "UPDATE whish_journal_entries \
+            SET lease_owner = NULL, lease_until_ms = NULL, lease_token = lease_token + 1 \
+            WHERE id = $1 AND lease_owner = $2 AND lease_token = $3";
+        on_db!(self, pool => {
+            let done = sqlx::query(SQL)
+                .bind(id)
+                .bind(holder)
+                .bind(token)
+                .execute(pool)
+                .await
+                .map_err(JournalError::write)?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
+    /// Lease up to `limit` open entries after `after` (by id) whose lease is free or expired
+    /// by the database's clock; each lease's token grows. On PostgreSQL, rows another process
+    /// is claiming at this moment are skipped, not waited for (`FOR UPDATE SKIP LOCKED`); on
+    /// SQLite the statement runs alone (one writer). A row that cannot be read comes back as
+    /// `Err` with its reason, leased like the others.
     pub(crate) async fn claim_open(
         &self,
         owner: &str,
@@ -299,72 +508,120 @@ impl Db {
         after: i64,
         limit: i64,
         take_over: bool,
-    ) -> Result<Vec<Entry>, JournalError> {
+    ) -> Result<Vec<Claimed>, JournalError> {
         let lock = match self {
-            Db::Sqlite(_) => "",
+            Db::Sqlite(..) => "",
             Db::Postgres(_) => "FOR UPDATE SKIP LOCKED",
+        };
+        let now = self.now_sql();
+        let expired = if take_over {
+            "TRUE".to_owned()
+        } else {
+            format!("(lease_until_ms IS NULL OR lease_until_ms < {now})")
         };
         let sql = format!(
             "UPDATE whish_journal_entries \
-             SET lease_owner = $1, lease_until_ms = $2, attempts = attempts + 1 \
+             SET lease_owner = $1, lease_until_ms = {now} + $2, attempts = attempts + 1, \
+                 lease_token = lease_token + 1 \
              WHERE id IN (SELECT id FROM whish_journal_entries \
                  WHERE state IN ('intended', 'may-have-arrived', 'pending') \
-                   AND id > $3 AND (lease_until_ms IS NULL OR lease_until_ms < $4) \
-                 ORDER BY id LIMIT $5 {lock}) \
+                   AND id > $3 AND {expired} \
+                 ORDER BY id LIMIT $4 {lock}) \
              RETURNING {COLUMNS}"
         );
-        let now = now_ms();
-        let mut entries = on_db!(self, pool => {
+        let mut claimed = on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(owner)
-                .bind(now.saturating_add(lease_ms))
+                .bind(lease_ms)
                 .bind(after)
-                .bind(if take_over { i64::MAX } else { now })
                 .bind(limit)
                 .fetch_all(pool)
                 .await
                 .map_err(JournalError::write)?;
-            rows.iter().map(entry_of).collect::<Result<Vec<_>, _>>()?
+            rows.iter().map(claimed_of).collect::<Result<Vec<_>, _>>()?
         });
-        entries.sort_by_key(|e| e.id);
-        Ok(entries)
+        claimed.sort_by_key(|c| c.lease.id);
+        Ok(claimed)
     }
 
-    /// The open entries another owner holds a lease on that has not expired: recovery cannot
-    /// take them, and says so.
-    pub(crate) async fn leased_elsewhere(
+    /// Send an entry that cannot be read to `needs-operator` with the reason, under the lease
+    /// this process holds.
+    pub(crate) async fn quarantine(
         &self,
+        lease: Lease,
         owner: &str,
-    ) -> Result<Vec<(Entry, String, i64)>, JournalError> {
+        reason: &str,
+    ) -> Result<bool, JournalError> {
+        let mut outcome = Outcome::new("unreadable");
+        outcome.message = Some(reason.to_owned());
+        let now = self.now_sql();
         let sql = format!(
-            "SELECT {COLUMNS}, lease_owner, lease_until_ms FROM whish_journal_entries \
+            "UPDATE whish_journal_entries \
+             SET state = 'needs-operator', outcome = $3, updated_ms = {now}, \
+                 lease_owner = NULL, lease_until_ms = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
+        );
+        let outcome = serde_json::to_string(&outcome).map_err(JournalError::encode)?;
+        on_db!(self, pool => {
+            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(lease.id)
+                .bind(owner)
+                .bind(&outcome)
+                .bind(lease.token)
+                .execute(pool)
+                .await
+                .map_err(JournalError::write)?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
+    /// The open entries another owner holds a lease on that has not expired by the database's
+    /// clock: recovery cannot take them, and says so. With the holder, the lease's end and its
+    /// token.
+    pub(crate) async fn leased_elsewhere(&self, owner: &str) -> Result<Vec<Claimed>, JournalError> {
+        let now = self.now_sql();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM whish_journal_entries \
              WHERE state IN ('intended', 'may-have-arrived', 'pending') \
-               AND lease_owner IS NOT NULL AND lease_owner <> $1 AND lease_until_ms >= $2 \
+               AND lease_owner IS NOT NULL AND lease_owner <> $1 AND lease_until_ms >= {now} \
              ORDER BY id"
         );
         on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(owner)
-                .bind(now_ms())
                 .fetch_all(pool)
                 .await
                 .map_err(JournalError::read)?;
+            rows.iter().map(claimed_of).collect()
+        })
+    }
+
+    /// Rows whose state this version does not know (recovery never works on them: it says so).
+    pub(crate) async fn unknown_states(&self) -> Result<Vec<(i64, String, String)>, JournalError> {
+        let sql = "SELECT id, idem_key, state FROM whish_journal_entries \
+            WHERE state NOT IN ('intended', 'may-have-arrived', 'pending', 'accepted', 'refused', \
+                                'needs-operator') ORDER BY id";
+        on_db!(self, pool => {
+            let rows = sqlx::query(sql).fetch_all(pool).await.map_err(JournalError::read)?;
             rows.iter()
                 .map(|r| {
-                    let entry = entry_of(r)?;
-                    let holder: String = r.try_get("lease_owner").map_err(JournalError::read)?;
-                    let until: i64 = r.try_get("lease_until_ms").map_err(JournalError::read)?;
-                    Ok((entry, holder, until))
+                    Ok((
+                        r.try_get::<i64, _>("id").map_err(JournalError::read)?,
+                        r.try_get::<String, _>("idem_key").map_err(JournalError::read)?,
+                        r.try_get::<String, _>("state").map_err(JournalError::read)?,
+                    ))
                 })
                 .collect()
         })
     }
 
+    /// The entries, and apart from them the rows that cannot be read (id, key, why): one bad
+    /// row never hides the others.
     pub(crate) async fn list(
         &self,
         open_only: bool,
         limit: i64,
-    ) -> Result<Vec<Entry>, JournalError> {
+    ) -> Result<(Vec<Entry>, Vec<(i64, String, String)>), JournalError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM whish_journal_entries {} ORDER BY id LIMIT $1",
             if open_only {
@@ -379,7 +636,16 @@ impl Db {
                 .fetch_all(pool)
                 .await
                 .map_err(JournalError::read)?;
-            rows.iter().map(entry_of).collect()
+            let mut good = Vec::new();
+            let mut bad = Vec::new();
+            for row in &rows {
+                let claimed = claimed_of(row)?;
+                match claimed.entry {
+                    Ok(e) => good.push(e),
+                    Err(e) => bad.push((claimed.lease.id, claimed.key, e.to_string())),
+                }
+            }
+            Ok((good, bad))
         })
     }
 
@@ -418,63 +684,83 @@ impl Db {
         })
     }
 
-    /// Move open entries created before `cutoff_ms` that nobody holds to `needs-operator`.
+    /// Move an entry this process holds to `needs-operator`.
     pub(crate) async fn mark_needs_operator(
         &self,
-        id: i64,
+        lease: Lease,
         owner: &str,
         outcome: &Outcome,
-    ) -> Result<(), JournalError> {
-        const SQL: &str = "UPDATE whish_journal_entries \
-            SET state = 'needs-operator', outcome = $3, updated_ms = $4, \
-                lease_owner = NULL, lease_until_ms = NULL \
-            WHERE id = $1 AND lease_owner = $2";
+    ) -> Result<bool, JournalError> {
+        let now = self.now_sql();
+        let sql = format!(
+            "UPDATE whish_journal_entries \
+             SET state = 'needs-operator', outcome = $3, updated_ms = {now}, \
+                 lease_owner = NULL, lease_until_ms = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
+        );
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
         on_db!(self, pool => {
-            sqlx::query(SQL)
-                .bind(id)
+            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(lease.id)
                 .bind(owner)
                 .bind(&outcome)
-                .bind(now_ms())
+                .bind(lease.token)
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;
-            Ok(())
+            Ok(done.rows_affected() == 1)
         })
     }
 
-    /// Delete final entries (and delivered status changes) last changed before `cutoff_ms`.
-    pub(crate) async fn prune(&self, cutoff_ms: i64) -> Result<u64, JournalError> {
-        const ENTRIES: &str = "DELETE FROM whish_journal_entries \
-            WHERE state IN ('accepted', 'refused') AND updated_ms < $1";
-        const CHANGES: &str = "DELETE FROM whish_journal_notifications \
-            WHERE delivered_ms IS NOT NULL AND delivered_ms < $1";
+    /// Delete final entries (and delivered status changes) last changed more than `age_ms` ago
+    /// by the database's clock.
+    pub(crate) async fn prune(&self, age_ms: i64) -> Result<u64, JournalError> {
+        let now = self.now_sql();
+        let entries = format!(
+            "DELETE FROM whish_journal_entries \
+             WHERE state IN ('accepted', 'refused') AND updated_ms < {now} - $1"
+        );
+        let changes = format!(
+            "DELETE FROM whish_journal_notifications \
+             WHERE delivered_ms IS NOT NULL AND delivered_ms < {now} - $1"
+        );
         on_db!(self, pool => {
-            let n = sqlx::query(ENTRIES).bind(cutoff_ms).execute(pool).await.map_err(JournalError::write)?;
-            sqlx::query(CHANGES).bind(cutoff_ms).execute(pool).await.map_err(JournalError::write)?;
+            let n = sqlx::query(sqlx::AssertSqlSafe(entries))
+                .bind(age_ms)
+                .execute(pool)
+                .await
+                .map_err(JournalError::write)?;
+            sqlx::query(sqlx::AssertSqlSafe(changes))
+                .bind(age_ms)
+                .execute(pool)
+                .await
+                .map_err(JournalError::write)?;
             Ok(n.rows_affected())
         })
     }
 
     /// Claim (subject, status) for delivery: true when it was never recorded, or recorded but
-    /// not delivered and its claim older than `reclaim_before_ms`.
+    /// not delivered and its claim older than `lease_ms` by the database's clock (one clock for
+    /// every receiver: a host whose clock runs ahead cannot take a live claim).
     pub(crate) async fn claim(
         &self,
         subject: &str,
         status: &str,
-        reclaim_before_ms: i64,
+        lease_ms: i64,
     ) -> Result<bool, JournalError> {
-        const SQL: &str = "INSERT INTO whish_journal_notifications \
-            (subject, status, recorded_ms, delivered_ms) VALUES ($1, $2, $3, NULL) \
-            ON CONFLICT (subject, status) DO UPDATE SET recorded_ms = excluded.recorded_ms \
-            WHERE whish_journal_notifications.delivered_ms IS NULL \
-              AND whish_journal_notifications.recorded_ms < $4";
+        let now = self.now_sql();
+        let sql = format!(
+            "INSERT INTO whish_journal_notifications \
+             (subject, status, recorded_ms, delivered_ms) VALUES ($1, $2, {now}, NULL) \
+             ON CONFLICT (subject, status) DO UPDATE SET recorded_ms = excluded.recorded_ms \
+             WHERE whish_journal_notifications.delivered_ms IS NULL \
+               AND whish_journal_notifications.recorded_ms < {now} - $3"
+        );
         on_db!(self, pool => {
-            let done = sqlx::query(SQL)
+            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(subject)
                 .bind(status)
-                .bind(now_ms())
-                .bind(reclaim_before_ms)
+                .bind(lease_ms)
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -484,13 +770,15 @@ impl Db {
 
     /// Mark (subject, status) delivered: it is never claimed again.
     pub(crate) async fn delivered(&self, subject: &str, status: &str) -> Result<(), JournalError> {
-        const SQL: &str = "UPDATE whish_journal_notifications SET delivered_ms = $3 \
-            WHERE subject = $1 AND status = $2";
+        let sql = format!(
+            "UPDATE whish_journal_notifications SET delivered_ms = {} \
+             WHERE subject = $1 AND status = $2",
+            self.now_sql()
+        );
         on_db!(self, pool => {
-            sqlx::query(SQL)
+            sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(subject)
                 .bind(status)
-                .bind(now_ms())
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -523,6 +811,43 @@ impl Db {
                 .collect()
         })
     }
+}
+
+/// A row recovery leased: its lease, and the entry or why it cannot be read.
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    pub lease: Lease,
+    pub key: String,
+    pub holder: Option<String>,
+    pub until_ms: Option<i64>,
+    pub entry: Result<Entry, JournalError>,
+}
+
+fn claimed_of<R: Row>(row: &R) -> Result<Claimed, JournalError>
+where
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Vec<u8>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
+    let token = row
+        .try_get::<i64, _>("lease_token")
+        .map_err(JournalError::read)?;
+    Ok(Claimed {
+        lease: Lease { id, token },
+        key: row
+            .try_get::<String, _>("idem_key")
+            .map_err(JournalError::read)?,
+        holder: row
+            .try_get::<Option<String>, _>("lease_owner")
+            .map_err(JournalError::read)?,
+        until_ms: row
+            .try_get::<Option<i64>, _>("lease_until_ms")
+            .map_err(JournalError::read)?,
+        entry: entry_of(row),
+    })
 }
 
 fn entry_of<R: Row>(row: &R) -> Result<Entry, JournalError>
