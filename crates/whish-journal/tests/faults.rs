@@ -333,3 +333,126 @@ async fn an_insert_cut_after_its_commit_is_settled_before_anything_is_said() {
     assert!(!e.to_string().contains("nothing was sent"), "{e}");
     assert_eq!(transfers_with(&sb, other.request_id().get()), 0);
 }
+
+const SKEWED_CHILD: &str = "WHISH_JOURNAL_SKEWED_CHILD";
+
+/// In a child run under `faketime`: recover the journal named in the environment, and print
+/// what the recovery examined and found held. In the parent: does nothing.
+#[tokio::test]
+async fn skewed_child_recovers() {
+    let Ok(url) = std::env::var(SKEWED_CHILD) else {
+        return;
+    };
+    let var = |n: &str| std::env::var(n).expect(n);
+    let client = whish_money_transfer::TransferClient::builder(
+        whish_core::ClientSettings::new(var("SKEWED_BASE")).policy(common::policy(0)),
+    )
+    .username(var("SKEWED_USER"))
+    .key(whish_core::SecretString::from(var("SKEWED_KEY")))
+    .build()
+    .expect("client");
+    let journal = Journal::open(&url).await.expect("open");
+    let report = journal
+        .recover(&Clients::new().transfer(client), &Recovery::new())
+        .await
+        .expect("recover");
+    println!(
+        "\nSKEWED examined={} held={} clock={}",
+        report.examined,
+        report.held_elsewhere.len(),
+        time::OffsetDateTime::now_utc().unix_timestamp()
+    );
+}
+
+/// A recoverer on a host whose clock runs five minutes ahead (`faketime`) meets an entry whose
+/// sender is alive and mid-call: the lease is judged by the database's clock, so it is not
+/// taken, and nothing is sent twice. (0.2 compared each process's own wall clock.)
+#[tokio::test]
+async fn a_recoverer_whose_clock_runs_ahead_takes_no_live_lease() {
+    if std::env::var(SKEWED_CHILD).is_ok() {
+        return;
+    }
+    let Some(place) = places("skewed_clock")
+        .await
+        .into_iter()
+        .find(|p| matches!(p, Place::Postgres(_)))
+    else {
+        return;
+    };
+    let faketime = std::process::Command::new("faketime")
+        .arg("-f")
+        .arg("+0")
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !faketime {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "faketime is not installed under CI=true (Debian package faketime)"
+        );
+        eprintln!("skewed_clock NOT RUN: faketime is not installed");
+        return;
+    }
+    let sb = sandbox().await;
+    // The default lease (30 s): five minutes of skew is ten leases.
+    let sender = Journal::open(place.url()).await.expect("open");
+    let t = sender.transfer(
+        common::transfer(&sb, 0)
+            .with_options(whish_core::CallOptions::new().attempt_timeout(Duration::from_secs(30))),
+    );
+    let prepared = t.client().prepare_send(cash_send(77)).expect("prepare");
+    sb.inject(Endpoint::TransferSend, Fault::Stall, 1);
+    let sending = tokio::spawn({
+        let t = t.clone();
+        let p = prepared.clone();
+        async move { t.send(&p).await }
+    });
+    while !sb
+        .requests()
+        .iter()
+        .any(|r| r.endpoint == Endpoint::TransferSend)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let creds = sb.transfer_credentials();
+    let mut child = std::process::Command::new("faketime");
+    child
+        .arg("+5 minutes")
+        .arg(std::env::current_exe().expect("exe"))
+        .args(["--exact", "skewed_child_recovers", "--nocapture"])
+        .env(SKEWED_CHILD, place.url())
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .env("SKEWED_BASE", sb.transfer_base_url())
+        .env("SKEWED_USER", &creds.username)
+        .env("SKEWED_KEY", &creds.key);
+    let out = tokio::task::spawn_blocking(move || child.output())
+        .await
+        .expect("join")
+        .expect("run the skewed child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("SKEWED"))
+        .unwrap_or_else(|| panic!("no report: {text}"));
+    assert!(line.contains("examined=0 held=1"), "{line}");
+    let clock: i64 = line
+        .rsplit("clock=")
+        .next()
+        .and_then(|c| c.trim().parse().ok())
+        .expect("the child's clock");
+    let ahead = clock - time::OffsetDateTime::now_utc().unix_timestamp();
+    assert!(ahead > 240, "the child's clock ran {ahead} s ahead");
+    let sends = sb
+        .requests()
+        .iter()
+        .filter(|r| r.endpoint == Endpoint::TransferSend)
+        .count();
+    assert_eq!(sends, 1, "the skewed recoverer sent nothing");
+    sending.abort();
+    sender.close().await;
+}
