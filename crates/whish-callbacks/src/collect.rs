@@ -40,9 +40,19 @@ async fn callback(State(shared): State<Arc<Shared>>, uri: Uri, trigger: Trigger)
             "the address holds no known payment reference\n",
         );
     };
-    let Some(slot) = shared.tasks.slot() else {
+    let Some(slot) = shared.collect_tasks.slot() else {
         return answer(StatusCode::SERVICE_UNAVAILABLE, "busy, call again later\n");
     };
+    // Nothing is recorded before the status is read (in the background), so the 200 waits for
+    // the record to be writable: a journal that is down gets 503, and the service delivers
+    // again, instead of a 200 after which nothing is recorded and nothing comes back.
+    if let Err(e) = shared.notifications.ready().await {
+        tracing::warn!(error = %e, "the notification record is not reachable: 503, deliver again");
+        return answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the record is not reachable, call again later\n",
+        );
+    }
     let span = tracing::info_span!(
         "whish.callback.collect",
         external_id = %external_id,

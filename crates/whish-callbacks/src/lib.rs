@@ -86,7 +86,7 @@ pub use handler::{
     Handler, HandlerError, PaymentUpdate, RedirectVerdict, Source, TransferNotification, Trigger,
     confirm_redirect,
 };
-pub use notifications::{BoxFuture, InMemory, Notifications, StoreError};
+pub use notifications::{BoxFuture, IN_MEMORY_CAPACITY, InMemory, Notifications, StoreError};
 pub use poller::PollSettings;
 
 use handler::DynHandler;
@@ -122,7 +122,11 @@ struct CollectSide {
 
 pub(crate) struct Shared {
     notifications: Arc<dyn Notifications>,
+    /// Slots of the signed transfer callbacks.
     tasks: Tasks,
+    /// Slots of the unauthenticated collect GETs: apart, so that a flood of them (each asks a
+    /// status endpoint) cannot take the slots of signed callbacks.
+    collect_tasks: Tasks,
     handler_timeout: Duration,
     transfer: Option<TransferSide>,
     transfer_client: Option<TransferClient>,
@@ -235,8 +239,10 @@ impl ReceiverBuilder {
         self
     }
 
-    /// How many handlers run at once (default 64). A callback arriving when all run gets 503,
-    /// so the sender delivers it again later.
+    /// How many handlers run at once (default 64), for the signed transfer callbacks and, apart,
+    /// as many again for the unauthenticated collect GETs (each reads a status first): a flood
+    /// of one kind cannot starve the other. A callback arriving when all of its kind run gets
+    /// 503, so the sender delivers it again later.
     pub fn max_in_flight(mut self, n: u32) -> Self {
         self.max_in_flight = n;
         self
@@ -268,6 +274,7 @@ impl ReceiverBuilder {
             shared: Arc::new(Shared {
                 notifications: self.notifications,
                 tasks: Tasks::new(self.max_in_flight),
+                collect_tasks: Tasks::new(self.max_in_flight),
                 handler_timeout: self.handler_timeout,
                 transfer: self.transfer,
                 transfer_client: self.transfer_client,
@@ -373,6 +380,7 @@ impl Receiver {
     pub async fn shutdown(&self) {
         let _ = self.shared.stop.send(true);
         self.shared.tasks.shutdown().await;
+        self.shared.collect_tasks.shutdown().await;
     }
 }
 
@@ -408,14 +416,23 @@ pub(crate) async fn run_claimed<N: Send + 'static>(
     handler: DynHandler<N>,
     notification: N,
 ) {
-    let outcome = tokio::time::timeout(shared.handler_timeout, handler.handle(notification)).await;
+    // In a task of its own, so that a handler that panics is seen (not a task that vanished
+    // with its claim held for the whole claim window) and its claim released at once.
+    let running = tokio::spawn(handler.handle(notification));
+    let abort = running.abort_handle();
+    let outcome = tokio::time::timeout(shared.handler_timeout, running).await;
     let done = match outcome {
-        Ok(Ok(())) => shared.notifications.complete(&subject, &status).await,
-        Ok(Err(e)) => {
+        Ok(Ok(Ok(()))) => shared.notifications.complete(&subject, &status).await,
+        Ok(Ok(Err(e))) => {
             tracing::warn!(%subject, %status, error = %e, "the handler failed; handed on again at the next sighting");
             shared.notifications.release(&subject, &status).await
         }
+        Ok(Err(joined)) => {
+            tracing::error!(%subject, %status, panicked = joined.is_panic(), "the handler panicked; handed on again at the next sighting");
+            shared.notifications.release(&subject, &status).await
+        }
         Err(_) => {
+            abort.abort();
             tracing::warn!(%subject, %status, "the handler ran out of time; handed on again at the next sighting");
             shared.notifications.release(&subject, &status).await
         }

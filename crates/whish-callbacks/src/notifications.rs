@@ -49,21 +49,36 @@ pub trait Notifications: Send + Sync + 'static {
         subject: &'a str,
         status: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Whether the record can be written now. A route that answers 200 before it records (the
+    /// collect GETs, whose status is read in the background) asks first, and answers 503 when
+    /// it cannot. The default says yes.
+    fn ready(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Mark {
     Claimed(Instant),
-    Delivered,
+    Delivered(Instant),
 }
+
+/// The most pairs the in-memory record keeps by default.
+pub const IN_MEMORY_CAPACITY: usize = 100_000;
 
 /// The in-memory record: one process, forgotten at restart (the sender's redelivery and the
 /// poller then hand a change on again). Claims not completed within `reclaim_after` are taken
 /// again.
+///
+/// It is bounded: past its capacity ([`IN_MEMORY_CAPACITY`] pairs by default, a few tens of
+/// megabytes at most) the older half of the delivered pairs is forgotten. A forgotten pair seen
+/// again (a late redelivery of a change handed on long ago) is handed on again: at least once,
+/// as after a restart. Use the journal for exactly once across restarts and forever.
 #[derive(Debug, Clone)]
 pub struct InMemory {
     marks: Arc<Mutex<HashMap<(String, String), Mark>>>,
     reclaim_after: Duration,
+    capacity: usize,
 }
 
 impl Default for InMemory {
@@ -78,7 +93,25 @@ impl InMemory {
         InMemory {
             marks: Arc::default(),
             reclaim_after,
+            capacity: IN_MEMORY_CAPACITY,
         }
+    }
+
+    /// At most this many pairs (at least 2): past it, the older half of the delivered ones is
+    /// forgotten.
+    pub fn capacity(mut self, pairs: usize) -> Self {
+        self.capacity = pairs.max(2);
+        self
+    }
+
+    /// How many pairs it holds now.
+    pub fn len(&self) -> usize {
+        self.with(|m| m.len())
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut HashMap<(String, String), Mark>) -> T) -> T {
@@ -95,9 +128,12 @@ impl Notifications for InMemory {
         let claimed = self.with(|m| {
             let key = (subject.to_owned(), status.to_owned());
             match m.get(&key) {
-                Some(Mark::Delivered) => false,
+                Some(Mark::Delivered(_)) => false,
                 Some(Mark::Claimed(at)) if at.elapsed() < self.reclaim_after => false,
                 _ => {
+                    if m.len() >= self.capacity {
+                        forget_older_half(m);
+                    }
                     m.insert(key, Mark::Claimed(Instant::now()));
                     true
                 }
@@ -111,7 +147,12 @@ impl Notifications for InMemory {
         subject: &'a str,
         status: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.with(|m| m.insert((subject.to_owned(), status.to_owned()), Mark::Delivered));
+        self.with(|m| {
+            m.insert(
+                (subject.to_owned(), status.to_owned()),
+                Mark::Delivered(Instant::now()),
+            )
+        });
         Box::pin(async { Ok(()) })
     }
 
@@ -128,6 +169,24 @@ impl Notifications for InMemory {
         });
         Box::pin(async { Ok(()) })
     }
+}
+
+/// Forget the older half of the delivered pairs (claims in progress are kept).
+fn forget_older_half(m: &mut HashMap<(String, String), Mark>) {
+    let mut delivered: Vec<Instant> = m
+        .values()
+        .filter_map(|mark| match mark {
+            Mark::Delivered(at) => Some(*at),
+            Mark::Claimed(_) => None,
+        })
+        .collect();
+    if delivered.is_empty() {
+        return;
+    }
+    let middle = delivered.len() / 2;
+    let (_, cut, _) = delivered.select_nth_unstable(middle);
+    let cut = *cut;
+    m.retain(|_, mark| !matches!(mark, Mark::Delivered(at) if *at <= cut));
 }
 
 /// The journal as the record: a change is handed on once across restarts and processes.
@@ -153,6 +212,9 @@ impl Notifications for whish_journal::Journal {
         status: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move { Ok(self.release_notification(subject, status).await?) })
+    }
+    fn ready(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move { Ok(self.ping().await?) })
     }
 }
 
@@ -188,6 +250,29 @@ mod tests {
         assert!(
             !n.claim("transfer:T1", "RECEIVED").await.expect("ok"),
             "delivered stays"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_in_memory_record_is_bounded() {
+        let n = InMemory::default().capacity(1000);
+        for i in 0..100_000 {
+            let subject = format!("transfer:T{i}");
+            assert!(n.claim(&subject, "RECEIVED").await.expect("ok"));
+            n.complete(&subject, "RECEIVED").await.expect("ok");
+        }
+        assert!(n.len() <= 1000, "{}", n.len());
+        // The newest pairs are remembered; a claim in progress is never forgotten.
+        assert!(!n.claim("transfer:T99999", "RECEIVED").await.expect("ok"));
+        assert!(n.claim("transfer:busy", "SENT").await.expect("ok"));
+        for i in 0..5000 {
+            let subject = format!("collect:X{i}");
+            n.claim(&subject, "success").await.expect("ok");
+            n.complete(&subject, "success").await.expect("ok");
+        }
+        assert!(
+            !n.claim("transfer:busy", "SENT").await.expect("ok"),
+            "still claimed"
         );
     }
 }

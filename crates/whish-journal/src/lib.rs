@@ -303,6 +303,13 @@ impl Journal {
         self.inner.db.check_file()
     }
 
+    /// Reach the database (one trivial read): `Err` when it is down, or for SQLite when its file
+    /// was deleted or replaced.
+    pub async fn ping(&self) -> Result<(), JournalError> {
+        self.inner.db.check_file()?;
+        self.inner.db.now().await.map(|_| ())
+    }
+
     /// Close the connections (waits for those in use).
     pub async fn close(&self) {
         self.inner.db.close().await

@@ -1,0 +1,182 @@
+//! The receiver under faults: a handler that panics, a record that is down when a collect GET
+//! arrives, and the signed and unsigned routes kept apart.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use tower::ServiceExt;
+use whish_callbacks::{BoxFuture, InMemory, Notifications, StoreError};
+use whish_callbacks::{HandlerError, PaymentUpdate, Receiver, TransferNotification};
+use whish_core::{ClientSettings, SecretString};
+use whish_hosted_collect::CollectClient;
+
+/// A record that can be switched off, wrapped around the in-memory one.
+#[derive(Clone)]
+struct Flaky {
+    inner: InMemory,
+    down: Arc<AtomicBool>,
+}
+
+impl Flaky {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.down.load(Ordering::SeqCst) {
+            Err("the record is down".into())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Notifications for Flaky {
+    fn claim<'a>(&'a self, s: &'a str, t: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.claim(s, t).await
+        })
+    }
+    fn complete<'a>(&'a self, s: &'a str, t: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.complete(s, t).await
+        })
+    }
+    fn release<'a>(&'a self, s: &'a str, t: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.release(s, t).await
+        })
+    }
+    fn ready(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move { self.check() })
+    }
+}
+
+fn collect_client() -> CollectClient {
+    // Never reached by these tests: the status read runs after the answer, against nothing.
+    CollectClient::builder(
+        ClientSettings::new("http://127.0.0.1:9").user_agent(
+            "ReceiverTests/1.0 (https://shop.example.com; dev@shop.example.com)"
+                .parse()
+                .expect("ua"),
+        ),
+    )
+    .channel("c")
+    .secret(SecretString::from("s"))
+    .website_url("https://shop.example.com")
+    .build()
+    .expect("client")
+}
+
+async fn get(router: &axum::Router, uri: &str) -> StatusCode {
+    router
+        .clone()
+        .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
+        .await
+        .expect("answer")
+        .status()
+}
+
+/// With its record down, a collect GET is answered 503 (the service delivers again), never a
+/// 200 after which nothing is recorded.
+#[tokio::test]
+async fn a_collect_callback_is_not_acknowledged_while_the_record_is_down() {
+    let down = Arc::new(AtomicBool::new(true));
+    let record = Flaky {
+        inner: InMemory::default(),
+        down: down.clone(),
+    };
+    let receiver = Receiver::builder()
+        .collect(collect_client(), |_: PaymentUpdate| async {
+            Ok::<(), HandlerError>(())
+        })
+        .notifications(record)
+        .build();
+    let router = receiver.router();
+    let uri = format!(
+        "{}?externalId=order-1&currency=USD",
+        whish_callbacks::SUCCESS_PATH
+    );
+    assert_eq!(get(&router, &uri).await, StatusCode::SERVICE_UNAVAILABLE);
+    down.store(false, Ordering::SeqCst);
+    assert_eq!(get(&router, &uri).await, StatusCode::OK);
+    receiver.shutdown().await;
+}
+
+/// A handler that panics releases its claim at once, like one that returns an error: the
+/// redelivery is handed on again, not dropped as "already recorded" for the claim window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_releases_its_claim_at_once() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let record = InMemory::new(Duration::from_secs(3600));
+    let receiver = Receiver::builder()
+        .transfer(
+            |_: &whish_money_transfer::callback::SignedInput<'_>| true,
+            move |_: TransferNotification| {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if n == 0 {
+                        panic!("the integrator's handler panicked");
+                    }
+                    Ok::<(), HandlerError>(())
+                }
+            },
+        )
+        .notifications(record.clone())
+        .build();
+    let router = receiver.router();
+    let body =
+        r#"{"date":"2026-11-23 10:00:00","externalId":42,"transferId":"TRF1","status":"RECEIVED"}"#;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let post = || async {
+        router
+            .clone()
+            .oneshot(
+                Request::post(whish_callbacks::TRANSFER_PATH)
+                    .header("content-type", "application/json")
+                    .header("timestamp", now.to_string())
+                    .header(
+                        "signature",
+                        whish_sandbox::callback::sign(b"key", now, body.as_bytes()),
+                    )
+                    .body(Body::from(body))
+                    .expect("request"),
+            )
+            .await
+            .expect("answer")
+            .status()
+    };
+    assert_eq!(post().await, StatusCode::OK);
+    for _ in 0..100 {
+        if calls.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The redelivery: claimed again at once and handled.
+    assert_eq!(post().await, StatusCode::OK);
+    for _ in 0..100 {
+        if calls.load(Ordering::SeqCst) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "handed on again after the panic"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !record.claim("transfer:TRF1", "RECEIVED").await.expect("ok"),
+        "delivered once the second run finished"
+    );
+    receiver.shutdown().await;
+}
