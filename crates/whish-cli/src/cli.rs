@@ -287,8 +287,9 @@ pub enum JournalCmd {
         /// Move an entry still open this many hours after it was recorded to needs-operator.
         #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
         deadline_hours: f64,
-        /// Also take the entries another process holds (their lease lasts two minutes): only
-        /// when that process is known to be dead, such as a `whish` that was killed.
+        /// Also take the entries another process holds (a live one renews its 30 s lease; one
+        /// of this host that is gone is taken anyway): only when that process is known to be
+        /// dead, such as a process on another host that was killed.
         #[arg(long)]
         take_over: bool,
     },
