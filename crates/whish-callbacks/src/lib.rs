@@ -65,6 +65,7 @@ mod collect;
 mod handler;
 mod notifications;
 mod poller;
+mod serve;
 mod tasks;
 mod transfer;
 
@@ -88,6 +89,7 @@ pub use handler::{
 };
 pub use notifications::{BoxFuture, IN_MEMORY_CAPACITY, InMemory, Notifications, StoreError};
 pub use poller::PollSettings;
+pub use serve::ServeLimits;
 
 use handler::DynHandler;
 use tasks::Tasks;

@@ -180,3 +180,61 @@ async fn a_panicking_handler_releases_its_claim_at_once() {
     );
     receiver.shutdown().await;
 }
+
+/// Clients that trickle their headers are closed after the header deadline, and the connection
+/// cap holds the rest in the backlog: a genuine callback is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_do_not_starve_genuine_callbacks() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let receiver = Receiver::builder()
+        .transfer(
+            |_: &whish_money_transfer::callback::SignedInput<'_>| true,
+            |_: TransferNotification| async { Ok::<(), HandlerError>(()) },
+        )
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let serving = receiver.clone();
+    tokio::spawn(async move {
+        serving
+            .serve(
+                listener,
+                whish_callbacks::ServeLimits::new()
+                    .header_read_timeout(Duration::from_millis(300))
+                    .max_connections(16),
+            )
+            .await
+    });
+    // Forty clients that send half a request line and stall: more than the cap.
+    let mut slow = Vec::new();
+    for _ in 0..40 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        s.write_all(b"POST /whish/transfer HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .expect("write");
+        slow.push(s);
+    }
+    let genuine = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        s.write_all(b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .expect("write");
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer).into_owned()
+    })
+    .await
+    .expect("answered while the slow clients were held off");
+    assert!(genuine.starts_with("HTTP/1.1 "), "{genuine}");
+    // And the slow ones were closed by the header deadline.
+    let mut first = slow.remove(0);
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(5), first.read(&mut buf)).await;
+    assert!(
+        closed.is_ok(),
+        "a slow client is closed after the header deadline"
+    );
+    receiver.shutdown().await;
+}
