@@ -755,11 +755,11 @@ async fn a_send_killed_midway_is_resolved_by_journal_recover_to_one_transfer() {
     assert_eq!(line["key"], "880077");
     assert_eq!(line["state"], "intended");
 
-    // Its lease is the killed process's: recover says so until told to take over.
-    let waiting = whish(&["journal", "recover"], &env).await;
-    assert_eq!(waiting.code, 3, "{waiting:?}");
-    let recovered = whish(&["journal", "recover", "--take-over"], &env).await;
+    // Its lease is the killed process's, of this host and gone: recover takes it at once,
+    // without --take-over.
+    let recovered = whish(&["journal", "recover"], &env).await;
     assert_eq!(recovered.code, 0, "{recovered:?}");
+    assert_eq!(recovered.json()["report"]["taken_from_dead"], 1, "{recovered:?}");
     let changes = &recovered.json()["report"]["changes"];
     assert_eq!(changes[0]["to"], "accepted", "{changes}");
     assert_eq!(changes[0]["outcome"]["result"], "confirmed", "{changes}");
