@@ -759,7 +759,11 @@ async fn a_send_killed_midway_is_resolved_by_journal_recover_to_one_transfer() {
     // without --take-over.
     let recovered = whish(&["journal", "recover"], &env).await;
     assert_eq!(recovered.code, 0, "{recovered:?}");
-    assert_eq!(recovered.json()["report"]["taken_from_dead"], 1, "{recovered:?}");
+    assert_eq!(
+        recovered.json()["report"]["taken_from_dead"],
+        1,
+        "{recovered:?}"
+    );
     let changes = &recovered.json()["report"]["changes"];
     assert_eq!(changes[0]["to"], "accepted", "{changes}");
     assert_eq!(changes[0]["outcome"]["result"], "confirmed", "{changes}");

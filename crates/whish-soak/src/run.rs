@@ -159,9 +159,53 @@ pub async fn run(
     // state each answer left with its verdict.
     let dir = std::env::temp_dir().join(format!("whish-soak-truth-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let journal = Journal::open(&format!("sqlite:{}", dir.join("journal.sqlite").display()))
+    let url = format!("sqlite:{}", dir.join("journal.sqlite").display());
+    // A lease shorter than the delay fault (1.5 s): the heartbeat keeps a slow call's entry.
+    let journal = Journal::builder(&url)
+        .lease(SOAK_LEASE)
+        .open()
         .await
         .map_err(|e| format!("the truth checker's journal: {e}"))?;
+    // A second process's recovery racing the live senders on the same journal, the whole run:
+    // it must never take an entry a live sender holds (fencing, heartbeats).
+    let recoverer = Journal::builder(&url)
+        .lease(SOAK_LEASE)
+        .open()
+        .await
+        .map_err(|e| format!("the racing recoverer's journal: {e}"))?;
+    let (stop_racing, racing) = {
+        let (tx, mut rx) = tokio::sync::watch::channel(false);
+        let clients = whish::journal::Clients::new()
+            .transfer(clients.transfer.clone())
+            .collect(clients.collect.clone())
+            .topup(clients.topup.clone());
+        let task = tokio::spawn(async move {
+            let mut runs = RacerStats::default();
+            loop {
+                tokio::select! {
+                    _ = rx.changed() => break,
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+                match recoverer
+                    .recover(&clients, &whish::journal::Recovery::new())
+                    .await
+                {
+                    Ok(r) => {
+                        runs.runs += 1;
+                        runs.examined += r.examined;
+                        runs.held += r.held_elsewhere.len();
+                    }
+                    Err(e) => {
+                        runs.errors += 1;
+                        eprintln!("the racing recoverer failed: {e}");
+                    }
+                }
+            }
+            recoverer.close().await;
+            runs
+        });
+        (tx, task)
+    };
     let journaled = Arc::new(Journaled {
         t: journal.transfer(clients.transfer.clone()),
         c: journal.collect(clients.collect.clone()),
@@ -195,9 +239,35 @@ pub async fn run(
     for t in tasks {
         t.await.map_err(|e| format!("a worker panicked: {e}"))?;
     }
+    let _ = stop_racing.send(true);
+    let racer = racing
+        .await
+        .map_err(|e| format!("the racing recoverer panicked: {e}"))?;
+    println!(
+        "racing recoverer: {} runs, {} entries examined (left open by the callers), {} seen held by a live sender, {} errors",
+        racer.runs, racer.examined, racer.held, racer.errors
+    );
+    if racer.errors > 0 {
+        return Err(format!(
+            "the racing recoverer failed {} times",
+            racer.errors
+        ));
+    }
     journal.close().await;
     let _ = std::fs::remove_dir_all(&dir);
     Arc::try_unwrap(ledger).map_err(|_| "the ledger is still shared".to_owned())
+}
+
+/// The soak journal's lease: shorter than the delay fault, so slow calls live on heartbeats.
+const SOAK_LEASE: Duration = Duration::from_millis(600);
+
+/// What the racing recoverer did.
+#[derive(Debug, Default)]
+struct RacerStats {
+    runs: usize,
+    examined: usize,
+    held: usize,
+    errors: usize,
 }
 
 /// The journaled twins of the clients.

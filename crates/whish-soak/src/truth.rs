@@ -188,7 +188,10 @@ pub fn check(sb: &Sandbox, reports: &[Report]) -> Table {
                 Verdict::NothingSent if resend => None,
                 v => Some(State::of_verdict(v)),
             };
-            if expected.is_some_and(|e| e != state) {
+            // An open verdict claims nothing: a recovery racing the caller may have settled the
+            // entry before it was read back.
+            let settled_meanwhile = r.verdict.is_open() && state.is_final();
+            if expected.is_some_and(|e| e != state) && !settled_meanwhile {
                 row.journal_disagrees += 1;
                 if examples.len() < 10 {
                     examples.push(format!(
