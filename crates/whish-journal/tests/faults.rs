@@ -456,3 +456,69 @@ async fn a_recoverer_whose_clock_runs_ahead_takes_no_live_lease() {
     sending.abort();
     sender.close().await;
 }
+
+/// Recovery that sent a request and then could not record the answer (the disk filled up
+/// meanwhile) says what it did and that it is not recorded; it never says "nothing was sent".
+/// Needs root, to mount a small tmpfs; it says so when it cannot run.
+#[tokio::test]
+async fn recovery_that_cannot_record_after_sending_says_so() {
+    let dir = std::env::temp_dir().join(format!("whish-full-disk-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("full_disk NOT RUN: cannot mount a tmpfs here (not root?)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+    let _unmount = Unmount(dir.clone());
+    let sb = sandbox().await;
+    let url = format!("sqlite:{}", dir.join("journal.sqlite").display());
+    let journal = Journal::open(&url).await.expect("open");
+    let t = journal.transfer(transfer(&sb, 0));
+    let prepared = t.client().prepare_send(cash_send(88)).expect("prepare");
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
+    // The recovery's resend is held a moment; the disk fills up meanwhile.
+    sb.inject(
+        Endpoint::TransferSend,
+        Fault::Delay(Duration::from_millis(800)),
+        1,
+    );
+    let recovering = tokio::spawn({
+        let journal = journal.clone();
+        let client = transfer(&sb, 0);
+        async move {
+            journal
+                .recover(&Clients::new().transfer(client), &Recovery::new())
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(dir.join("filler")).expect("filler");
+        let block = vec![0u8; 64 * 1024];
+        while filler.write_all(&block).is_ok() {}
+        let _ = filler.sync_all();
+    }
+    let report = recovering
+        .await
+        .expect("join")
+        .expect("recovery says what it did, not an error that hides it");
+    assert_eq!(transfers_with(&sb, prepared.request_id().get()), 1);
+    assert_eq!(report.unrecorded.len(), 1, "{report:?}");
+    assert_eq!(report.unrecorded[0].to, State::Accepted, "{report:?}");
+    assert!(!report.all_final());
+}
