@@ -159,16 +159,34 @@ impl Journal {
                 Some(key.to_owned()),
             )));
         }
+        // From here on this call sends nothing, but the request is not this call's alone: it
+        // may have been sent before (an open or accepted entry), or is being sent now by
+        // another process. Its outcome is unknown, never "nothing was sent" (the truth checker
+        // found a cancel reported not sent while a racing recovery had just applied it).
+        let unknown = |message: String, source: Option<crate::JournalError>| {
+            Error::Record(RecordError::outcome_unknown(
+                message,
+                Some(key.to_owned()),
+                source.map(|s| std::sync::Arc::new(s) as _),
+            ))
+        };
         match self.inner.db.take_lease(existing.id, owner, lease_ms).await {
             Ok(Some(lease)) => Ok(Held {
                 lease,
                 resend: !never_left,
             }),
-            Ok(None) => Err(record(
-                "another process is sending or recovering this request now".into(),
+            Ok(None) => Err(unknown(
+                format!(
+                    "another process is sending or recovering this request now (its entry is {}); this call sent nothing",
+                    existing.state
+                ),
                 None,
             )),
-            Err(e) => Err(record(e.to_string(), Some(e))),
+            Err(e) if never_left => Err(record(e.to_string(), Some(e))),
+            Err(e) => Err(unknown(
+                format!("{e}; the request was recorded before, and may have been sent then"),
+                Some(e),
+            )),
         }
     }
 

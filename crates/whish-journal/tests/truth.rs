@@ -284,3 +284,32 @@ fn request_ids_are_positive_and_distinct() {
     assert_eq!(ids.len(), 10_000);
     assert!(ids.iter().all(|&i| i >= 1_000_000_000));
 }
+
+/// The same request sent while another process holds its entry (sending it now, or recovering
+/// it): this call sends nothing, and says the outcome is unknown, never "nothing was sent" (the
+/// truth checker found a cancel reported not sent while a racing recovery had applied it).
+#[tokio::test]
+async fn a_request_held_by_another_process_is_unknown_not_unsent() {
+    for place in places("held_by_another").await {
+        let sb = sandbox().await;
+        let holder = whish_journal::Journal::builder(place.url())
+            .lease(Duration::from_secs(60))
+            .open()
+            .await
+            .expect("open");
+        let t = holder.transfer(transfer(&sb, 0));
+        let prepared = t.client().prepare_send(cash_send(46)).expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::Stall, 1);
+        assert!(tokio::time::timeout(CUT, t.send(&prepared)).await.is_err());
+        let other = place.open().await;
+        let again = other
+            .transfer(transfer(&sb, 0))
+            .send(&prepared)
+            .await
+            .expect_err("held elsewhere");
+        assert_eq!(again.verdict(), Verdict::Unknown, "{again}");
+        assert!(again.outcome_unknown() && !again.nothing_sent());
+        other.close().await;
+        holder.close().await;
+    }
+}
