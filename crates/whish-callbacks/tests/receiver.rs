@@ -437,6 +437,9 @@ async fn the_poller_finds_what_no_callback_reported() {
     );
 }
 
+/// Needs the crate's `journal` feature (the journal as the record): `cargo test -p
+/// whish-callbacks --features journal`, or the workspace's `--all-features`.
+#[cfg(feature = "journal")]
 #[tokio::test]
 async fn with_the_journal_two_processes_hand_a_change_on_once_and_a_failed_handler_gets_it_again() {
     let sb = sandbox().await;
