@@ -152,8 +152,9 @@ impl Amount {
         self.check_exact_json_number(field).map(|_| ())
     }
 
-    /// Parse text such as `12.34`, `1000`, `1.5E3`: an optional sign, digits with at most one
-    /// `.`, and an optional exponent. Nothing else (no `_`, no spaces inside, no `inf`), and
+    /// Parse text such as `12.34`, `1000`, `1.5E3`, as a service's reply may write it: an
+    /// optional sign, digits with at most one `.`, and an optional exponent. Text from a person
+    /// (a form, a flag) goes through [`str::parse`] instead, which takes plain decimal text only. Nothing else (no `_`, no spaces inside, no `inf`), and
     /// nothing a decimal cannot hold exactly (more than 28 decimals, or beyond about 7.9e28): a
     /// value is never rounded on the way in.
     pub fn parse(text: &str) -> Result<Amount, AmountParseError> {
@@ -302,11 +303,40 @@ impl fmt::Display for Amount {
     }
 }
 
+/// Plain decimal text only, as a person writes an amount: digits with at most one `.` between
+/// digits, and a leading `-` at most (`12.34`, `1000`, `-5`). No exponent (`1e3`), no bare
+/// point (`.5`, `5.`), no `+`, no negative zero. [`Amount::parse`] also reads the forms a
+/// service's reply may use (an exponent), and is what decoding uses.
+///
+/// ```
+/// use whish_core::Amount;
+/// assert!("12.34".parse::<Amount>().is_ok());
+/// for bad in ["1e3", ".5", "5.", "+5", "-0", "1_000", " 1 2"] {
+///     assert!(bad.parse::<Amount>().is_err(), "{bad}");
+/// }
+/// ```
 impl FromStr for Amount {
     type Err = AmountParseError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Amount::parse(s)
+        let t = s.trim();
+        if !is_plain_decimal_text(t) {
+            return Err(AmountParseError(s.to_owned()));
+        }
+        Amount::parse(t)
     }
+}
+
+/// `-?digits(.digits)?`, and not a negative zero.
+fn is_plain_decimal_text(t: &str) -> bool {
+    let unsigned = t.strip_prefix('-').unwrap_or(t);
+    let (whole, fraction) = match unsigned.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (unsigned, None),
+    };
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    let shaped = digits(whole) && fraction.is_none_or(digits);
+    let negative_zero = t.starts_with('-') && unsigned.bytes().all(|b| b == b'0' || b == b'.');
+    shaped && !negative_zero
 }
 
 /// Text that is not a decimal number (kept as given; `Display` shows at most 40 characters).
@@ -587,6 +617,21 @@ mod tests {
         ] {
             assert!(Amount::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn text_from_a_person_is_plain_decimal_only() {
+        for ok in ["1", "-1", "0.1", "12.34", "1000", " 7 "] {
+            assert!(ok.parse::<Amount>().is_ok(), "{ok}");
+        }
+        for bad in [
+            "+1.5", ".5", "5.", "1e3", "1.5E-2", "-0", "-0.00", "1_000", "",
+        ] {
+            assert!(bad.parse::<Amount>().is_err(), "{bad:?}");
+        }
+        // A reply may still use the other forms.
+        let a: Amount = serde_json::from_str(r#""1.5E3""#).expect("reads");
+        assert_eq!(a.to_plain_string(), "1500");
     }
 
     #[test]

@@ -248,6 +248,13 @@ impl ClientSettings {
             })?;
             all.insert(USER_AGENT, v);
         }
+        // With rustls and ring, make ring the process default when nothing is installed yet, so
+        // that a reqwest client of the program's own built after this one does not panic (see
+        // `crate::tls`).
+        #[cfg(feature = "rustls-ring")]
+        if crate::tls::backend() == Some("rustls-ring") {
+            let _ = crate::tls::install_default_provider();
+        }
         // The TLS stack first, so that your own `http_client` changes can still replace it.
         let mut b = crate::tls::configure(
             reqwest::Client::builder(),

@@ -13,16 +13,19 @@
 //! `rustls-ring` (reqwest's own precedence). A build with none of them speaks only plain HTTP to
 //! loopback (the sandbox): an `https://` base URL is then a [`SetupError`] naming the features.
 //!
-//! The ring build hands reqwest a complete rustls configuration instead of installing ring as
-//! the process-wide default provider, so it never changes what other rustls users in the same
-//! program get.
+//! The ring build hands reqwest a complete rustls configuration, and, when it builds a client,
+//! installs ring as the process-wide default provider **only if none is installed yet**.
 //!
-//! **One thing to know with `rustls-ring`.** reqwest 0.13 has no ring feature of its own: the SDK
-//! enables reqwest's `rustls-no-provider`. If your program also builds its *own* reqwest client
-//! and enables no TLS feature of reqwest itself, that client finds rustls without a provider and
-//! reqwest panics when it is built ("No rustls crypto provider is configured"). Call
-//! [`install_default_provider`] once at start-up, build that client from [`client_builder`], or
-//! choose `rustls-aws-lc-rs`. A program whose reqwest has its default features (rustls with
+//! **Why, and what it means for you, with `rustls-ring`.** reqwest 0.13 has no ring feature of
+//! its own: the SDK enables reqwest's `rustls-no-provider`. A reqwest client of your own program
+//! that enables no TLS feature of reqwest itself would then find rustls without a provider, and
+//! reqwest panics when it is built ("No rustls crypto provider is configured"). So the first SDK
+//! client built installs ring as the default, and your own clients built after it work. If your
+//! program installs a provider of its own, install it **before** building an SDK client: the SDK
+//! never replaces one (its own clients carry their configuration and do not need the default),
+//! but a provider installed after the SDK's is refused by rustls (`install_default` returns
+//! `Err`). A client of yours built before any SDK client still needs [`install_default_provider`]
+//! or [`client_builder`]. A program whose reqwest has its default features (rustls with
 //! aws-lc-rs) is not affected.
 
 use crate::error::SetupError;

@@ -152,23 +152,24 @@ fn the_backend_is_named() {
     assert_eq!(whish_core::tls::backend(), expected);
 }
 
-/// With ring alone, reqwest is built without a provider of its own: a program's own reqwest
-/// client needs one installed, and `install_default_provider` is that one line.
+/// With ring alone, reqwest is built without a provider of its own: the first SDK client built
+/// installs ring as the process default (none was installed), so a program's own reqwest client
+/// built after it does not panic; and the SDK never replaces a provider already there.
 #[cfg(all(
     feature = "rustls-ring",
     not(feature = "rustls-aws-lc-rs"),
     not(feature = "native-tls")
 ))]
 #[test]
-fn install_default_provider_lets_other_reqwest_clients_build() {
-    let before = std::panic::catch_unwind(|| reqwest::Client::builder().build().map(|_| ()));
-    assert!(before.is_err(), "reqwest has no provider of its own here");
-    whish_core::tls::install_default_provider();
+fn an_sdk_client_leaves_a_default_provider_for_the_programs_own_clients() {
+    let _sdk = whish_core::ClientSettings::new("https://transfer.example.com")
+        .build_transport("test", whish_core::ServiceHeaders::new())
+        .expect("an SDK transport");
     assert!(
         !whish_core::tls::install_default_provider(),
-        "installed once"
+        "already installed by the SDK client"
     );
     reqwest::Client::builder()
         .build()
-        .expect("builds with the installed provider");
+        .expect("the program's own client builds with the installed provider");
 }
