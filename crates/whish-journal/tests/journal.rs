@@ -395,6 +395,23 @@ async fn an_entry_still_open_after_its_deadline_goes_to_the_operator() {
         assert_eq!(journal.list(true, 10).await.expect("list").len(), 1);
         assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 0);
         assert_eq!(transfers_with(&sb, send.request_id().get()), 0);
+
+        // Past its deadline with the service reachable: the deadline is checked before the
+        // resend, so it goes to the operator and nothing is sent (0.2 sent it, then decided).
+        let late = t.client().prepare_send(cash_send(51)).expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+        assert!(t.send(&late).await.expect_err("dropped").outcome_unknown());
+        let before = sb.requests().len();
+        let report = journal
+            .recover(
+                &Clients::new().transfer(transfer(&sb, 0)),
+                &Recovery::new().deadline(Duration::ZERO),
+            )
+            .await
+            .expect("recover");
+        assert_eq!(report.needs_operator, 1, "{report:?}");
+        assert_eq!(sb.requests().len(), before, "nothing was sent");
+        assert_eq!(transfers_with(&sb, late.request_id().get()), 0);
     }
 }
 
