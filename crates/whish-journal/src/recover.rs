@@ -187,13 +187,21 @@ impl Journal {
     /// - hosted-collect create and refund, top-up pay: the same request again; the service
     ///   replays the recorded result and never acts twice.
     ///
-    /// An entry still open after the [`Recovery::deadline`] goes to `needs-operator`. Each
-    /// entry is leased while it is worked on, so processes recovering one PostgreSQL journal
-    /// at once never work on the same entry; an entry a crashed process held comes back when
-    /// its lease expires ([`JournalBuilder::lease`](crate::JournalBuilder::lease)).
+    /// An entry past the [`Recovery::deadline`] goes to `needs-operator` **before** anything is
+    /// sent. Each entry is leased while it is worked on (renewed while its call is in flight),
+    /// so processes recovering one PostgreSQL journal at once never work on the same entry. An
+    /// entry a crashed process of this host held is taken at once (its process is gone); one
+    /// held by a process of another host comes back when its lease runs out
+    /// ([`JournalBuilder::lease`](crate::JournalBuilder::lease)); until then it is listed in
+    /// [`RecoveryReport::held_elsewhere`], never hidden. A row that cannot be read goes to
+    /// `needs-operator` with the reason, and the rest proceeds.
     ///
-    /// `Err` only when the journal itself cannot be read or written; the service's answers are
-    /// in the report.
+    /// # Errors
+    ///
+    /// Only when the journal itself cannot be read or written before or between entries; the
+    /// service's answers, and an answer this run sent but could not record
+    /// ([`RecoveryReport::unrecorded`]), are in the report. After such an error, entries worked
+    /// on earlier in the run may have been sent: run it again (never "nothing was sent").
     pub async fn recover(
         &self,
         clients: &Clients,
