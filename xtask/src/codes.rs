@@ -49,6 +49,10 @@ pub struct CodeRow {
     /// before it is a refusal.
     #[serde(default)]
     pub confirms_earlier: bool,
+    /// The service checks it before it looks at the request (authentication, the account, the
+    /// headers): answered to a resend, it says nothing of an earlier attempt.
+    #[serde(default)]
+    pub checked_first: bool,
     /// Other spellings of the same code (the brand segment: the spec's `svc`, the live `whish`).
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -265,6 +269,12 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
         "    /// True when, answered to a resend of the same key, the code says an earlier attempt was applied;\n    /// on a request never sent before it is a refusal (see `whish_core::verdict`).\n    pub fn confirms_earlier_delivery(&self) -> bool {{\n        match self {{"
     );
     s.push_str(&arms(&|r| r.confirms_earlier.to_string(), "false")?);
+    let _ = writeln!(s, "        }}\n    }}\n");
+    let _ = writeln!(
+        s,
+        "    /// True when the service checks this before it looks at the request (authentication, the account,\n    /// the headers): answered to a resend, it says nothing of an earlier attempt.\n    pub fn checked_first(&self) -> bool {{\n        match self {{"
+    );
+    s.push_str(&arms(&|r| r.checked_first.to_string(), "false")?);
     let _ = writeln!(s, "        }}\n    }}\n}}\n");
 
     let _ = writeln!(
@@ -297,7 +307,7 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn http_status_hint(status: u16) -> Option<&'static str> {{\n{}\n    }}\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn confirms_earlier_delivery(&self) -> bool {{\n        {e}::confirms_earlier_delivery(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
+        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn http_status_hint(status: u16) -> Option<&'static str> {{\n{}\n    }}\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn confirms_earlier_delivery(&self) -> bool {{\n        {e}::confirms_earlier_delivery(self)\n    }}\n\n    fn checked_first(&self) -> bool {{\n        {e}::checked_first(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
         lit(&file.service),
         if file.http.is_empty() {
             "        let _ = status;\n        None".to_owned()

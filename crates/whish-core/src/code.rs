@@ -51,6 +51,13 @@ pub trait ErrorCode:
         false
     }
 
+    /// True when the service checks this before it looks at the request (authentication, the
+    /// account, the headers): answered to a resend, it says nothing of an earlier attempt, which
+    /// may have been applied. See [`crate::verdict`].
+    fn checked_first(&self) -> bool {
+        false
+    }
+
     /// True when this code is not one of the documented ones.
     fn is_unknown(&self) -> bool;
 

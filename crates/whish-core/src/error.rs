@@ -367,6 +367,8 @@ impl<C: ErrorCode> Error<C> {
                 history(f.resent_after_possible_delivery),
                 Answer::Refusal {
                     confirms_earlier: f.code.confirms_earlier_delivery(),
+                    says_nothing_earlier: f.code.checked_first() || f.code.is_unknown(),
+                    is_final: f.code.is_final(),
                 },
             ),
             Error::Pending(_) => (History::Fresh, Answer::Pending),
@@ -386,6 +388,8 @@ impl<C: ErrorCode> Error<C> {
                 History::Fresh,
                 Answer::Refusal {
                     confirms_earlier: false,
+                    says_nothing_earlier: false,
+                    is_final: true,
                 },
             ),
             // The journal cannot tell whether it was (or will be) sent.
@@ -497,6 +501,14 @@ impl<C: ErrorCode> Error<C> {
     /// reconciliation rule for an unknown outcome.
     pub fn hint(&self) -> &'static str {
         match self {
+            Error::Failed(f)
+                if f.resent_after_possible_delivery
+                    && (f.code.checked_first() || f.code.is_unknown()) =>
+            {
+                "an earlier attempt may have been applied, and this answer (checked before the \
+                 request is looked at, or undocumented) does not settle it: the outcome is \
+                 unknown; keep the key and confirm (resend the same request, or ask the status)"
+            }
             Error::Failed(f)
                 if f.code.confirms_earlier_delivery() && f.resent_after_possible_delivery =>
             {
@@ -684,10 +696,20 @@ fn attempts(n: u32) -> &'static str {
 
 impl<C: ErrorCode> fmt::Display for Failure<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.code.confirms_earlier_delivery() && self.resent_after_possible_delivery {
+        let proves_nothing = self.code.confirms_earlier_delivery()
+            || self.code.checked_first()
+            || self.code.is_unknown();
+        if proves_nothing && self.resent_after_possible_delivery {
             write!(
                 f,
-                "{}: answered {} after an attempt that may have arrived, unconfirmed; outcome unknown",
+                "{}: answered {} after an attempt that may have arrived, which it does not settle; outcome unknown",
+                self.endpoint,
+                excerpt(&self.raw, 80)
+            )?;
+        } else if !self.code.is_final() {
+            write!(
+                f,
+                "{}: answered {}, to be retried with the same key; outcome unknown",
                 self.endpoint,
                 excerpt(&self.raw, 80)
             )?;

@@ -214,21 +214,21 @@ impl Transport {
             .unwrap_or(self.policy.timeouts.attempt);
         let key = request.idempotency_key.as_deref();
         let mark = request.delivery.as_ref();
-        // What earlier calls of the same prepared request left: an attempt of theirs may have
-        // arrived, so this call's answers are read after a possible delivery.
-        let prior = mark.is_some_and(crate::DeliveryMark::may_have_arrived);
-        let mut earlier_may_have_reached = prior;
+        // In flight from before the first byte leaves: a future dropped from here on leaves the
+        // mark set, and other calls of the same request read their answers as after a
+        // possible delivery.
+        let in_flight = mark.map(crate::DeliveryMark::enter);
+        let mut earlier_may_have_reached = false;
         let mut attempts = 0u32;
         loop {
             attempts += 1;
             progress.attempts.store(attempts, Ordering::SeqCst);
             tracing::Span::current().record("attempt", attempts);
-            // Before the first byte leaves: a future dropped from here on leaves it set.
             progress.may_have_left.store(true, Ordering::SeqCst);
-            if let Some(m) = mark {
-                m.set();
-            }
             let attempt = self.attempt(request, timeout).await;
+            // What other calls of the same prepared request may have delivered (an earlier
+            // call, a dropped one, one in flight beside this one), read when this answer is.
+            let others = mark.is_some_and(crate::DeliveryMark::others_may_have_arrived);
             let reached = match &attempt {
                 Attempt::Body { .. } => true,
                 Attempt::Failed {
@@ -239,18 +239,22 @@ impl Transport {
             progress
                 .may_have_left
                 .store(earlier_may_have_reached || reached, Ordering::SeqCst);
-            let (outcome, result) =
-                self.sort::<T, C>(attempt, request, attempts, earlier_may_have_reached);
+            let (outcome, result) = self.sort::<T, C>(
+                attempt,
+                request,
+                attempts,
+                earlier_may_have_reached || others,
+            );
             match decide(&policy, request.resend, attempts, outcome, fastrand::f64()) {
                 Decision::Stop => {
-                    if let Some(m) = mark {
-                        // The mark keeps what the call proved: applied or maybe applied keeps
-                        // it; a refusal or nothing sent leaves it as the call found it.
+                    if let Some(guard) = in_flight {
+                        // The mark keeps what the call proved: applied or maybe applied sets
+                        // it; a refusal or nothing sent leaves it as it is.
                         let verdict = match &result {
                             Ok(_) => crate::Verdict::Accepted,
                             Err(e) => e.verdict(),
                         };
-                        m.store(prior || verdict.may_have_acted());
+                        guard.finish(verdict.may_have_acted());
                     }
                     return result;
                 }

@@ -13,7 +13,10 @@
 //! |---|---|---|
 //! | any | the envelope with `status` true | [`Verdict::Accepted`] |
 //! | any | the envelope with code 500 | [`Verdict::Pending`] |
-//! | any | a failure code | [`Verdict::Refused`] |
+//! | any | a failure code documented as retryable with the same key (collect `fatal`) | [`Verdict::Unknown`] |
+//! | fresh | any other failure code | [`Verdict::Refused`] |
+//! | may have arrived | a code checked before the request is looked at (authentication, the account) or an undocumented one | [`Verdict::Unknown`]: it says nothing of the earlier attempt |
+//! | may have arrived | any other failure code | [`Verdict::Refused`]: the service looked at this request (for the transfer service, one that had arrived would be answered `transfer.already.done`) |
 //! | fresh | a code that confirms an earlier delivery (`transfer.already.done`) | [`Verdict::Refused`]: the key belongs to another request |
 //! | may have arrived | a code that confirms an earlier delivery | [`Verdict::Unknown`] until the status read returns the request (then the client answers `Ok`) |
 //! | fresh | HTTP 4xx without the envelope (not 408 or 429) | [`Verdict::Refused`]: turned away before anything was done |
@@ -28,7 +31,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// What happened to the money, as far as anyone can know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -109,11 +112,17 @@ pub enum Answer {
     Success,
     /// The envelope with code 500.
     Pending,
-    /// The envelope with a failure code. `confirms_earlier` is true for a code that, after a
-    /// resend, says an earlier attempt was applied (`transfer.already.done`).
+    /// The envelope with a failure code.
     Refusal {
-        /// The code confirms an earlier delivery of the same key.
+        /// The code, answered to a resend, says an earlier attempt was applied
+        /// (`transfer.already.done`).
         confirms_earlier: bool,
+        /// The code says nothing of an earlier attempt: checked before the request is looked
+        /// at (authentication, the account), or not documented.
+        says_nothing_earlier: bool,
+        /// The code is final for this key (the documentation does not ask to retry with the same
+        /// key, as it does for the collect service's `fatal`).
+        is_final: bool,
     },
     /// An HTTP reply without the envelope (a proxy's page, a gateway's 502).
     NoEnvelope {
@@ -139,7 +148,7 @@ pub enum Answer {
 /// assert_eq!(decide(History::MayHaveArrived, Answer::NoEnvelope { status: 403 }), Verdict::Unknown);
 /// assert_eq!(decide(History::Fresh, Answer::NoEnvelope { status: 403 }), Verdict::Refused);
 /// // transfer.already.done on a request never sent before: the key belongs to another transfer.
-/// let done = Answer::Refusal { confirms_earlier: true };
+/// let done = Answer::Refusal { confirms_earlier: true, says_nothing_earlier: false, is_final: true };
 /// assert_eq!(decide(History::Fresh, done), Verdict::Refused);
 /// assert_eq!(decide(History::MayHaveArrived, done), Verdict::Unknown);
 /// ```
@@ -148,7 +157,15 @@ pub fn decide(history: History, answer: Answer) -> Verdict {
     match answer {
         Answer::Success => Verdict::Accepted,
         Answer::Pending => Verdict::Pending,
-        Answer::Refusal { confirms_earlier } if confirms_earlier && earlier => Verdict::Unknown,
+        // A code documented as retryable with the same key: nothing is final yet.
+        Answer::Refusal {
+            is_final: false, ..
+        } => Verdict::Unknown,
+        Answer::Refusal {
+            confirms_earlier,
+            says_nothing_earlier,
+            ..
+        } if earlier && (confirms_earlier || says_nothing_earlier) => Verdict::Unknown,
         Answer::Refusal { .. } => Verdict::Refused,
         Answer::NoEnvelope { .. } if earlier => Verdict::Unknown,
         Answer::NoEnvelope { status } if turned_away(status) => Verdict::Refused,
@@ -174,11 +191,20 @@ fn turned_away(status: u16) -> bool {
 /// cancelled task) still counts as "may have arrived" the next time the same prepared request
 /// is sent. Cloning shares the mark.
 ///
-/// After a call completes the transport sets it to what the call proved: it stays set when the
-/// request may have been applied (accepted, Pending, unknown), and returns to its earlier value
-/// when the call was refused or nothing left.
+/// It is a flag and a count of calls in flight. While a call is in flight the request may be
+/// arriving, so every other call of the same request reads its answers after a possible
+/// delivery. A call that ends keeps the flag set when it may have been applied (accepted,
+/// Pending, unknown) and leaves it as it is otherwise; a call dropped before it ended sets it.
+/// Nothing but [`clear`](Self::clear) (an authoritative read) ever clears it, so two tasks
+/// sending the same prepared request at once cannot undo each other's mark.
 #[derive(Debug, Clone, Default)]
-pub struct DeliveryMark(Arc<AtomicBool>);
+pub struct DeliveryMark(Arc<MarkState>);
+
+#[derive(Debug, Default)]
+struct MarkState {
+    arrived: AtomicBool,
+    in_flight: AtomicU32,
+}
 
 /// Marks always compare equal: a mark is what happened to a request, not part of what the
 /// request is, so two prepared requests with the same key and bytes are equal whatever was sent.
@@ -202,9 +228,9 @@ impl DeliveryMark {
         m
     }
 
-    /// True when an earlier attempt may have reached the service.
+    /// True when an attempt may have reached the service: an earlier call's, or one in flight.
     pub fn may_have_arrived(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.arrived.load(Ordering::SeqCst) || self.0.in_flight.load(Ordering::SeqCst) > 0
     }
 
     /// The history this mark stands for.
@@ -216,18 +242,55 @@ impl DeliveryMark {
         }
     }
 
-    /// Mark it: an attempt is leaving, or was known to have arrived.
+    /// Mark it: the request was, or may have been, sent before.
     pub fn set(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.arrived.store(true, Ordering::SeqCst);
     }
 
     /// Clear it: an authoritative read (a status) proved that no earlier attempt applied.
     pub fn clear(&self) {
-        self.store(false);
+        self.0.arrived.store(false, Ordering::SeqCst);
     }
 
-    pub(crate) fn store(&self, value: bool) {
-        self.0.store(value, Ordering::SeqCst);
+    /// For a call in flight: may an attempt other than its own have arrived (an earlier call,
+    /// or another call in flight now)?
+    pub(crate) fn others_may_have_arrived(&self) -> bool {
+        self.0.arrived.load(Ordering::SeqCst) || self.0.in_flight.load(Ordering::SeqCst) > 1
+    }
+
+    /// A call starts: it is in flight until its guard finishes or is dropped.
+    pub(crate) fn enter(&self) -> InFlight<'_> {
+        self.0.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight {
+            mark: self,
+            done: false,
+        }
+    }
+}
+
+/// One call of a marked request, in flight.
+pub(crate) struct InFlight<'a> {
+    mark: &'a DeliveryMark,
+    done: bool,
+}
+
+impl InFlight<'_> {
+    /// The call ended: keep what it proved.
+    pub(crate) fn finish(mut self, may_have_acted: bool) {
+        if may_have_acted {
+            self.mark.set();
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // Dropped mid-call: its bytes may have left.
+            self.mark.set();
+        }
+        self.mark.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -274,6 +337,33 @@ mod tests {
                 },
                 V::Unknown,
             ),
+            (
+                Fresh,
+                Refusal {
+                    confirms_earlier: false,
+                    says_nothing_earlier: true,
+                    is_final: true,
+                },
+                V::Refused,
+            ),
+            (
+                MayHaveArrived,
+                Refusal {
+                    confirms_earlier: false,
+                    says_nothing_earlier: true,
+                    is_final: true,
+                },
+                V::Unknown,
+            ),
+            (
+                Fresh,
+                Refusal {
+                    confirms_earlier: false,
+                    says_nothing_earlier: false,
+                    is_final: false,
+                },
+                V::Unknown,
+            ),
             (Fresh, NoEnvelope { status: 403 }, V::Refused),
             (Fresh, NoEnvelope { status: 404 }, V::Refused),
             (Fresh, NoEnvelope { status: 408 }, V::Unknown),
@@ -311,6 +401,27 @@ mod tests {
         for (h, a, v) in rows {
             assert_eq!(decide(*h, *a), *v, "{h:?} {a:?}");
         }
+    }
+
+    #[test]
+    fn a_call_in_flight_is_seen_by_the_others_and_never_undone() {
+        let m = DeliveryMark::new();
+        let a = m.enter();
+        assert!(m.may_have_arrived(), "a call in flight may be arriving");
+        assert!(!m.others_may_have_arrived(), "only its own");
+        let b = m.enter();
+        assert!(m.others_may_have_arrived(), "another is in flight");
+        b.finish(true); // accepted
+        a.finish(false); // refused: does not undo the other's
+        assert!(m.may_have_arrived());
+        let dropped = m.enter();
+        drop(dropped);
+        assert!(m.may_have_arrived());
+        m.clear();
+        assert!(!m.may_have_arrived());
+        let c = m.enter();
+        drop(c);
+        assert!(m.may_have_arrived(), "a dropped call sets it");
     }
 
     #[test]

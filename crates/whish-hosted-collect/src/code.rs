@@ -513,6 +513,47 @@ impl CollectCode {
             CollectCode::Unknown(_) => false,
         }
     }
+
+    /// True when the service checks this before it looks at the request (authentication, the account,
+    /// the headers): answered to a resend, it says nothing of an earlier attempt.
+    pub fn checked_first(&self) -> bool {
+        match self {
+            CollectCode::CurrencyNotSupported => false,
+            CollectCode::CollectWrongDenomination => false,
+            CollectCode::CollectWrongPhoneFormat => false,
+            CollectCode::CollectWrongEmailFormat => false,
+            CollectCode::RefreshDenominations => false,
+            CollectCode::CreditCardPaymentAccountVerificationRequired => false,
+            CollectCode::SvcPayMissingPricingId => false,
+            CollectCode::SvcPayCodeGenerationFailed => false,
+            CollectCode::PurchaseConfirm => false,
+            CollectCode::Fail => false,
+            CollectCode::ExternalIdNotExists => false,
+            CollectCode::SvcUnknownError => false,
+            CollectCode::AuthSessionNotExist => true,
+            CollectCode::AuthSessionExpired => true,
+            CollectCode::BadRequest => false,
+            CollectCode::TimestampInvalid => true,
+            CollectCode::RequestInvalid => true,
+            CollectCode::DeviceInvalidOs => true,
+            CollectCode::EmojiNotSupported => false,
+            CollectCode::Deprecation => true,
+            CollectCode::SalesAccountBalanceInsufficient => false,
+            CollectCode::SalesAccountBalanceInsufficientNoBalance => false,
+            CollectCode::AccountTerminated => false,
+            CollectCode::AccountDealerTerminated => false,
+            CollectCode::SalesDenominationNotActive => false,
+            CollectCode::SalesSchemaNotActive => false,
+            CollectCode::SalesExceededDailyLimit => false,
+            CollectCode::SalesExceededMonthlyLimit => false,
+            CollectCode::SalesLostTransactionsExist => false,
+            CollectCode::AccountTopupCheckConditionFail => false,
+            CollectCode::TransferFailedTitle => false,
+            CollectCode::InvalidCurrency => false,
+            CollectCode::Fatal => false,
+            CollectCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for CollectCode {
@@ -616,6 +657,10 @@ impl whish_core::ErrorCode for CollectCode {
 
     fn confirms_earlier_delivery(&self) -> bool {
         CollectCode::confirms_earlier_delivery(self)
+    }
+
+    fn checked_first(&self) -> bool {
+        CollectCode::checked_first(self)
     }
 
     fn is_unknown(&self) -> bool {

@@ -143,6 +143,19 @@ impl TopupCode {
             TopupCode::Unknown(_) => false,
         }
     }
+
+    /// True when the service checks this before it looks at the request (authentication, the account,
+    /// the headers): answered to a resend, it says nothing of an earlier attempt.
+    pub fn checked_first(&self) -> bool {
+        match self {
+            TopupCode::ExternalInvalidRequest => true,
+            TopupCode::ExternalUnknownProvider => false,
+            TopupCode::ExternalErrorNoOffers => false,
+            TopupCode::ExternalAmountMismatch => false,
+            TopupCode::ExternalFailedPayment => false,
+            TopupCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for TopupCode {
@@ -206,6 +219,10 @@ impl whish_core::ErrorCode for TopupCode {
 
     fn confirms_earlier_delivery(&self) -> bool {
         TopupCode::confirms_earlier_delivery(self)
+    }
+
+    fn checked_first(&self) -> bool {
+        TopupCode::checked_first(self)
     }
 
     fn is_unknown(&self) -> bool {

@@ -201,26 +201,33 @@ impl Journal {
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
         let period = (self.inner.lease / 3).max(std::time::Duration::from_millis(10));
-        let mut lost = false;
-        let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        let call = std::pin::pin!(call);
-        let mut call = call;
-        loop {
-            tokio::select! {
-                answer = &mut call => return (answer, lost),
-                _ = beat.tick(), if !lost => {
-                    match self.inner.db.renew(held.lease, owner, lease_ms).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::warn!(entry = held.lease.id, "the journal lease was taken over while the request was in flight");
-                            lost = true;
-                        }
-                        // The database is unreachable for now; the next beat tries again.
-                        Err(e) => tracing::warn!(entry = held.lease.id, error = %e, "the journal lease could not be renewed"),
+        let lost = std::sync::atomic::AtomicBool::new(false);
+        // The heartbeat is a future of its own, polled beside the call: a renewal that waits
+        // on a slow database never stops the call from being driven.
+        let heartbeat = async {
+            loop {
+                tokio::time::sleep(period).await;
+                match self.inner.db.renew(held.lease, owner, lease_ms).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(
+                            entry = held.lease.id,
+                            "the journal lease was taken over while the request was in flight"
+                        );
+                        lost.store(true, std::sync::atomic::Ordering::SeqCst);
+                        return;
+                    }
+                    // The database is unreachable for now; the next beat tries again.
+                    Err(e) => {
+                        tracing::warn!(entry = held.lease.id, error = %e, "the journal lease could not be renewed")
                     }
                 }
             }
-        }
+        };
+        let call = std::pin::pin!(call);
+        let heartbeat = std::pin::pin!(heartbeat);
+        let answer = drive_beside(call, heartbeat).await;
+        (answer, lost.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Record where a send left its entry and release the lease, under the lease's token.
@@ -228,7 +235,7 @@ impl Journal {
     /// must then not report its own answer as the request's outcome. A write that fails is
     /// logged, not returned: the entry stays open and the next recovery reads it again with the
     /// same key.
-    pub(crate) async fn settle(&self, held: &Held, verdict: Verdict) -> bool {
+    pub(crate) async fn settle(&self, held: &Held, verdict: Verdict) -> Settled {
         let owner = self.inner.owner.as_str();
         let result = match verdict.state {
             Some(state) => {
@@ -240,10 +247,11 @@ impl Journal {
             None => self.inner.db.release(held.lease, owner).await,
         };
         match result {
-            Ok(kept) => kept,
+            Ok(true) => Settled::Kept,
+            Ok(false) => Settled::Lost,
             Err(e) => {
                 tracing::warn!(entry = held.lease.id, error = %e, "the journal could not record an outcome; recover() will read it again");
-                true
+                Settled::Unrecorded(e)
             }
         }
     }
@@ -253,6 +261,35 @@ impl Journal {
     pub(crate) async fn check_still_there(&self) -> Result<(), crate::JournalError> {
         self.inner.db.check_file()
     }
+}
+
+/// Drive `call` to its end while polling `beside` too (until `beside` finishes, which the
+/// heartbeat does only when its lease is lost).
+async fn drive_beside<T>(
+    mut call: std::pin::Pin<&mut impl std::future::Future<Output = T>>,
+    mut beside: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+) -> T {
+    let mut beside_done = false;
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(answer) = call.as_mut().poll(cx) {
+            return std::task::Poll::Ready(answer);
+        }
+        if !beside_done && beside.as_mut().poll(cx).is_ready() {
+            beside_done = true;
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// Whether an answer was recorded under the lease.
+pub(crate) enum Settled {
+    /// Recorded.
+    Kept,
+    /// The lease was another process's by then: nothing written.
+    Lost,
+    /// The write failed: the entry stays as it was (open).
+    Unrecorded(crate::JournalError),
 }
 
 /// One request through the journal: its entry's identity and exact bytes.
@@ -286,9 +323,36 @@ impl Journal {
     {
         let held = self.hold(&request).await?;
         let (result, lost) = self.while_held(&held, call(held.resend)).await;
-        let kept = !lost && self.settle(&held, verdict(&result, held.resend)).await;
-        if kept {
-            return result;
+        let settled = if lost {
+            Settled::Lost
+        } else {
+            self.settle(&held, verdict(&result, held.resend)).await
+        };
+        match settled {
+            Settled::Kept => return result,
+            Settled::Unrecorded(e) => {
+                // The entry stays open, so a recovery will send the request again: a refusal
+                // or "nothing sent" the journal could not record is not final, and must not
+                // be told as final (the caller would send it again under a new key).
+                return match &result {
+                    Err(answer)
+                        if matches!(
+                            answer.verdict(),
+                            whish_core::Verdict::Refused | whish_core::Verdict::NothingSent
+                        ) =>
+                    {
+                        Err(Error::Record(RecordError::outcome_unknown(
+                            format!(
+                                "this call's answer ({answer}) could not be recorded ({e}): the entry stays open and a recovery will send the request again with the same key"
+                            ),
+                            Some(request.key.to_owned()),
+                            Some(std::sync::Arc::new(e)),
+                        )))
+                    }
+                    _ => result,
+                };
+            }
+            Settled::Lost => {}
         }
         match &result {
             Ok(_) => result,

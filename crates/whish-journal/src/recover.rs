@@ -224,8 +224,8 @@ impl Journal {
                 report.taken_from_dead += 1;
             }
         }
-        let now = self.inner.db.now().await?;
         let mut after = 0;
+        let mut seen = std::collections::HashSet::new();
         loop {
             let batch = self
                 .inner
@@ -235,92 +235,28 @@ impl Journal {
             let Some(last) = batch.last() else { break };
             after = last.lease.id;
             for claimed in batch {
-                report.examined += 1;
-                let lease = claimed.lease;
-                let entry = match claimed.entry {
-                    Ok(entry) => entry,
-                    Err(e) => {
-                        // One bad row never stops the others: it goes to an operator.
-                        let reason = e.to_string();
-                        self.inner.db.quarantine(lease, owner, &reason).await?;
-                        report.needs_operator += 1;
-                        report.unreadable.push(crate::Unreadable {
-                            id: lease.id,
-                            key: claimed.key,
-                            reason,
-                        });
-                        continue;
-                    }
-                };
-                // Past its deadline: an operator decides, and nothing is sent first.
-                if overdue(&entry, options.deadline, now) {
-                    let mut outcome = entry
-                        .outcome
-                        .clone()
-                        .unwrap_or_else(|| Outcome::new("unknown"));
-                    outcome.message = Some(format!(
-                        "still {} after the recovery deadline; nothing was sent by this recovery",
-                        entry.state
-                    ));
-                    self.inner
-                        .db
-                        .mark_needs_operator(lease, owner, &outcome)
-                        .await?;
-                    report.needs_operator += 1;
-                    report.changes.push(Change {
-                        service: entry.service,
-                        operation: entry.operation,
-                        key: entry.key.clone(),
-                        from: entry.state,
-                        to: State::NeedsOperator,
-                        outcome,
-                    });
-                    continue;
-                }
-                let held = crate::journaled::Held {
+                seen.insert(claimed.lease.id);
+                self.work(clients, options, claimed, &mut report).await?;
+            }
+        }
+        // Entries a live holder kept from the pass above and has since released (its call
+        // ended open): the cursor went past them, so look again, once each, instead of
+        // reporting all final while one is open.
+        let (open, _) = self.inner.db.list(true, i64::MAX).await?;
+        for entry in open {
+            if !entry.state.is_open() || seen.contains(&entry.id) {
+                continue;
+            }
+            if let Some(lease) = self.inner.db.take_lease(entry.id, owner, lease_ms).await? {
+                seen.insert(entry.id);
+                let claimed = crate::store::Claimed {
                     lease,
-                    resend: true,
+                    key: entry.key.clone(),
+                    holder: Some(owner.to_owned()),
+                    until_ms: None,
+                    entry: Ok(entry),
                 };
-                let (driven, lost) = self.while_held(&held, drive(clients, &entry)).await;
-                let Some(verdict) = driven else {
-                    report.skipped += 1;
-                    self.inner.db.release(lease, owner).await?;
-                    continue;
-                };
-                if lost {
-                    // Another process took it over meanwhile: its answer is the journal's.
-                    report.still_open += 1;
-                    continue;
-                }
-                let to = verdict.state.unwrap_or(entry.state);
-                if to == State::NeedsOperator {
-                    report.needs_operator += 1;
-                }
-                if to.is_open() {
-                    report.still_open += 1;
-                    if matches!(verdict.outcome.result.as_str(), "unknown" | "not-sent") {
-                        report.unreachable += 1;
-                    }
-                }
-                let written = self
-                    .inner
-                    .db
-                    .finish(lease, owner, to, &verdict.outcome, &verdict.refs)
-                    .await;
-                let moved = change(&entry, to, verdict);
-                match written {
-                    Ok(_) => {
-                        if to != entry.state {
-                            report.changes.push(moved);
-                        }
-                    }
-                    Err(e) => {
-                        // The request may just have been sent: say what was done, and that it
-                        // is not recorded; never "nothing was sent".
-                        tracing::warn!(entry = lease.id, error = %e, "recovery could not record an answer");
-                        report.unrecorded.push(moved);
-                    }
-                }
+                self.work(clients, options, claimed, &mut report).await?;
             }
         }
         if !options.take_over {
@@ -350,6 +286,107 @@ impl Journal {
             });
         }
         Ok(report)
+    }
+}
+
+impl Journal {
+    /// Work one leased entry: to an operator when it cannot be read or is past its deadline
+    /// (nothing sent), else drive it with its service under its lease, and record the answer.
+    async fn work(
+        &self,
+        clients: &Clients,
+        options: &Recovery,
+        claimed: crate::store::Claimed,
+        report: &mut RecoveryReport,
+    ) -> Result<(), JournalError> {
+        let owner = self.inner.owner.as_str();
+        report.examined += 1;
+        let lease = claimed.lease;
+        let entry = match claimed.entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                // One bad row never stops the others: it goes to an operator.
+                let reason = e.to_string();
+                self.inner.db.quarantine(lease, owner, &reason).await?;
+                report.needs_operator += 1;
+                report.unreadable.push(crate::Unreadable {
+                    id: lease.id,
+                    key: claimed.key,
+                    reason,
+                });
+                return Ok(());
+            }
+        };
+        // Past its deadline: an operator decides, and nothing is sent first.
+        if overdue(&entry, options.deadline, self.inner.db.now().await?) {
+            let mut outcome = entry
+                .outcome
+                .clone()
+                .unwrap_or_else(|| Outcome::new("unknown"));
+            outcome.message = Some(format!(
+                "still {} after the recovery deadline; nothing was sent by this recovery",
+                entry.state
+            ));
+            self.inner
+                .db
+                .mark_needs_operator(lease, owner, &outcome)
+                .await?;
+            report.needs_operator += 1;
+            report.changes.push(Change {
+                service: entry.service,
+                operation: entry.operation,
+                key: entry.key.clone(),
+                from: entry.state,
+                to: State::NeedsOperator,
+                outcome,
+            });
+            return Ok(());
+        }
+        let held = crate::journaled::Held {
+            lease,
+            resend: true,
+        };
+        let (driven, lost) = self.while_held(&held, drive(clients, &entry)).await;
+        let Some(verdict) = driven else {
+            report.skipped += 1;
+            self.inner.db.release(lease, owner).await?;
+            return Ok(());
+        };
+        if lost {
+            // Another process took it over meanwhile: its answer is the journal's.
+            report.still_open += 1;
+            return Ok(());
+        }
+        let to = verdict.state.unwrap_or(entry.state);
+        if to == State::NeedsOperator {
+            report.needs_operator += 1;
+        }
+        if to.is_open() {
+            report.still_open += 1;
+            if matches!(verdict.outcome.result.as_str(), "unknown" | "not-sent") {
+                report.unreachable += 1;
+            }
+        }
+        let written = self
+            .inner
+            .db
+            .finish(lease, owner, to, &verdict.outcome, &verdict.refs)
+            .await;
+        let moved = change(&entry, to, verdict);
+        match written {
+            Ok(_) => {
+                if to != entry.state {
+                    report.changes.push(moved);
+                }
+            }
+            Err(e) => {
+                // The request may just have been sent: say what was done, and that it
+                // is not recorded; never "nothing was sent".
+                tracing::warn!(entry = lease.id, error = %e, "recovery could not record an answer");
+                report.unrecorded.push(moved);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -433,7 +470,9 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                     v.outcome.message = Some(format!("the transfer is {}", s.status));
                     v
                 }
-                Err(e) if e.code().is_some() => Verdict::of_error(&e, true),
+                // A status read that did not answer says nothing of the cancel (a code such
+                // as `api.account.invalid_request` is the status read's own refusal): the
+                // entry stays where it was.
                 Err(e) => Verdict::of_error(&e, true).keep_open(),
             }
         }

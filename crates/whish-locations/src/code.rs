@@ -89,6 +89,15 @@ impl LocationsCode {
             LocationsCode::Unknown(_) => false,
         }
     }
+
+    /// True when the service checks this before it looks at the request (authentication, the account,
+    /// the headers): answered to a resend, it says nothing of an earlier attempt.
+    pub fn checked_first(&self) -> bool {
+        match self {
+            LocationsCode::ApiAccountInvalidRequest => false,
+            LocationsCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for LocationsCode {
@@ -148,6 +157,10 @@ impl whish_core::ErrorCode for LocationsCode {
 
     fn confirms_earlier_delivery(&self) -> bool {
         LocationsCode::confirms_earlier_delivery(self)
+    }
+
+    fn checked_first(&self) -> bool {
+        LocationsCode::checked_first(self)
     }
 
     fn is_unknown(&self) -> bool {

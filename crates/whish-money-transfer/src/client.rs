@@ -413,6 +413,13 @@ impl TransferClient {
             {
                 tracing::info!(%request_id, "transfer.already.done after a possible delivery: confirming with status");
                 match self.status(&StatusQuery::RequestId(request_id)).await {
+                    // The status result carries no amount: a Request-id reused for another
+                    // transfer (a caller's own reference) would confirm that one. The activity
+                    // log, by requestId, says whether the transfer is this one.
+                    Ok(_) if self.is_someone_elses(prepared).await => {
+                        tracing::warn!(%request_id, "the transfer under this Request-id has another amount or currency: not confirmed; the outcome stays unknown");
+                        Err(CoreError::Failed(f))
+                    }
                     Ok(status) => Ok(SendOutcome::Confirmed { request_id, status }),
                     Err(e) => {
                         // Contradictory answers: the outcome is not known yet.
@@ -423,6 +430,43 @@ impl TransferClient {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// True when the activity log shows the transfer under this Request-id with another amount
+    /// or currency than `prepared` (a Request-id reused for another transfer). False when it
+    /// matches, and when it cannot be told (the log cannot be read, or does not show it in the
+    /// last 40 days): the status read is then the confirmation, as the spec has it.
+    async fn is_someone_elses(&self, prepared: &PreparedTransfer) -> bool {
+        let Some((amount, currency_id)) = prepared.money else {
+            return false;
+        };
+        let Some(currency) = Currency::from_id(currency_id) else {
+            return false;
+        };
+        let now = time::OffsetDateTime::now_utc();
+        let at = |t: time::OffsetDateTime| {
+            DateTime(time::PrimitiveDateTime::new(
+                t.date(),
+                t.time().replace_nanosecond(0).unwrap_or(t.time()),
+            ))
+            .to_string()
+        };
+        let Ok(range) = ReportRange::starting(&at(now - time::Duration::days(40)))
+            .and_then(|start| start.until(&at(now + time::Duration::days(2))))
+        else {
+            return false;
+        };
+        let Ok(entries) = self.activity(&range.currency(currency.clone())).await else {
+            return false;
+        };
+        let mine: Vec<_> = entries
+            .iter()
+            .filter(|e| e.request_id == Some(prepared.request_id))
+            .collect();
+        let same = |e: &&crate::model::ActivityEntry| {
+            e.amount.value() == amount.value() && e.currency.eq_ignore_ascii_case(currency.code())
+        };
+        !mine.is_empty() && !mine.iter().any(same)
     }
 
     /// Follow up a send whose outcome is not known yet (a Pending create, or an unknown outcome

@@ -709,6 +709,60 @@ impl TransferCode {
             TransferCode::Unknown(_) => false,
         }
     }
+
+    /// True when the service checks this before it looks at the request (authentication, the account,
+    /// the headers): answered to a resend, it says nothing of an earlier attempt.
+    pub fn checked_first(&self) -> bool {
+        match self {
+            TransferCode::ApiAccountInvalidRequest => true,
+            TransferCode::AmountNotAllowed => false,
+            TransferCode::VoucherAmountNotAllowed => false,
+            TransferCode::TransferInvalidAmount => false,
+            TransferCode::ReceiverEmpty => false,
+            TransferCode::ReceiverInvalidPhoneNumber => false,
+            TransferCode::ReceiverCustomerInvalidName => false,
+            TransferCode::ReceiverCustomerInfoInvalid => false,
+            TransferCode::ReceiverCustomerNameEnlgish => false,
+            TransferCode::ReceiverCustomerUnderAge => false,
+            TransferCode::ReceiverCustomerDateOfBirthInvalid => false,
+            TransferCode::ReceiverSvcAccountNotExists => false,
+            TransferCode::ReceiverUnknownError => false,
+            TransferCode::ApiFetchingPriceError => false,
+            TransferCode::SenderInvalidPhoneNumber => false,
+            TransferCode::SenderInvalidPhoneNumberEmpty => false,
+            TransferCode::SenderCustomerInvalidName => false,
+            TransferCode::SenderCustomerInfoInvalid => false,
+            TransferCode::SenderCustomerNameEnlgish => false,
+            TransferCode::SenderCustomerDateOfBirthInvalid => false,
+            TransferCode::SenderMissingInfo => false,
+            TransferCode::SenderInvalidDateOfBirth => false,
+            TransferCode::SenderKycNeeded => false,
+            TransferCode::ReceiverKycNeeded => false,
+            TransferCode::SenderInterviewNeeded => false,
+            TransferCode::ReceiverInterviewNeeded => false,
+            TransferCode::CurrencyNotSupported => false,
+            TransferCode::TransferReasonEmpty => false,
+            TransferCode::TransferSourceOfFundsEmpty => false,
+            TransferCode::TransferFromCountryNotAllowed => false,
+            TransferCode::TransferNotAllowedCountries => false,
+            TransferCode::TransferAccountReachBalanceLimit => false,
+            TransferCode::TransferExceedsAccountTransactionLimit => false,
+            TransferCode::TransferExceedsAccountDailyLimit => false,
+            TransferCode::TransferExceedsCustomerDailyLimit => false,
+            TransferCode::TransferExceedsCustomerYearlyLimit => false,
+            TransferCode::TransferAlreadyDone => false,
+            TransferCode::TransferMissConfig => false,
+            TransferCode::ServiceInactive => false,
+            TransferCode::ServicePriceNotActive => false,
+            TransferCode::ServiceTransactionStatusUnknown => false,
+            TransferCode::ServiceTransactionFailed => false,
+            TransferCode::TransferNotExists => false,
+            TransferCode::TransferCannotBeCanceled => false,
+            TransferCode::SendingTransferInvalidInfo => false,
+            TransferCode::GenericError => false,
+            TransferCode::Unknown(_) => false,
+        }
+    }
 }
 
 impl FromStr for TransferCode {
@@ -829,6 +883,10 @@ impl whish_core::ErrorCode for TransferCode {
 
     fn confirms_earlier_delivery(&self) -> bool {
         TransferCode::confirms_earlier_delivery(self)
+    }
+
+    fn checked_first(&self) -> bool {
+        TransferCode::checked_first(self)
     }
 
     fn is_unknown(&self) -> bool {

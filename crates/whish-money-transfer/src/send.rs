@@ -555,6 +555,21 @@ pub struct PreparedTransfer {
     pub(crate) body: Bytes,
     /// Set before the first byte of a send leaves; kept while the transfer may exist.
     pub(crate) delivery: DeliveryMark,
+    /// The amount and currency id the body carries: what a confirmation is checked against.
+    pub(crate) money: Option<(Amount, i64)>,
+}
+
+/// The amount and currency id of a send body.
+fn money_of(body: &[u8]) -> Option<(Amount, i64)> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Money {
+        amount: Amount,
+        currency_id: i64,
+    }
+    serde_json::from_slice::<Money>(body)
+        .ok()
+        .map(|m| (m.amount, m.currency_id))
 }
 
 impl PreparedTransfer {
@@ -566,10 +581,12 @@ impl PreparedTransfer {
             SendRequest::CashCollection(c) => &c.common,
             SendRequest::MobileWallet(m) => &m.common,
         };
+        let body = Bytes::from(request.to_body(callbacks)?);
         Ok(PreparedTransfer {
             request_id: common.request_id.unwrap_or_else(RequestId::generate),
             payment_mode: request.payment_mode(),
-            body: Bytes::from(request.to_body(callbacks)?),
+            money: money_of(&body),
+            body,
             delivery: DeliveryMark::new(),
         })
     }
@@ -620,6 +637,7 @@ impl PreparedTransfer {
         Ok(PreparedTransfer {
             request_id,
             payment_mode: head.payment_mode.unwrap_or(PaymentMode::CashCollection),
+            money: money_of(&body),
             body,
             // Stored before a send: it may have arrived, so `transfer.already.done` confirms
             // (once the status read returns the transfer).
