@@ -313,6 +313,8 @@ mod tests {
                 Fresh,
                 Refusal {
                     confirms_earlier: false,
+                    says_nothing_earlier: false,
+                    is_final: true,
                 },
                 V::Refused,
             ),
@@ -320,6 +322,8 @@ mod tests {
                 MayHaveArrived,
                 Refusal {
                     confirms_earlier: false,
+                    says_nothing_earlier: false,
+                    is_final: true,
                 },
                 V::Refused,
             ),
@@ -327,6 +331,8 @@ mod tests {
                 Fresh,
                 Refusal {
                     confirms_earlier: true,
+                    says_nothing_earlier: false,
+                    is_final: true,
                 },
                 V::Refused,
             ),
@@ -334,6 +340,8 @@ mod tests {
                 MayHaveArrived,
                 Refusal {
                     confirms_earlier: true,
+                    says_nothing_earlier: false,
+                    is_final: true,
                 },
                 V::Unknown,
             ),
