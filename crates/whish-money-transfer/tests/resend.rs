@@ -21,6 +21,8 @@ async fn timeout_then_already_done_is_confirmed_through_status() {
         ),
         Step::json(fixture("money-transfer/send.failure.already-done.json")),
         Step::json(fixture("money-transfer/status.sent.success.json")),
+        // The activity log by requestId: nothing under this Request-id with another amount.
+        Step::json(fixture("money-transfer/activity.success.json")),
     ])
     .await;
     let c = client(&server.base, 2);
@@ -35,7 +37,9 @@ async fn timeout_then_already_done_is_confirmed_through_status() {
         other => panic!("{other:?}"),
     }
     let reqs = server.requests();
-    assert_eq!(reqs.len(), 3, "send, resend, status");
+    assert_eq!(reqs.len(), 4, "send, resend, status, activity");
+    assert_eq!(reqs[3].path, "/sandbox/api/api/woo/activity");
+    assert_eq!(reqs[3].body["currencyId"], 2, "the request's currency");
     assert_eq!(reqs[0].raw_body, reqs[1].raw_body, "identical bytes");
     assert_eq!(reqs[0].header("request-id"), Some(id.to_string().as_str()));
     assert_eq!(
