@@ -247,15 +247,9 @@ impl Journal {
             if !entry.state.is_open() || seen.contains(&entry.id) {
                 continue;
             }
-            if let Some(lease) = self.inner.db.take_lease(entry.id, owner, lease_ms).await? {
+            // Still open and free now (not finished by its holder meanwhile).
+            if let Some(claimed) = self.inner.db.claim_one(entry.id, owner, lease_ms).await? {
                 seen.insert(entry.id);
-                let claimed = crate::store::Claimed {
-                    lease,
-                    key: entry.key.clone(),
-                    holder: Some(owner.to_owned()),
-                    until_ms: None,
-                    entry: Ok(entry),
-                };
                 self.work(clients, options, claimed, &mut report).await?;
             }
         }

@@ -544,6 +544,35 @@ impl Db {
         Ok(claimed)
     }
 
+    /// Lease one entry by id for recovery, only while it is still open and its lease free or
+    /// expired; the entry as it is now.
+    pub(crate) async fn claim_one(
+        &self,
+        id: i64,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Claimed>, JournalError> {
+        let now = self.now_sql();
+        let sql = format!(
+            "UPDATE whish_journal_entries \
+             SET lease_owner = $2, lease_until_ms = {now} + $3, attempts = attempts + 1, \
+                 lease_token = lease_token + 1 \
+             WHERE id = $1 AND state IN ('intended', 'may-have-arrived', 'pending') \
+               AND (lease_until_ms IS NULL OR lease_until_ms < {now}) \
+             RETURNING {COLUMNS}"
+        );
+        on_db!(self, pool => {
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .bind(owner)
+                .bind(lease_ms)
+                .fetch_optional(pool)
+                .await
+                .map_err(JournalError::write)?;
+            row.as_ref().map(claimed_of).transpose()
+        })
+    }
+
     /// Send an entry that cannot be read to `needs-operator` with the reason, under the lease
     /// this process holds.
     pub(crate) async fn quarantine(
