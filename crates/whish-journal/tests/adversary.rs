@@ -30,9 +30,8 @@ async fn lying_proxy(stall: Duration) -> String {
                 let started = tokio::time::Instant::now();
                 while started.elapsed() < stall {
                     let _ = tokio::time::timeout(Duration::from_millis(20), sock.readable()).await;
-                    match sock.try_read(&mut buf) {
-                        Ok(0) => return,
-                        Ok(_) | Err(_) => {}
+                    if let Ok(0) = sock.try_read(&mut buf) {
+                        return;
                     }
                 }
                 let body = "<html><body><h1>403 Forbidden</h1></body></html>";
