@@ -58,9 +58,10 @@
 
 pub use whish_core as core;
 pub use whish_core::{
-    Amount, CallOptions, ClientSettings, Code, Currency, DateTime, DayMonthYear, Decimal, Dialog,
-    EpochMillis, ExposeSecret, ExternalId, Outcome, Policy, RequestId, RetryPolicy, SecretString,
-    SetupError, Timeouts, UserAgent, ValidationError, ValidationKind,
+    Amount, CallOptions, ClientSettings, Code, Currency, DateTime, DayMonthYear, Decimal,
+    DeliveryMark, Dialog, EpochMillis, ExposeSecret, ExternalId, Outcome, Policy, RequestId,
+    RetryPolicy, SecretString, SetupError, Timeouts, UserAgent, ValidationError, ValidationKind,
+    Verdict,
 };
 
 /// Money transfers into Lebanon (re-export of `whish-money-transfer`).

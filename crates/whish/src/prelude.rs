@@ -6,7 +6,7 @@
 
 pub use whish_core::{
     Amount, CallOptions, ClientSettings, Currency, DayMonthYear, Decimal, ExternalId, Outcome,
-    RequestId, SecretString, SetupError, UserAgent,
+    RequestId, RetryPolicy, SecretString, SetupError, UserAgent, Verdict,
 };
 
 #[cfg(feature = "money-transfer")]
