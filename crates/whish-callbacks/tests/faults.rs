@@ -70,6 +70,30 @@ fn collect_client() -> CollectClient {
     .expect("client")
 }
 
+/// POST a transfer callback `body`, signed now (the tests' receivers accept any signature).
+async fn post_signed(router: &axum::Router, body: &'static str) -> StatusCode {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    router
+        .clone()
+        .oneshot(
+            Request::post(whish_callbacks::TRANSFER_PATH)
+                .header("content-type", "application/json")
+                .header("timestamp", now.to_string())
+                .header(
+                    "signature",
+                    whish_sandbox::callback::sign(b"key", now, body.as_bytes()),
+                )
+                .body(Body::from(body))
+                .expect("request"),
+        )
+        .await
+        .expect("answer")
+        .status()
+}
+
 async fn get(router: &axum::Router, uri: &str) -> StatusCode {
     router
         .clone()
@@ -130,28 +154,7 @@ async fn a_panicking_handler_releases_its_claim_at_once() {
     let router = receiver.router();
     let body =
         r#"{"date":"2026-11-23 10:00:00","externalId":42,"transferId":"TRF1","status":"RECEIVED"}"#;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64;
-    let post = || async {
-        router
-            .clone()
-            .oneshot(
-                Request::post(whish_callbacks::TRANSFER_PATH)
-                    .header("content-type", "application/json")
-                    .header("timestamp", now.to_string())
-                    .header(
-                        "signature",
-                        whish_sandbox::callback::sign(b"key", now, body.as_bytes()),
-                    )
-                    .body(Body::from(body))
-                    .expect("request"),
-            )
-            .await
-            .expect("answer")
-            .status()
-    };
+    let post = || post_signed(&router, body);
     assert_eq!(post().await, StatusCode::OK);
     for _ in 0..100 {
         if calls.load(Ordering::SeqCst) == 1 {
@@ -325,28 +328,9 @@ async fn a_flood_of_collect_gets_does_not_take_the_slots_of_signed_callbacks() {
         }
     }
     assert_eq!(busy, 8, "the collect GETs have four slots of their own");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64;
     let body =
         r#"{"date":"2026-11-23 10:00:00","externalId":7,"transferId":"TRF7","status":"RECEIVED"}"#;
-    let status = router
-        .clone()
-        .oneshot(
-            Request::post(whish_callbacks::TRANSFER_PATH)
-                .header("content-type", "application/json")
-                .header("timestamp", now.to_string())
-                .header(
-                    "signature",
-                    whish_sandbox::callback::sign(b"key", now, body.as_bytes()),
-                )
-                .body(Body::from(body))
-                .expect("request"),
-        )
-        .await
-        .expect("answer")
-        .status();
+    let status = post_signed(&router, body).await;
     assert_eq!(
         status,
         StatusCode::OK,

@@ -224,9 +224,15 @@ impl Journal {
                 }
             }
         };
-        let call = std::pin::pin!(call);
-        let heartbeat = std::pin::pin!(heartbeat);
-        let answer = drive_beside(call, heartbeat).await;
+        let mut call = std::pin::pin!(call);
+        let mut heartbeat = std::pin::pin!(heartbeat);
+        let mut beating = true;
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                () = &mut heartbeat, if beating => beating = false,
+            }
+        };
         (answer, lost.load(std::sync::atomic::Ordering::SeqCst))
     }
 
@@ -261,25 +267,6 @@ impl Journal {
     pub(crate) async fn check_still_there(&self) -> Result<(), crate::JournalError> {
         self.inner.db.check_file()
     }
-}
-
-/// Drive `call` to its end while polling `beside` too (until `beside` finishes, which the
-/// heartbeat does only when its lease is lost).
-async fn drive_beside<T>(
-    mut call: std::pin::Pin<&mut impl std::future::Future<Output = T>>,
-    mut beside: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
-) -> T {
-    let mut beside_done = false;
-    std::future::poll_fn(|cx| {
-        if let std::task::Poll::Ready(answer) = call.as_mut().poll(cx) {
-            return std::task::Poll::Ready(answer);
-        }
-        if !beside_done && beside.as_mut().poll(cx).is_ready() {
-            beside_done = true;
-        }
-        std::task::Poll::Pending
-    })
-    .await
 }
 
 /// Whether an answer was recorded under the lease.

@@ -583,25 +583,7 @@ impl Db {
     ) -> Result<bool, JournalError> {
         let mut outcome = Outcome::new("unreadable");
         outcome.message = Some(reason.to_owned());
-        let now = self.now_sql();
-        let sql = format!(
-            "UPDATE whish_journal_entries \
-             SET state = 'needs-operator', outcome = $3, updated_ms = {now}, \
-                 lease_owner = NULL, lease_until_ms = NULL \
-             WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
-        );
-        let outcome = serde_json::to_string(&outcome).map_err(JournalError::encode)?;
-        on_db!(self, pool => {
-            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(lease.id)
-                .bind(owner)
-                .bind(&outcome)
-                .bind(lease.token)
-                .execute(pool)
-                .await
-                .map_err(JournalError::write)?;
-            Ok(done.rows_affected() == 1)
-        })
+        self.mark_needs_operator(lease, owner, &outcome).await
     }
 
     /// The open entries another owner holds a lease on that has not expired by the database's

@@ -89,15 +89,13 @@ async fn an_applied_cancel_stays_open_when_the_recoverys_status_read_answers_a_c
             .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
             .await
             .expect("recover");
-        let entry = recoverer
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Cancel,
-                &cancel.request_id().to_string(),
-            )
-            .await
-            .expect("read")
-            .expect("entry");
+        let entry = common::entry_of(
+            &recoverer,
+            Service::MoneyTransfer,
+            Operation::Cancel,
+            &cancel.request_id().to_string(),
+        )
+        .await;
         let truth = sb
             .transfers()
             .into_iter()
@@ -203,21 +201,15 @@ async fn a_refusal_the_journal_could_not_record_is_not_told_as_final() {
         tokio::time::sleep(common::LEASE * 2).await;
         let recoverer = place.open().await;
         let key = prepared.request_id().to_string();
-        let before = recoverer
-            .entry(Service::MoneyTransfer, Operation::Send, &key)
-            .await
-            .expect("read")
-            .expect("entry");
+        let before =
+            common::entry_of(&recoverer, Service::MoneyTransfer, Operation::Send, &key).await;
         eprintln!("PROBE3 journal before recovery: {}", before.state);
         let report = recoverer
             .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
             .await
             .expect("recover");
-        let after = recoverer
-            .entry(Service::MoneyTransfer, Operation::Send, &key)
-            .await
-            .expect("read")
-            .expect("entry");
+        let after =
+            common::entry_of(&recoverer, Service::MoneyTransfer, Operation::Send, &key).await;
         let held = transfers_with(&sb, prepared.request_id().get());
         eprintln!(
             "PROBE3 journal after recovery: {} changes={:?}; sandbox transfers: {held}",
@@ -281,15 +273,13 @@ async fn the_recovery_report_looks_again_at_entries_released_during_the_run() {
             .await
             .expect("recover");
         let e_answer = sending.await.expect("join");
-        let e_entry = recoverer
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &e_send.request_id().to_string(),
-            )
-            .await
-            .expect("read")
-            .expect("entry");
+        let e_entry = common::entry_of(
+            &recoverer,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &e_send.request_id().to_string(),
+        )
+        .await;
         eprintln!(
             "PROBE4 E answer={:?}; E journal state={}; report examined={} still_open={} held_elsewhere={} all_final={}",
             e_answer.as_ref().err().map(whish_core::Error::verdict),
@@ -328,15 +318,13 @@ async fn an_account_code_on_a_resend_after_an_applied_attempt_is_unknown() {
             1,
         );
         let e = t.send(&prepared).await.expect_err("code");
-        let entry = journal
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &prepared.request_id().to_string(),
-            )
-            .await
-            .expect("read")
-            .expect("entry");
+        let entry = common::entry_of(
+            &journal,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &prepared.request_id().to_string(),
+        )
+        .await;
         let held = transfers_with(&sb, prepared.request_id().get());
         eprintln!(
             "PROBE5 verdict={} journal={} sandbox transfers={held}",
@@ -390,11 +378,13 @@ async fn a_request_id_collision_is_not_confirmed_as_the_callers_own() {
             .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
             .await
             .expect("recover");
-        let entry = recoverer
-            .entry(Service::MoneyTransfer, Operation::Send, &n.to_string())
-            .await
-            .expect("read")
-            .expect("entry");
+        let entry = common::entry_of(
+            &recoverer,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &n.to_string(),
+        )
+        .await;
         let ninety_nine = sb
             .transfers()
             .iter()

@@ -46,15 +46,13 @@ async fn a_call_slower_than_the_lease_keeps_its_entry() {
         let outcome = sending.await.expect("join").expect("sent");
         assert!(matches!(outcome, SendOutcome::Sent(_)), "{outcome:?}");
         assert_eq!(transfers_with(&sb, prepared.request_id().get()), 1);
-        let entry = sender
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &prepared.request_id().to_string(),
-            )
-            .await
-            .expect("read")
-            .expect("entry");
+        let entry = common::entry_of(
+            &sender,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &prepared.request_id().to_string(),
+        )
+        .await;
         assert_eq!(entry.state, State::Accepted);
         recoverer.close().await;
         sender.close().await;
@@ -104,11 +102,8 @@ async fn one_unreadable_row_does_not_stop_recovery() {
         );
         assert!(!report.all_final());
         let key = good.request_id().to_string();
-        let state = journal
-            .entry(Service::MoneyTransfer, Operation::Send, &key)
+        let state = common::entry_of(&journal, Service::MoneyTransfer, Operation::Send, &key)
             .await
-            .expect("read")
-            .expect("entry")
             .state;
         assert_eq!(state, State::Accepted, "the good entry was recovered");
         assert_eq!(transfers_with(&sb, good.request_id().get()), 1);
@@ -295,11 +290,7 @@ async fn an_insert_cut_after_its_commit_is_settled_before_anything_is_said() {
     assert_eq!(e.verdict(), Verdict::NothingSent, "{e}");
     assert_eq!(transfers_with(&sb, prepared.request_id().get()), 0);
     let key = prepared.request_id().to_string();
-    let entry = journal
-        .entry(Service::MoneyTransfer, Operation::Send, &key)
-        .await
-        .expect("read")
-        .expect("the committed insert is there");
+    let entry = common::entry_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await;
     assert_eq!(entry.state, State::Refused);
     assert_eq!(
         entry.outcome.as_ref().map(|o| o.result.as_str()),

@@ -27,11 +27,7 @@ async fn restart_and_recover(place: &Place, clients: &Clients) -> whish_journal:
 }
 
 async fn state_of(j: &Journal, s: Service, o: Operation, key: &str) -> State {
-    j.entry(s, o, key)
-        .await
-        .expect("read")
-        .expect("an entry")
-        .state
+    common::entry_of(j, s, o, key).await.state
 }
 
 #[tokio::test]

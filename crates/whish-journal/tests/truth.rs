@@ -140,11 +140,8 @@ async fn a_proxy_page_after_a_timeout_is_unknown_not_refused() {
             assert_eq!(e.verdict(), Verdict::Unknown, "{status}: {e}");
             assert!(e.outcome_unknown() && !e.is_refused());
             let key = prepared.request_id().to_string();
-            let entry = journal
-                .entry(Service::MoneyTransfer, Operation::Send, &key)
-                .await
-                .expect("read")
-                .expect("entry");
+            let entry =
+                common::entry_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await;
             assert_eq!(entry.state, State::MayHaveArrived, "{status}");
             assert_eq!(transfers_with(&sb, prepared.request_id().get()), 1);
         }
@@ -200,11 +197,7 @@ async fn a_refused_key_run_again_is_not_sent_and_confirms_nothing() {
         assert_eq!(resend.verdict(), Verdict::Refused, "{resend}");
         assert_eq!(sb.requests().len(), before, "nothing was sent");
         let key = mine.request_id().to_string();
-        let entry = journal
-            .entry(Service::MoneyTransfer, Operation::Send, &key)
-            .await
-            .expect("read")
-            .expect("entry");
+        let entry = common::entry_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await;
         assert_eq!(entry.state, State::Refused);
         journal.close().await;
     }
@@ -228,11 +221,8 @@ async fn a_confirmation_that_cannot_be_read_is_unknown() {
             assert_eq!(e.code(), Some(&TransferCode::TransferAlreadyDone));
             assert_eq!(e.verdict(), Verdict::Unknown, "{code}: {e}");
             let key = prepared.request_id().to_string();
-            let entry = journal
-                .entry(Service::MoneyTransfer, Operation::Send, &key)
-                .await
-                .expect("read")
-                .expect("entry");
+            let entry =
+                common::entry_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await;
             assert_eq!(entry.state, State::MayHaveArrived, "{code}");
             // Once the status answers, the same resend confirms it.
             let ok = t.resend(&prepared).await.expect("confirmed");

@@ -437,10 +437,7 @@ impl TransferClient {
     /// matches, and when it cannot be told (the log cannot be read, or does not show it in the
     /// last 40 days): the status read is then the confirmation, as the spec has it.
     async fn is_someone_elses(&self, prepared: &PreparedTransfer) -> bool {
-        let Some((amount, currency_id)) = prepared.money else {
-            return false;
-        };
-        let Some(currency) = Currency::from_id(currency_id) else {
+        let Some((amount, currency)) = prepared.money.clone() else {
             return false;
         };
         let now = time::OffsetDateTime::now_utc();

@@ -555,21 +555,20 @@ pub struct PreparedTransfer {
     pub(crate) body: Bytes,
     /// Set before the first byte of a send leaves; kept while the transfer may exist.
     pub(crate) delivery: DeliveryMark,
-    /// The amount and currency id the body carries: what a confirmation is checked against.
-    pub(crate) money: Option<(Amount, i64)>,
+    /// The amount and currency the body carries: what a confirmation is checked against.
+    pub(crate) money: Option<(Amount, Currency)>,
 }
 
-/// The amount and currency id of a send body.
-fn money_of(body: &[u8]) -> Option<(Amount, i64)> {
+/// The amount and currency of a stored send body.
+fn money_of(body: &[u8]) -> Option<(Amount, Currency)> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Money {
         amount: Amount,
         currency_id: i64,
     }
-    serde_json::from_slice::<Money>(body)
-        .ok()
-        .map(|m| (m.amount, m.currency_id))
+    let m = serde_json::from_slice::<Money>(body).ok()?;
+    Some((m.amount, Currency::from_id(m.currency_id)?))
 }
 
 impl PreparedTransfer {
@@ -581,13 +580,13 @@ impl PreparedTransfer {
             SendRequest::CashCollection(c) => &c.common,
             SendRequest::MobileWallet(m) => &m.common,
         };
-        let body = Bytes::from(request.to_body(callbacks)?);
         Ok(PreparedTransfer {
             request_id: common.request_id.unwrap_or_else(RequestId::generate),
             payment_mode: request.payment_mode(),
-            money: money_of(&body),
-            body,
+            body: Bytes::from(request.to_body(callbacks)?),
             delivery: DeliveryMark::new(),
+            // Known from the request: the body is not read back on the way to a send.
+            money: Some((common.amount, common.currency.clone())),
         })
     }
 

@@ -199,3 +199,17 @@ pub fn transfers_with(sb: &Sandbox, request_id: i64) -> usize {
         .filter(|t| t.request_id == request_id)
         .count()
 }
+
+/// The entry of one request, which the test expects to be there.
+pub async fn entry_of(
+    journal: &Journal,
+    service: whish_journal::Service,
+    operation: whish_journal::Operation,
+    key: &str,
+) -> whish_journal::Entry {
+    journal
+        .entry(service, operation, key)
+        .await
+        .expect("read the journal")
+        .expect("an entry")
+}
