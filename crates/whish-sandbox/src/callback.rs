@@ -99,6 +99,33 @@ fn targets_control_api(url: &str) -> bool {
     })
 }
 
+/// A callback to an address the real service could not reach (loopback, private): not called in
+/// strict mode, recorded with the reason.
+pub(crate) fn unreachable(
+    kind: &str,
+    method: &str,
+    url: &str,
+    body: Option<String>,
+) -> CallbackDelivery {
+    tracing::warn!(
+        kind,
+        url,
+        "sandbox callback not delivered: the address is not public, so the service could not \
+         reach it; serve the sandbox with --lenient (Rust: lenient(true)) to deliver it"
+    );
+    CallbackDelivery {
+        kind: kind.to_owned(),
+        method: method.to_owned(),
+        url: url.to_owned(),
+        body,
+        status: None,
+        error: Some(
+            "not delivered: the address is not public (strict sandbox; lenient delivers it)"
+                .to_owned(),
+        ),
+    }
+}
+
 fn refused(kind: &str, method: &str, url: &str, body: Option<String>) -> CallbackDelivery {
     tracing::warn!(
         kind,

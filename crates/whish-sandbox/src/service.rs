@@ -211,17 +211,8 @@ impl Shared {
         let provider = provider.unwrap_or_default();
         let reply = match endpoint {
             Endpoint::TransferFees => transfer::fees(&w.transfer, body),
-            Endpoint::TransferSend => {
-                if let Some(why) = transfer::non_public_callback(body)
-                    && s.strict
-                {
-                    // Strict mode holds the transfer callbackUrl to the collect rule (a sandbox
-                    // choice: the transfer spec shows no answer for it; see docs/sandbox.md).
-                    return (StatusCode::FORBIDDEN, format!("Forbidden: {why}")).into_response();
-                }
-                transfer::send(&mut w.transfer, s, request_id, body, now)
-            }
-            Endpoint::TransferCancel => transfer::cancel(&mut w.transfer, body, now),
+            Endpoint::TransferSend => transfer::send(&mut w.transfer, s, request_id, body, now),
+            Endpoint::TransferCancel => transfer::cancel(&mut w.transfer, s, body, now),
             Endpoint::TransferStatus => transfer::status(&w.transfer, body),
             Endpoint::TransferCountries => Reply::ok(w.transfer.countries_json()),
             Endpoint::TransferActivity => transfer::report(&w.transfer, body, false, now),
@@ -231,7 +222,7 @@ impl Shared {
             }
             Endpoint::Governorates => Reply::ok(transfer::data::governorates()),
             Endpoint::Shops => transfer::shops(query),
-            Endpoint::CollectBalance => collect::balance(&w.collect, query),
+            Endpoint::CollectBalance => collect::balance(&w.collect, s, query),
             Endpoint::CollectCreate => {
                 match collect::create(&mut w.collect, s, &self.root, body, now) {
                     Created::Reply(r) => r,

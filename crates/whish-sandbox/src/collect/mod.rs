@@ -21,14 +21,21 @@ pub(crate) enum Created {
 }
 
 /// GET /payment/account/balance
-pub(crate) fn balance(w: &CollectWorld, query: Option<&str>) -> Reply {
+pub(crate) fn balance(w: &CollectWorld, s: &Settings, query: Option<&str>) -> Reply {
     let currency = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
         .find(|(k, _)| k == "currency")
         .map(|(_, v)| v.into_owned());
-    // Without `?currency` the answer is in LBP, the only currency before v1.4.1 (a sandbox
-    // choice: clients written for the older version send none). `balanceDetails.balance` repeats
-    // the balance in the older nested shape some clients read.
+    // `currency` is required: without it strict mode answers `400` (a required parameter
+    // missing). Lenient mode answers in LBP, the only currency before v1.4.1, for clients written
+    // for the older version. `balanceDetails.balance` repeats the balance in the older nested
+    // shape some clients read.
     let c = match currency.as_deref().map(str::trim) {
+        None | Some("") if s.strict => {
+            return Reply::fail(
+                BAD,
+                "The query parameter currency (USD or LBP) is required.",
+            );
+        }
         None | Some("") => "LBP",
         Some(c) => c,
     };

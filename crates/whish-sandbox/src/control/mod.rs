@@ -137,6 +137,17 @@ impl Shared {
         let now = self.clock.now();
         let collected = transfer::collect_cash(&mut lock(&self.world).transfer, ltn, now)?;
         let callback = match collected.callback {
+            // The real service calls from the internet: a loopback or private address never
+            // hears from it. Strict mode does the same (the send was accepted, as the transfer
+            // spec shows no refusal for the address); lenient mode delivers.
+            Some((url, body))
+                if self.settings.strict
+                    && whish_core::check_public_url(&url, "callbackUrl").is_err() =>
+            {
+                let d = callback::unreachable("transfer.received", "POST", &url, Some(body));
+                lock(&self.deliveries).push(d.clone());
+                Some(d)
+            }
             Some((url, body)) => {
                 let ts = (now.unix_timestamp_nanos() / 1_000_000) as i64;
                 let d = callback::post_transfer(

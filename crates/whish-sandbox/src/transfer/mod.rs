@@ -73,7 +73,7 @@ pub(crate) fn send(
     let Some(b) = object(body) else {
         return Reply::fail(BAD_REQUEST, "The body is not a JSON object.");
     };
-    let c = match send::check(w, &b, now) {
+    let c = match send::check(w, &b, s.strict, now) {
         Ok(c) => c,
         Err((code, msg)) => return Reply::fail(code, &msg),
     };
@@ -200,7 +200,12 @@ pub(crate) fn status(w: &TransferWorld, body: &[u8]) -> Reply {
 }
 
 /// POST /api/woo/cancel/send/money
-pub(crate) fn cancel(w: &mut TransferWorld, body: &[u8], now: OffsetDateTime) -> Reply {
+pub(crate) fn cancel(
+    w: &mut TransferWorld,
+    s: &Settings,
+    body: &[u8],
+    now: OffsetDateTime,
+) -> Reply {
     let Some(b) = object(body) else {
         return Reply::fail(BAD_REQUEST, "The body is not a JSON object.");
     };
@@ -224,7 +229,10 @@ pub(crate) fn cancel(w: &mut TransferWorld, body: &[u8], now: OffsetDateTime) ->
         t.currency,
         StatementLine {
             id: t.transfer_id.clone(),
-            kind: "CANCELLATION",
+            // The current revision names only TRANSFER and TOPUP: the refund is a TRANSFER line
+            // that raises the balance. CANCELLATION (an earlier revision's type) only when
+            // lenient, for clients written against it.
+            kind: if s.strict { "TRANSFER" } else { "CANCELLATION" },
             debit: t.total,
             credit: Decimal::ZERO,
             balance: Decimal::ZERO,
@@ -336,13 +344,4 @@ pub(crate) fn collect_cash(
         transfer_id: t.transfer_id,
         callback,
     })
-}
-
-/// Why the `callbackUrl` of a send body is not a public address, when it is not.
-pub(crate) fn non_public_callback(body: &[u8]) -> Option<String> {
-    let b: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let url = b.get("callbackUrl")?.as_str()?;
-    whish_core::check_public_url(url, "callbackUrl")
-        .err()
-        .map(|e| e.to_string())
 }

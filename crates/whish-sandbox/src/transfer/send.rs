@@ -24,6 +24,7 @@ pub(crate) struct CheckedSend {
 pub(crate) fn check(
     w: &TransferWorld,
     body: &Value,
+    strict: bool,
     now: OffsetDateTime,
 ) -> Result<CheckedSend, (&'static str, String)> {
     let fail = |code: &'static str, msg: &str| Err((code, msg.to_owned()));
@@ -76,8 +77,8 @@ pub(crate) fn check(
             "sourceOfFunds must be one of the documented strings.",
         );
     }
-    check_customer(sender, Role::Sender, mode, now)?;
-    check_customer(receiver, Role::Receiver, mode, now)?;
+    check_customer(sender, Role::Sender, mode, strict, now)?;
+    check_customer(receiver, Role::Receiver, mode, strict, now)?;
     let Some(amount) = body.get("amount").and_then(decimal_number) else {
         return fail("transfer.invalid_amount", "amount must be a number.");
     };
@@ -109,6 +110,7 @@ fn check_customer(
     c: &Value,
     role: Role,
     mode: Mode,
+    strict: bool,
     now: OffsetDateTime,
 ) -> Result<(), (&'static str, String)> {
     let sender = role == Role::Sender;
@@ -181,8 +183,10 @@ fn check_customer(
         "sender.customer.date_of_birth_invalid",
         "receiver.customer.date_of_birth_invalid",
     );
+    // The identity is optional for the sender and for a wallet receiver, but once sent its
+    // dateBirth is checked ("checked only when identity is sent"); lenient mode lets it go.
     let birth = match text(identity, "dateBirth") {
-        None if sender || mode == Mode::Wallet => return Ok(()),
+        None if !strict && (sender || mode == Mode::Wallet) => return Ok(()),
         None => return err(dob_code, format!("{who} identity.dateBirth is missing.")),
         Some(t) => t,
     };
