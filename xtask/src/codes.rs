@@ -15,6 +15,11 @@ pub struct CodeFile {
     pub enum_name: String,
     pub crate_path: String,
     pub doc: String,
+    /// How to settle an outcome that is unknown (a lost reply, an unreadable one), in this
+    /// service's terms: which endpoint confirms, or which resend recovers.
+    pub confirm: String,
+    /// What to do with Pending (`code` 500) in this service.
+    pub pending: String,
     #[serde(rename = "code")]
     pub codes: Vec<CodeRow>,
     /// HTTP statuses the service documents answering without the envelope.
@@ -27,6 +32,9 @@ pub struct CodeFile {
 #[serde(deny_unknown_fields)]
 pub struct HttpRow {
     pub status: u16,
+    /// The operations (`collect.refund`) the row applies to; every one when empty.
+    #[serde(default)]
+    pub endpoints: Vec<String>,
     pub meaning: String,
     pub handling: String,
 }
@@ -307,24 +315,32 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn http_status_hint(status: u16) -> Option<&'static str> {{\n{}\n    }}\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn confirms_earlier_delivery(&self) -> bool {{\n        {e}::confirms_earlier_delivery(self)\n    }}\n\n    fn checked_first(&self) -> bool {{\n        {e}::checked_first(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
+        "impl whish_core::ErrorCode for {e} {{\n    const SERVICE: &'static str = {};\n\n    fn http_status_hint(status: u16, endpoint: &str) -> Option<&'static str> {{\n{}\n    }}\n\n    fn confirm_hint() -> &'static str {{\n        {}\n    }}\n\n    fn pending_hint() -> &'static str {{\n        {}\n    }}\n\n    fn as_str(&self) -> &str {{\n        {e}::as_str(self)\n    }}\n\n    fn is_final(&self) -> bool {{\n        {e}::is_final(self)\n    }}\n\n    fn handling(&self) -> &'static str {{\n        {e}::handling(self)\n    }}\n\n    fn is_challenge(&self) -> bool {{\n        {e}::is_challenge(self)\n    }}\n\n    fn confirms_earlier_delivery(&self) -> bool {{\n        {e}::confirms_earlier_delivery(self)\n    }}\n\n    fn checked_first(&self) -> bool {{\n        {e}::checked_first(self)\n    }}\n\n    fn is_unknown(&self) -> bool {{\n        {e}::is_unknown(self)\n    }}\n}}",
         lit(&file.service),
         if file.http.is_empty() {
-            "        let _ = status;\n        None".to_owned()
+            "        let _ = (status, endpoint);\n        None".to_owned()
         } else {
             let arms: String = file
                 .http
                 .iter()
                 .map(|h| {
+                    let guard = if h.endpoints.is_empty() {
+                        String::new()
+                    } else {
+                        let list: Vec<String> = h.endpoints.iter().map(|e| lit(e)).collect();
+                        format!(" if [{}].contains(&endpoint)", list.join(", "))
+                    };
                     format!(
-                        "            {} => Some({}),\n",
+                        "            {}{guard} => Some({}),\n",
                         h.status,
                         lit(&format!("{}: {}", h.meaning, h.handling))
                     )
                 })
                 .collect();
             format!("        match status {{\n{arms}            _ => None,\n        }}")
-        }
+        },
+        lit(&file.confirm),
+        lit(&file.pending),
     );
     Ok(s)
 }
@@ -345,6 +361,11 @@ pub fn render_markdown(files: &[CodeFile]) -> String {
     for f in files {
         let _ = writeln!(s, "\n## {} (`{}`)\n", f.service, f.enum_name);
         let _ = writeln!(s, "{}\n", f.doc);
+        let _ = writeln!(
+            s,
+            "- **Pending**: {}\n- **Outcome unknown** (a lost or unreadable reply): {}\n",
+            f.pending, f.confirm
+        );
         s.push_str("| Code | Variant | Meaning | Handling | Endpoints | Final |\n|---|---|---|---|---|---|\n");
         for r in &f.codes {
             let fin = if r.challenge {
@@ -371,9 +392,22 @@ pub fn render_markdown(files: &[CodeFile]) -> String {
             );
         }
         if !f.http.is_empty() {
-            s.push_str("\nAnswered without the envelope:\n\n| HTTP status | Meaning | Handling |\n|---|---|---|\n");
+            s.push_str("\nAnswered without the envelope:\n\n| HTTP status | Operations | Meaning | Handling |\n|---|---|---|---|\n");
             for h in &f.http {
-                let _ = writeln!(s, "| {} | {} | {} |", h.status, h.meaning, h.handling);
+                let ops = if h.endpoints.is_empty() {
+                    "all".to_owned()
+                } else {
+                    h.endpoints
+                        .iter()
+                        .map(|e| format!("`{e}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {ops} | {} | {} |",
+                    h.status, h.meaning, h.handling
+                );
             }
         }
     }

@@ -250,14 +250,21 @@ impl ReceiverBuilder {
         self
     }
 
-    /// The three paths (default [`TRANSFER_PATH`], [`SUCCESS_PATH`], [`FAILURE_PATH`]).
-    pub fn paths(
-        mut self,
-        transfer: impl Into<String>,
-        success: impl Into<String>,
-        failure: impl Into<String>,
-    ) -> Self {
-        self.paths = (transfer.into(), success.into(), failure.into());
+    /// The path of the transfer callback POST (default [`TRANSFER_PATH`]).
+    pub fn transfer_path(mut self, path: impl Into<String>) -> Self {
+        self.paths.0 = path.into();
+        self
+    }
+
+    /// The path of the collect success callback GET (default [`SUCCESS_PATH`]).
+    pub fn success_path(mut self, path: impl Into<String>) -> Self {
+        self.paths.1 = path.into();
+        self
+    }
+
+    /// The path of the collect failure callback GET (default [`FAILURE_PATH`]).
+    pub fn failure_path(mut self, path: impl Into<String>) -> Self {
+        self.paths.2 = path.into();
         self
     }
 

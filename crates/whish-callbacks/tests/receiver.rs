@@ -18,8 +18,8 @@ use whish_hosted_collect::{
 };
 use whish_money_transfer::callback::SignedInput;
 use whish_money_transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, Reason, Sender,
-    SourceOfFunds, TransferClient, TransferStatus,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+    LastName, Reason, Sender, SourceOfFunds, TransferClient, TransferStatus,
 };
 use whish_sandbox::Sandbox;
 
@@ -108,9 +108,17 @@ fn cash() -> CashCollectionSend {
         CountryId::LEBANON,
         Currency::Usd,
         Amount::new(Decimal::from(40)),
-        Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
             Identity::new(DateOfBirth::parse("07-03-1990").expect("date")),
         ),
         Reason::FamilySupport,

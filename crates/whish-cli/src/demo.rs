@@ -12,9 +12,9 @@ use whish::locations::{LocationsClient, ShopFilter};
 use whish::topup::{PayOutcome, TopupClient};
 use whish::transfer::callback::SignedInput;
 use whish::transfer::{
-    ActivityStatus, CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason,
-    ReportRange, SendOutcome, SourceOfFunds, StatusQuery, TransferClient, TransferStatus,
-    reconcile,
+    ActivityStatus, CashCollectionSend, Customer, FeeRequest, FirstName, LastName,
+    MobileWalletSend, Reason, ReportRange, SendOutcome, SourceOfFunds, StatusQuery, TransferClient,
+    TransferStatus, reconcile,
 };
 use whish::{Amount, Currency, Policy, SecretString, UserAgent};
 use whish_sandbox::{Endpoint, Fault, Sandbox};
@@ -87,9 +87,17 @@ fn cash(amount_text: &str) -> CashCollectionSend {
         whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount(amount_text),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         whish::transfer::CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
             whish::transfer::Identity::new(
                 whish::transfer::DateOfBirth::parse("07-03-1990").expect("a fixed past date"),
             ),
@@ -104,8 +112,16 @@ fn wallet(phone: &str) -> MobileWalletSend {
         whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("50"),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
-        whish::transfer::WalletReceiver::new(Customer::new("Rami", "Haddad", phone)),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
+        whish::transfer::WalletReceiver::new(Customer::new(
+            FirstName::new("Rami"),
+            LastName::new("Haddad"),
+            phone,
+        )),
         Reason::Education,
         SourceOfFunds::Savings,
     )

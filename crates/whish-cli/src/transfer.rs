@@ -3,9 +3,9 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 use whish::transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
-    MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome, SendRequest, Sender,
-    SourceOfFunds, StatusQuery, WalletReceiver, reconcile,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, FirstName,
+    Identity, LastName, MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome,
+    SendRequest, Sender, SourceOfFunds, StatusQuery, WalletReceiver, reconcile,
 };
 use whish::{Amount, Currency, RequestId};
 
@@ -245,7 +245,11 @@ impl CustomerFile {
     /// The customer and its identity; an identity must carry a real `dateBirth` (the service
     /// checks it whenever an identity is sent).
     fn build(self, role: &str) -> Result<(Customer, Option<Identity>), u8> {
-        let mut c = Customer::new(self.first_name, self.last_name, self.phone);
+        let mut c = Customer::new(
+            FirstName::new(self.first_name),
+            LastName::new(self.last_name),
+            self.phone,
+        );
         if let Some(m) = self.middle_name {
             c = c.middle_name(m);
         }

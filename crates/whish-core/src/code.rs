@@ -37,11 +37,25 @@ pub trait ErrorCode:
         false
     }
 
-    /// The documented meaning of an HTTP status this service answers without the envelope (the
-    /// collect service's 403 for non-public callback addresses), from the service's data file.
-    fn http_status_hint(status: u16) -> Option<&'static str> {
-        let _ = status;
+    /// The documented meaning of an HTTP status this service answers without the envelope on
+    /// the operation `endpoint` (`collect.create`; the collect service's 403 for non-public
+    /// callback addresses on create, for an unregistered source IP on refund), from the
+    /// service's data file.
+    fn http_status_hint(status: u16, endpoint: &str) -> Option<&'static str> {
+        let _ = (status, endpoint);
         None
+    }
+
+    /// How this service settles an outcome that is unknown (a lost or unreadable reply): which
+    /// endpoint confirms it, or which resend recovers it. Used in [`crate::Error::hint`].
+    fn confirm_hint() -> &'static str {
+        "keep the idempotency key and confirm the outcome with the service"
+    }
+
+    /// What to do with Pending (`code` 500) in this service. Used in [`crate::Error::hint`].
+    fn pending_hint() -> &'static str {
+        "the outcome is unknown, not failed: keep the idempotency key and follow it up; never \
+         make a new request for it"
     }
 
     /// True for a code that, answered to a resend of the same key, says an earlier attempt was

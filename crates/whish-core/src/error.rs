@@ -9,6 +9,7 @@
 //! do next is [`Error::hint`]; the underlying cause, where there is one, is
 //! [`source`](std::error::Error::source).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -497,68 +498,94 @@ impl<C: ErrorCode> Error<C> {
         }
     }
 
-    /// What to do next, in one sentence: the documented handling of a failure code, or the
-    /// reconciliation rule for an unknown outcome.
-    pub fn hint(&self) -> &'static str {
+    /// What to do next, in one sentence, in this service's terms: the documented handling of a
+    /// failure code, how this service settles an unknown outcome or Pending (the status endpoint
+    /// by its key, or a resend of the same prepared request), or what to correct before calling
+    /// again.
+    pub fn hint(&self) -> Cow<'static, str> {
+        let confirm = C::confirm_hint();
         match self {
             Error::Failed(f)
                 if f.resent_after_possible_delivery
                     && (f.code.checked_first() || f.code.is_unknown()) =>
             {
-                "an earlier attempt may have been applied, and this answer (checked before the \
-                 request is looked at, or undocumented) does not settle it: the outcome is \
-                 unknown; keep the key and confirm (resend the same request, or ask the status)"
+                format!(
+                    "an earlier attempt may have been applied, and this answer (checked before \
+                     the request is looked at, or undocumented) does not settle it: the outcome \
+                     is unknown; {confirm}"
+                )
+                .into()
             }
             Error::Failed(f)
                 if f.code.confirms_earlier_delivery() && f.resent_after_possible_delivery =>
             {
-                "an earlier attempt may have been applied and its confirmation could not be read: \
-                 the outcome is unknown; keep the key and confirm with the status endpoint"
+                format!(
+                    "an earlier attempt may have been applied and its confirmation could not be \
+                     read: the outcome is unknown; {confirm}"
+                )
+                .into()
             }
             Error::Failed(f) if f.code.is_unknown() => {
-                "an undocumented code: treat it as a final failure and show the dialog"
+                "an undocumented code: treat it as a final failure and show the dialog".into()
             }
-            Error::Failed(f) => f.code.handling(),
-            Error::Pending(_) => {
-                "the outcome is unknown, not failed: keep the idempotency key and follow up with \
-                 the status endpoint (or resend the same request where the service says so); \
-                 never create a new one"
-            }
+            Error::Failed(f) => f.code.handling().into(),
+            Error::Pending(_) => C::pending_hint().into(),
             Error::Transport(t) if t.may_have_reached => {
-                "the request may have been applied: resend the same prepared request (same key), \
-                 or confirm with the status endpoint, before doing anything else"
+                format!("the request may have been applied: {confirm}").into()
             }
-            Error::Transport(_) => "nothing reached the service; it is safe to try again",
-            Error::Http(h) if h.after_possible_delivery => {
+            Error::Transport(_) => "nothing reached the service; it is safe to try again".into(),
+            Error::Http(h) if h.after_possible_delivery => format!(
                 "an earlier attempt may have arrived, and this page without the service's \
-                 envelope (a proxy, a firewall, a gateway) proves nothing about it: keep the key \
-                 and confirm (resend the same request, or ask the status) before anything else"
-            }
-            Error::Http(h) => match C::http_status_hint(h.status) {
-                Some(hint) => hint,
-                None if h.is_server_side() => {
-                    "a proxy or the service is failing; the request may have been applied: \
-                     reconcile with the same idempotency key before retrying"
+                 envelope (a proxy, a firewall, a gateway) proves nothing about it: {confirm}"
+            )
+            .into(),
+            Error::Http(h) => match C::http_status_hint(h.status, h.endpoint) {
+                Some(hint) => hint.into(),
+                None if h.is_server_side() => format!(
+                    "a proxy or the service is failing, and the request may have been applied: \
+                     {confirm}"
+                )
+                .into(),
+                None if h.status == 401 || h.status == 403 || h.status == 407 => {
+                    "a page without the service's envelope refused the request (a proxy, a \
+                     gateway or a firewall in between, or the service's edge): check the base \
+                     URL and any proxy; the service itself answers a refusal with HTTP 200 and a \
+                     code"
+                        .into()
                 }
-                None => "check the base URL, the credentials and any proxy in between",
+                None => "a page without the service's envelope: check the base URL (its path \
+                         included) and any proxy in between"
+                    .into(),
             },
-            Error::Decode(_) => {
-                "the reply could not be read, so the call may have succeeded: confirm with the \
-                 status endpoint (or resend with the same key), and report this reply"
+            Error::Decode(_) => format!(
+                "the reply could not be read, so the call may have succeeded: {confirm}; and \
+                 report this reply"
+            )
+            .into(),
+            Error::Validation(v)
+                if matches!(v.kind, crate::ValidationKind::NotPublicUrl { .. }) =>
+            {
+                "nothing was sent: the service cannot call a loopback or private address; use a \
+                 public one (against a local sandbox, build the client with \
+                 `ClientSettings::allow_local_callbacks()`)"
+                    .into()
             }
-            Error::Validation(_) => "nothing was sent: correct the value and call again",
-            Error::Setup(_) => "nothing was sent: correct the client settings",
+            Error::Validation(_) => "nothing was sent: correct the value and call again".into(),
+            Error::Setup(_) => "nothing was sent: correct the client settings".into(),
             Error::Record(r) if r.already_refused => {
                 "the journal holds this request as refused by the service: it is final and was \
                  not sent again; a new request needs a new key"
+                    .into()
             }
             Error::Record(r) if r.outcome_unknown => {
                 "the journal cannot tell whether this request was or will be sent: keep the key \
                  and run recovery (`whish journal recover`); never send it again with a new key"
+                    .into()
             }
             Error::Record(_) => {
                 "nothing was sent: the journal could not record the request; fix the journal \
                  (disk, database, a reused key) and call again with the same prepared request"
+                    .into()
             }
         }
     }

@@ -80,7 +80,7 @@ pub mod __private {
     //! What the exported macros expand to; not part of the API.
     pub use serde;
 }
-pub use user_agent::UserAgent;
+pub use user_agent::{UserAgent, UserAgentParts};
 pub use validation::{ValidationError, ValidationKind};
 pub use verdict::{DeliveryMark, Verdict};
 

@@ -6,6 +6,19 @@ use std::str::FromStr;
 
 use crate::validation::ValidationError;
 
+/// The four parts of a [`UserAgent`], by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserAgentParts<'a> {
+    /// The application name (`ShopName`).
+    pub app_name: &'a str,
+    /// The application version (`1.4.2`).
+    pub version: &'a str,
+    /// The website (`https://shop.example.com`).
+    pub website: &'a str,
+    /// The contact e-mail (`dev@shop.example.com`).
+    pub contact_email: &'a str,
+}
+
 /// A parsed `AppName/version (website; contact-email)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UserAgent {
@@ -16,13 +29,32 @@ pub struct UserAgent {
 }
 
 impl UserAgent {
-    /// Build one from its parts, checked the same way as parsing.
-    pub fn new(
-        app_name: &str,
-        version: &str,
-        website: &str,
-        contact_email: &str,
-    ) -> Result<UserAgent, ValidationError> {
+    /// Build one from its parts, named so that none can be swapped, checked the same way as
+    /// parsing.
+    ///
+    /// ```
+    /// use whish_core::{UserAgent, UserAgentParts};
+    /// let ua = UserAgent::new(UserAgentParts {
+    ///     app_name: "ShopName",
+    ///     version: "1.4.2",
+    ///     website: "https://shop.example.com",
+    ///     contact_email: "dev@shop.example.com",
+    /// })?;
+    /// assert_eq!(ua.to_string(), "ShopName/1.4.2 (https://shop.example.com; dev@shop.example.com)");
+    /// # Ok::<(), whish_core::ValidationError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A [`ValidationError`] when a part is empty, holds a character the header cannot carry, or
+    /// the e-mail has no `@`.
+    pub fn new(parts: UserAgentParts<'_>) -> Result<UserAgent, ValidationError> {
+        let UserAgentParts {
+            app_name,
+            version,
+            website,
+            contact_email,
+        } = parts;
         format!("{app_name}/{version} ({website}; {contact_email})").parse()
     }
 
@@ -139,8 +171,20 @@ mod tests {
             .expect("ok");
         assert_eq!(spaced.to_string(), "A/1 (shop.example.com; a@b.co)");
         assert_eq!(
-            UserAgent::new("A", "1", "w.example", "a@b.co").expect("ok"),
-            UserAgent::new("A", "1", "w.example", "a@b.co").expect("ok")
+            UserAgent::new(UserAgentParts {
+                app_name: "A",
+                version: "1",
+                website: "w.example",
+                contact_email: "a@b.co"
+            })
+            .expect("ok"),
+            UserAgent::new(UserAgentParts {
+                app_name: "A",
+                version: "1",
+                website: "w.example",
+                contact_email: "a@b.co"
+            })
+            .expect("ok")
         );
     }
 

@@ -162,7 +162,7 @@ async fn every_variant_renders_as_one_line() {
         "a code this test set does not list: {}",
         errors[0].hint()
     );
-    assert!(errors[5].hint().contains("same prepared request"));
+    assert!(errors[5].hint().contains("confirm the outcome"));
 }
 
 #[test]

@@ -179,7 +179,7 @@ async fn timeout_exhausted_reports_may_have_reached() {
     }
     assert!(err.outcome_unknown());
     assert!(
-        err.hint().contains("same prepared request"),
+        err.hint().contains("may have been applied") && err.hint().contains("confirm"),
         "{}",
         err.hint()
     );

@@ -68,11 +68,11 @@ pub enum CollectCode {
     SvcUnknownError,
     /// `auth.session_not_exist`: Missing or invalid session token.
     ///
-    /// Handling: Re-authenticate. Endpoints: Common. Final.
+    /// Handling: The credentials were refused: check the channel, secret and websiteUrl the client was built with (the account's current ones, for this environment). Endpoints: Common. Final.
     AuthSessionNotExist,
     /// `auth.session_expired`: Session token expired.
     ///
-    /// Handling: Re-authenticate. Endpoints: Common. Final.
+    /// Handling: The credentials are no longer valid: get the account's current ones and build the client with them. Endpoints: Common. Final.
     AuthSessionExpired,
     /// `400`: Required parameters or headers missing, or field-level validation failed.
     ///
@@ -317,8 +317,12 @@ impl CollectCode {
             CollectCode::Fail => "Check amount and currency",
             CollectCode::ExternalIdNotExists => "Refund only real payments",
             CollectCode::SvcUnknownError => "Retry with backoff",
-            CollectCode::AuthSessionNotExist => "Re-authenticate",
-            CollectCode::AuthSessionExpired => "Re-authenticate",
+            CollectCode::AuthSessionNotExist => {
+                "The credentials were refused: check the channel, secret and websiteUrl the client was built with (the account's current ones, for this environment)"
+            }
+            CollectCode::AuthSessionExpired => {
+                "The credentials are no longer valid: get the account's current ones and build the client with them"
+            }
             CollectCode::BadRequest => "Fix the payload",
             CollectCode::TimestampInvalid => "Sync the clock",
             CollectCode::RequestInvalid => "Verify headers",
@@ -630,13 +634,24 @@ impl<'de> serde::Deserialize<'de> for CollectCode {
 impl whish_core::ErrorCode for CollectCode {
     const SERVICE: &'static str = "hosted-collect";
 
-    fn http_status_hint(status: u16) -> Option<&'static str> {
+    fn http_status_hint(status: u16, endpoint: &str) -> Option<&'static str> {
         match status {
-            403 => Some(
-                "the service refuses loopback or non-public callback and redirect addresses: use public addresses for all four (a sandbox run needs the client's allow_local_callbacks)",
+            403 if ["collect.create"].contains(&endpoint) => Some(
+                "the service refuses loopback or non-public callback and redirect addresses: use public addresses for all four (against a local sandbox: ClientSettings::allow_local_callbacks, and a lenient sandbox)",
+            ),
+            403 if ["collect.refund"].contains(&endpoint) => Some(
+                "refunds are accepted only from the source IP addresses registered for the account (sandbox and production apart): call from a registered address, or have this one registered by the operator",
             ),
             _ => None,
         }
+    }
+
+    fn confirm_hint() -> &'static str {
+        "confirm with the status endpoint by the externalId (or create again with the same prepared request: the service replays its first reply)"
+    }
+
+    fn pending_hint() -> &'static str {
+        "the outcome is unknown, not failed: resend the same prepared request (same externalId) to recover it, or ask the status endpoint; never create a new one"
     }
 
     fn as_str(&self) -> &str {

@@ -196,9 +196,17 @@ impl<'de> serde::Deserialize<'de> for TopupCode {
 impl whish_core::ErrorCode for TopupCode {
     const SERVICE: &'static str = "intl-topup";
 
-    fn http_status_hint(status: u16) -> Option<&'static str> {
-        let _ = status;
+    fn http_status_hint(status: u16, endpoint: &str) -> Option<&'static str> {
+        let _ = (status, endpoint);
         None
+    }
+
+    fn confirm_hint() -> &'static str {
+        "pay again with the same prepared request (same externalId): the service replays the first sale, the only way to read a sale back"
+    }
+
+    fn pending_hint() -> &'static str {
+        "the outcome is unknown, not failed: pay again with the same prepared request (same externalId) to recover it; never pay under a new externalId"
     }
 
     fn as_str(&self) -> &str {

@@ -134,9 +134,17 @@ impl<'de> serde::Deserialize<'de> for LocationsCode {
 impl whish_core::ErrorCode for LocationsCode {
     const SERVICE: &'static str = "locations";
 
-    fn http_status_hint(status: u16) -> Option<&'static str> {
-        let _ = status;
+    fn http_status_hint(status: u16, endpoint: &str) -> Option<&'static str> {
+        let _ = (status, endpoint);
         None
+    }
+
+    fn confirm_hint() -> &'static str {
+        "read again: a lookup moves no money"
+    }
+
+    fn pending_hint() -> &'static str {
+        "not expected from a lookup: read again later"
     }
 
     fn as_str(&self) -> &str {

@@ -860,9 +860,17 @@ impl<'de> serde::Deserialize<'de> for TransferCode {
 impl whish_core::ErrorCode for TransferCode {
     const SERVICE: &'static str = "money-transfer";
 
-    fn http_status_hint(status: u16) -> Option<&'static str> {
-        let _ = status;
+    fn http_status_hint(status: u16, endpoint: &str) -> Option<&'static str> {
+        let _ = (status, endpoint);
         None
+    }
+
+    fn confirm_hint() -> &'static str {
+        "confirm with the status endpoint by the Request-id (or resend the same prepared send: the same Request-id cannot create a second transfer)"
+    }
+
+    fn pending_hint() -> &'static str {
+        "the outcome is unknown, not failed: never send it again under a new Request-id; follow it up with the status endpoint by the Request-id (the service says to settle it with the operator)"
     }
 
     fn as_str(&self) -> &str {

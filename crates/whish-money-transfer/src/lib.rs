@@ -42,9 +42,9 @@ pub use model::{
 };
 pub use reference::{Reason, SourceOfFunds};
 pub use send::{
-    CashCollectionSend, CashReceiver, CashSent, CountryId, Customer, DateOfBirth, Identity,
-    LEBANON, MobileWalletSend, PreparedCancel, PreparedTransfer, SendOutcome, SendRequest, Sender,
-    WalletCredited, WalletReceiver, is_english_name,
+    CashCollectionSend, CashReceiver, CashSent, CountryId, Customer, DateOfBirth, FirstName,
+    Identity, LEBANON, LastName, MobileWalletSend, PreparedCancel, PreparedTransfer, SendOutcome,
+    SendRequest, Sender, WalletCredited, WalletReceiver, is_english_name,
 };
 
 /// The error type of this service's calls.

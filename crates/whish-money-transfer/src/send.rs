@@ -125,8 +125,60 @@ impl Identity {
     }
 }
 
+/// A first name (given name), in English. Its own type so that it cannot be swapped with the
+/// [`LastName`] in [`Customer::new`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FirstName(String);
+
+impl FirstName {
+    /// A first name; checked (present, in English) when the send is prepared.
+    pub fn new(name: impl Into<String>) -> FirstName {
+        FirstName(name.into())
+    }
+    /// The name as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A last name (family name), in English. Its own type so that it cannot be swapped with the
+/// [`FirstName`] in [`Customer::new`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LastName(String);
+
+impl LastName {
+    /// A last name; checked (present, in English) when the send is prepared.
+    pub fn new(name: impl Into<String>) -> LastName {
+        LastName(name.into())
+    }
+    /// The name as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A person: first name, last name and phone are required; names must be in English (checked
 /// when the send is prepared). Used as the [`Sender`] or inside a receiver.
+///
+/// The names have their own types, so they cannot be given the wrong way round:
+///
+/// ```
+/// use whish_money_transfer::{Customer, FirstName, LastName};
+/// let c = Customer::new(FirstName::new("John"), LastName::new("Smith"), "+14155550100");
+/// # let _ = c;
+/// ```
+///
+/// ```compile_fail
+/// use whish_money_transfer::{Customer, FirstName, LastName};
+/// // The last name where the first is expected: does not compile.
+/// let c = Customer::new(LastName::new("Smith"), FirstName::new("John"), "+14155550100");
+/// ```
+///
+/// ```compile_fail
+/// use whish_money_transfer::Customer;
+/// // Bare strings: does not compile either.
+/// let c = Customer::new("John", "Smith", "+14155550100");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Customer {
     first_name: String,
@@ -138,16 +190,13 @@ pub struct Customer {
 }
 
 impl Customer {
-    /// A customer with the required fields.
-    pub fn new(
-        first_name: impl Into<String>,
-        last_name: impl Into<String>,
-        phone: impl Into<String>,
-    ) -> Customer {
+    /// A customer with the required fields: the names as [`FirstName`] and [`LastName`], and
+    /// the phone in international form (`+14155550100`).
+    pub fn new(first_name: FirstName, last_name: LastName, phone: impl Into<String>) -> Customer {
         Customer {
-            first_name: first_name.into(),
+            first_name: first_name.0,
             middle_name: None,
-            last_name: last_name.into(),
+            last_name: last_name.0,
             phone: phone.into(),
             extra_information: None,
             identity: None,
@@ -316,19 +365,19 @@ struct Common {
 /// ```
 /// use whish_core::{Amount, Currency};
 /// use whish_money_transfer::{
-///     CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, Reason,
-///     Sender, SourceOfFunds,
+///     CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+///     LastName, Reason, Sender, SourceOfFunds,
 /// };
 ///
 /// let receiver = CashReceiver::new(
-///     Customer::new("Rami", "Haddad", "+96170123456"),
+///     Customer::new(FirstName::new("Rami"), LastName::new("Haddad"), "+96170123456"),
 ///     Identity::new(DateOfBirth::parse("07-03-1990")?),
 /// );
 /// let send = CashCollectionSend::new(
 ///     CountryId::LEBANON,
 ///     Currency::Usd,
 ///     "100".parse::<Amount>()?,
-///     Sender::new(Customer::new("John", "Smith", "+14155550100")),
+///     Sender::new(Customer::new(FirstName::new("John"), LastName::new("Smith"), "+14155550100")),
 ///     receiver,
 ///     Reason::FamilySupport,
 ///     SourceOfFunds::Salary,

@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use whish_core::{Currency, Error as CoreError, ValidationKind};
 use whish_money_transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
-    Reason, ReportRange, SourceOfFunds, StatusQuery,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, FirstName,
+    Identity, LastName, Reason, ReportRange, SourceOfFunds, StatusQuery,
 };
 
 fn kind_of<T: std::fmt::Debug>(
@@ -42,30 +42,43 @@ async fn refusals_send_nothing() {
     };
     let cases: Vec<(CashCollectionSend, &str, ValidationKind)> = vec![
         (
-            with_receiver(Customer::new("محمد", "Haddad", "+9613"), "07-03-1990"),
+            with_receiver(
+                Customer::new(FirstName::new("محمد"), LastName::new("Haddad"), "+9613"),
+                "07-03-1990",
+            ),
             "receiver.firstName",
             ValidationKind::NotEnglish,
         ),
         (
-            with_receiver(Customer::new("Rami", "Hadd4d", "+9613"), "07-03-1990"),
+            with_receiver(
+                Customer::new(FirstName::new("Rami"), LastName::new("Hadd4d"), "+9613"),
+                "07-03-1990",
+            ),
             "receiver.lastName",
             ValidationKind::NotEnglish,
         ),
         (
             with_receiver(
-                Customer::new("Rami", "Haddad", "+9613").middle_name("José"),
+                Customer::new(FirstName::new("Rami"), LastName::new("Haddad"), "+9613")
+                    .middle_name("José"),
                 "07-03-1990",
             ),
             "receiver.middleName",
             ValidationKind::NotEnglish,
         ),
         (
-            with_receiver(Customer::new("", "Haddad", "+9613"), "07-03-1990"),
+            with_receiver(
+                Customer::new(FirstName::new(""), LastName::new("Haddad"), "+9613"),
+                "07-03-1990",
+            ),
             "receiver.firstName",
             ValidationKind::Missing,
         ),
         (
-            with_receiver(Customer::new("Rami", "Haddad", " "), "07-03-1990"),
+            with_receiver(
+                Customer::new(FirstName::new("Rami"), LastName::new("Haddad"), " "),
+                "07-03-1990",
+            ),
             "receiver.phone",
             ValidationKind::Missing,
         ),

@@ -16,8 +16,9 @@ use whish::collect::{CollectClient, CollectUrls, NewPayment};
 use whish::core::Error;
 use whish::topup::PayOutcome;
 use whish::transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
-    MobileWalletSend, Reason, SendRequest, Sender, SourceOfFunds, TransferClient, WalletReceiver,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, FirstName,
+    Identity, LastName, MobileWalletSend, Reason, SendRequest, Sender, SourceOfFunds,
+    TransferClient, WalletReceiver,
 };
 use whish::{Amount, Currency, Decimal, SecretString};
 use whish_sandbox::Sandbox;
@@ -137,7 +138,7 @@ fn customer(bad: bool) -> impl Strategy<Value = Option<Customer>> {
         birth_date(bad),
     )
         .prop_map(|(first, last, phone, middle, birth)| {
-            let mut c = Customer::new(first, last, phone);
+            let mut c = Customer::new(FirstName::new(first), LastName::new(last), phone);
             if let Some(m) = middle {
                 c = c.middle_name(m);
             }

@@ -45,9 +45,17 @@ fn cash() -> CashCollectionSend {
         whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         "20".parse().expect("a"),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         whish::transfer::CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
             whish::transfer::Identity::new(
                 whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
             ),

@@ -13,8 +13,8 @@ use whish::collect::{
     SuccessRedirectUrl,
 };
 use whish::transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, Reason, Sender,
-    SourceOfFunds,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+    LastName, Reason, Sender, SourceOfFunds,
 };
 use whish_sandbox::{ControlError, JOURNAL_MAX_BODY_BYTES, JOURNAL_MAX_REQUESTS, Sandbox};
 
@@ -33,9 +33,17 @@ fn cash_with_callback(url: &str) -> CashCollectionSend {
         CountryId::LEBANON,
         Currency::Usd,
         "20".parse().expect("a"),
-        Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
             Identity::new(DateOfBirth::parse("07-03-1990").expect("dob")),
         ),
         Reason::Other,

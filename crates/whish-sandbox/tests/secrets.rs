@@ -10,8 +10,8 @@ use whish::collect::{CollectClient, CollectUrls, NewPayment};
 use whish::locations::{LocationsClient, ShopFilter};
 use whish::topup::{PayOutcome, TopupClient};
 use whish::transfer::{
-    CashCollectionSend, Customer, FeeRequest, MobileWalletSend, Reason, ReportRange, SourceOfFunds,
-    StatusQuery, TransferClient,
+    CashCollectionSend, Customer, FeeRequest, FirstName, LastName, MobileWalletSend, Reason,
+    ReportRange, SourceOfFunds, StatusQuery, TransferClient,
 };
 use whish::{Amount, Currency, Decimal, ExternalId, SecretString};
 use whish_sandbox::{Endpoint, Fault, Sandbox};
@@ -50,9 +50,17 @@ fn cash(receiver_phone: &str) -> CashCollectionSend {
         whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("100"),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         whish::transfer::CashReceiver::new(
-            Customer::new("Rami", "Haddad", receiver_phone),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                receiver_phone,
+            ),
             whish::transfer::Identity::new(
                 whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
             ),
@@ -140,10 +148,14 @@ async fn transfer_paths(sb: &Sandbox, t: &mut Texts) {
         whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("20"),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         whish::transfer::WalletReceiver::new(Customer::new(
-            "Rami",
-            "Haddad",
+            FirstName::new("Rami"),
+            LastName::new("Haddad"),
             sb.wallet_phones().failing.clone(),
         )),
         Reason::Education,

@@ -18,9 +18,17 @@ fn cash(amount_text: &str) -> CashCollectionSend {
         whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount(amount_text),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         whish::transfer::CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
             whish::transfer::Identity::new(
                 whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
             ),
@@ -35,8 +43,16 @@ fn wallet(phone: &str) -> MobileWalletSend {
         whish::transfer::CountryId::LEBANON,
         Currency::Usd,
         amount("50"),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
-        whish::transfer::WalletReceiver::new(Customer::new("Rami", "Haddad", phone)),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
+        whish::transfer::WalletReceiver::new(Customer::new(
+            FirstName::new("Rami"),
+            LastName::new("Haddad"),
+            phone,
+        )),
         Reason::Education,
         SourceOfFunds::Savings,
     )
@@ -393,9 +409,17 @@ async fn limits_balance_price_list_and_countries() {
         whish::transfer::CountryId::new(99).expect("valid"),
         Currency::Usd,
         amount("10"),
-        whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        whish::transfer::Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         whish::transfer::CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
             whish::transfer::Identity::new(
                 whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
             ),

@@ -14,8 +14,8 @@ use whish::collect::{CollectClient, CollectUrls, NewPayment};
 use whish::journal::{Clients as Recovering, Journal, Operation, Recovery, Service, State};
 use whish::topup::TopupClient;
 use whish::transfer::{
-    CashCollectionSend, Customer, MobileWalletSend, PreparedCancel, Reason, SendRequest,
-    SourceOfFunds, TransferClient,
+    CashCollectionSend, Customer, FirstName, LastName, MobileWalletSend, PreparedCancel, Reason,
+    SendRequest, SourceOfFunds, TransferClient,
 };
 use whish::{Amount, ClientSettings, Currency, Decimal, ExternalId, RequestId, SecretString};
 use whish_sandbox::{Endpoint, Fault, Sandbox};
@@ -189,7 +189,11 @@ impl Clients {
 }
 
 fn send_request(c: &Clients, op: Op, id: RequestId) -> Option<SendRequest> {
-    let sender = whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100"));
+    let sender = whish::transfer::Sender::new(Customer::new(
+        FirstName::new("John"),
+        LastName::new("Smith"),
+        "+14155550100",
+    ));
     let request: SendRequest = match op {
         Op::Cash { dollars } | Op::SendThenCancel { dollars } => CashCollectionSend::new(
             whish::transfer::CountryId::LEBANON,
@@ -197,7 +201,11 @@ fn send_request(c: &Clients, op: Op, id: RequestId) -> Option<SendRequest> {
             Amount::new(Decimal::from(dollars)),
             sender,
             whish::transfer::CashReceiver::new(
-                Customer::new("Rami", "Haddad", "+96170123456"),
+                Customer::new(
+                    FirstName::new("Rami"),
+                    LastName::new("Haddad"),
+                    "+96170123456",
+                ),
                 whish::transfer::Identity::new(
                     whish::transfer::DateOfBirth::parse("07-03-1990").ok()?,
                 ),
@@ -212,8 +220,8 @@ fn send_request(c: &Clients, op: Op, id: RequestId) -> Option<SendRequest> {
             Amount::new(Decimal::from(dollars)),
             sender,
             whish::transfer::WalletReceiver::new(Customer::new(
-                "Rami",
-                "Haddad",
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
                 if failing {
                     &c.wallet_failing
                 } else {

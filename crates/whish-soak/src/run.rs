@@ -11,8 +11,8 @@ use whish::core::{Error, Verdict};
 use whish::journal::{Journal, JournaledCollect, JournaledTopup, JournaledTransfer};
 use whish::topup::{PayOutcome, TopupClient};
 use whish::transfer::{
-    CashCollectionSend, Customer, MobileWalletSend, PreparedTransfer, Reason, SendOutcome,
-    SendRequest, SourceOfFunds, StatusQuery, TransferClient, TransferStatus,
+    CashCollectionSend, Customer, FirstName, LastName, MobileWalletSend, PreparedTransfer, Reason,
+    SendOutcome, SendRequest, SourceOfFunds, StatusQuery, TransferClient, TransferStatus,
 };
 use whish::{Amount, Currency, Decimal, ExternalId, Policy, RetryPolicy, SecretString, Timeouts};
 use whish_sandbox::{Endpoint, Fault, Sandbox};
@@ -400,7 +400,11 @@ async fn one(sb: &Sandbox, c: &Clients, j: &Journaled, l: &Ledger, op: &Op, drop
 
 fn send_request(sb: &Sandbox, c: &Clients, cash: bool, dollars: u32, failing: bool) -> SendRequest {
     let amount = Amount::new(Decimal::from(dollars));
-    let sender = Customer::new("John", "Smith", "+14155550100");
+    let sender = Customer::new(
+        FirstName::new("John"),
+        LastName::new("Smith"),
+        "+14155550100",
+    );
     if cash {
         CashCollectionSend::new(
             whish::transfer::CountryId::LEBANON,
@@ -408,7 +412,11 @@ fn send_request(sb: &Sandbox, c: &Clients, cash: bool, dollars: u32, failing: bo
             amount,
             whish::transfer::Sender::new(sender),
             whish::transfer::CashReceiver::new(
-                Customer::new("Rami", "Haddad", "+96170123456"),
+                Customer::new(
+                    FirstName::new("Rami"),
+                    LastName::new("Haddad"),
+                    "+96170123456",
+                ),
                 whish::transfer::Identity::new(
                     whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
                 ),
@@ -434,7 +442,11 @@ fn send_request(sb: &Sandbox, c: &Clients, cash: bool, dollars: u32, failing: bo
             Currency::Usd,
             amount,
             whish::transfer::Sender::new(sender),
-            whish::transfer::WalletReceiver::new(Customer::new("Rami", "Haddad", phone.clone())),
+            whish::transfer::WalletReceiver::new(Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                phone.clone(),
+            )),
             Reason::Education,
             SourceOfFunds::Savings,
         )

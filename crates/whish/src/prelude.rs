@@ -12,9 +12,9 @@ pub use whish_core::{
 #[cfg(feature = "money-transfer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "money-transfer")))]
 pub use whish_money_transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, Identity,
-    MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome, Sender, SourceOfFunds,
-    StatusQuery, TransferClient, TransferCode, TransferStatus, WalletReceiver,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, FirstName,
+    Identity, LastName, MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome, Sender,
+    SourceOfFunds, StatusQuery, TransferClient, TransferCode, TransferStatus, WalletReceiver,
 };
 
 #[cfg(feature = "locations")]

@@ -15,8 +15,8 @@ use whish::locations::{LocationsClient, ShopFilter};
 use whish::topup::{PreparedPay, TopupClient};
 use whish::transfer::callback::{AcceptUnverified, CallbackReceiver};
 use whish::transfer::{
-    CashCollectionSend, Customer, FeeRequest, PreparedTransfer, Reason, ReportRange, SourceOfFunds,
-    StatusQuery, TransferClient,
+    CashCollectionSend, Customer, FeeRequest, FirstName, LastName, PreparedTransfer, Reason,
+    ReportRange, SourceOfFunds, StatusQuery, TransferClient,
 };
 use whish::{Amount, Currency, EpochMillis, ExternalId, SecretString, UserAgent};
 use whish_testkit::arbitrary::any_json;
@@ -194,9 +194,17 @@ fn transfer_and_locations_replies_never_panic() {
             whish::transfer::CountryId::LEBANON,
             Currency::Usd,
             amount,
-            whish::transfer::Sender::new(Customer::new("John", "Smith", "+14155550100")),
+            whish::transfer::Sender::new(Customer::new(
+                FirstName::new("John"),
+                LastName::new("Smith"),
+                "+14155550100",
+            )),
             whish::transfer::CashReceiver::new(
-                Customer::new("Rami", "Haddad", "+96170123456"),
+                Customer::new(
+                    FirstName::new("Rami"),
+                    LastName::new("Haddad"),
+                    "+96170123456",
+                ),
                 whish::transfer::Identity::new(
                     whish::transfer::DateOfBirth::parse("07-03-1990").expect("valid"),
                 ),

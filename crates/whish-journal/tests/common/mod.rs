@@ -14,8 +14,8 @@ use whish_hosted_collect::{
 use whish_intl_topup::TopupClient;
 use whish_journal::Journal;
 use whish_money_transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, Reason,
-    SendRequest, Sender, SourceOfFunds, TransferClient,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+    LastName, Reason, SendRequest, Sender, SourceOfFunds, TransferClient,
 };
 use whish_sandbox::Sandbox;
 
@@ -168,9 +168,17 @@ pub fn cash_send(dollars: i64) -> SendRequest {
         CountryId::LEBANON,
         Currency::Usd,
         Amount::new(Decimal::from(dollars)),
-        Sender::new(Customer::new("John", "Smith", "+14155550100")),
+        Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
         CashReceiver::new(
-            Customer::new("Rami", "Haddad", "+96170123456"),
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
             Identity::new(DateOfBirth::parse("07-03-1990").expect("date")),
         ),
         Reason::FamilySupport,

@@ -3,8 +3,8 @@
 
 use whish_core::{Amount, ClientSettings, Currency, RequestId, SecretString};
 use whish_money_transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, Identity, MobileWalletSend,
-    Reason, Sender, SourceOfFunds, TransferClient, WalletReceiver,
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+    LastName, MobileWalletSend, Reason, Sender, SourceOfFunds, TransferClient, WalletReceiver,
 };
 use whish_testkit::WireRequest;
 
@@ -27,13 +27,22 @@ pub fn dob(text: &str) -> DateOfBirth {
 
 pub fn sender() -> Sender {
     Sender::new(
-        Customer::new("John", "Smith", "+14155550100")
-            .identity(Identity::new(dob("01-01-1980")).nationality("US")),
+        Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )
+        .identity(Identity::new(dob("01-01-1980")).nationality("US")),
     )
 }
 
 pub fn receiver() -> Customer {
-    Customer::new("Rami", "Haddad", "+96170123456").middle_name("K.")
+    Customer::new(
+        FirstName::new("Rami"),
+        LastName::new("Haddad"),
+        "+96170123456",
+    )
+    .middle_name("K.")
 }
 
 pub fn amount(s: &str) -> Amount {
