@@ -451,12 +451,6 @@ pub(crate) async fn run_claimed<N: Send + 'static>(
     }
 }
 
-/// The examples of `docs/callbacks.md`, compiled as doctests (the guide's service records in
-/// the journal, so they need the `journal` feature: `cargo test --all-features`).
-#[cfg(all(doctest, feature = "journal"))]
-#[doc = include_str!("../../../docs/callbacks.md")]
-pub struct GuideDoctests;
-
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

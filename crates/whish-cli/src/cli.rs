@@ -383,9 +383,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub bind: std::net::IpAddr,
     /// Accept loopback or non-public collect callback and redirect addresses (the real service
-    /// answers HTTP 403 for them, and so does the sandbox by default).
+    /// answers HTTP 403 for them, and so does the sandbox by default), deliver transfer
+    /// callbacks to them, and keep the other leniencies of docs/sandbox.md for clients written
+    /// against older revisions.
     #[arg(long)]
     pub lenient: bool,
+    /// The key the sandbox signs transfer callbacks with (printed as WHISH_SANDBOX_CALLBACK_KEY).
+    #[arg(long, value_name = "KEY")]
+    pub callback_key: Option<String>,
     /// The transfer username the sandbox issues (and accepts).
     #[arg(long, value_name = "NAME")]
     pub transfer_username: Option<String>,

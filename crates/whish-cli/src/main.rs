@@ -103,6 +103,9 @@ async fn serve(a: cli::ServeArgs) -> output::Done {
         .port(a.port)
         .bind(a.bind)
         .lenient(a.lenient);
+    if let Some(key) = &a.callback_key {
+        b = b.callback_key(key.as_bytes());
+    }
     let defaults = whish_sandbox::Sandbox::builder();
     let t = defaults.transfer_credentials_issued();
     let c = defaults.collect_credentials_issued();

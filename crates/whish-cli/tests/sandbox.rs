@@ -634,6 +634,8 @@ fn sandbox_serve_prints_export_lines() {
             "fixed-channel",
             "--transfer-username",
             "fixed-user",
+            "--callback-key",
+            "fixed-signing-key",
         ])
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -641,7 +643,7 @@ fn sandbox_serve_prints_export_lines() {
     let stdout = child.stdout.take().expect("stdout");
     let lines: Vec<String> = BufReader::new(stdout)
         .lines()
-        .take(12)
+        .take(13)
         .map(|l| l.expect("line"))
         .collect();
     let _ = child.kill();
@@ -655,7 +657,14 @@ fn sandbox_serve_prints_export_lines() {
             .iter()
             .any(|l| l.starts_with("export WHISH_USER_AGENT="))
     );
-    assert!(lines[11].contains("/_sandbox/"));
+    assert!(lines[12].contains("/_sandbox/"));
+    // The key transfer callbacks are signed with, as set.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "export WHISH_SANDBOX_CALLBACK_KEY='fixed-signing-key'"),
+        "{lines:?}"
+    );
     // The credentials a client already has are the ones issued.
     assert!(
         lines

@@ -65,11 +65,6 @@ pub use model::{CollectBalance, CollectStatus, PaymentStatus, Refund};
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<CollectCode>;
 
-/// The examples of `docs/hosted-collect.md`, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/hosted-collect.md")]
-pub struct GuideDoctests;
-
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -59,11 +59,6 @@ pub use pay::{Challenge, PayOutcome, PayRequest, Payment, PreparedPay};
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<TopupCode>;
 
-/// The examples of `docs/intl-topup.md`, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/intl-topup.md")]
-pub struct GuideDoctests;
-
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

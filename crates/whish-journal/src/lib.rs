@@ -316,11 +316,6 @@ impl Journal {
     }
 }
 
-/// The examples of `docs/journal.md`, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/journal.md")]
-pub struct GuideDoctests;
-
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -182,11 +182,6 @@ impl LocationsClient {
     }
 }
 
-/// The examples of `docs/locations.md`, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/locations.md")]
-pub struct GuideDoctests;
-
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

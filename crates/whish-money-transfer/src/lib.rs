@@ -50,11 +50,6 @@ pub use send::{
 /// The error type of this service's calls.
 pub type Error = whish_core::Error<TransferCode>;
 
-/// The examples of `docs/money-transfer.md`, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/money-transfer.md")]
-pub struct GuideDoctests;
-
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

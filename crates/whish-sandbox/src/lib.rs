@@ -22,8 +22,8 @@
 //!   currency, per-transfer and daily limits, the send checks (English names, `dateBirth`, the
 //!   exact reason and sourceOfFunds strings, missing sender or receiver, currency, countries),
 //!   Request-id idempotency (`transfer.already.done`), SENT to RECEIVED when
-//!   [`Sandbox::collect_cash`] says so (the signed callback is POSTed to `callbackUrl`, loopback
-//!   included), cancel rules, status by any identifier, the activity event log and a statement
+//!   [`Sandbox::collect_cash`] says so (the signed callback is POSTed to `callbackUrl`; to a
+//!   loopback or private address only when lenient, as the real service cannot reach one), cancel rules, status by any identifier, the activity event log and a statement
 //!   that keeps `balance = previous + debit - credit`. Mobile wallet: see [`WalletPhones`].
 //! - **Hosted collect**: a `collectUrl` to a small HTML page; the [`TestPayer`] pays it (success
 //!   GET callback, redirect), a wrong code fires the failure callback and the link stays pending,
@@ -32,7 +32,7 @@
 //! - **Top-up**: providers with fixed catalogues (`etisalat-ae`, `du-ae`, `gift-voucher`), the
 //!   exact-amount check, externalId replay, balance and void balance, PINs for vouchers.
 //! - **Faults** per endpoint ([`Fault`]): drop the request, drop the reply after applying it,
-//!   delay, answer Pending.
+//!   delay, answer Pending, stall, a proxy's page, a chosen failure code.
 //!
 //! What the specifications leave out, the sandbox decides and says so: the callback signature
 //! scheme ([`callback`]), the top-up authentication code (`external.invalid.request`), the code
@@ -80,10 +80,6 @@ pub use journal::{JOURNAL_MAX_BODY_BYTES, JOURNAL_MAX_REQUESTS, ReceivedRequest}
 
 use clock::Clock;
 
-/// The examples of `docs/sandbox.md`, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/sandbox.md")]
-pub struct GuideDoctests;
 use config::Settings;
 
 /// Everything the three services hold.
@@ -253,8 +249,9 @@ impl Sandbox {
         callback::verify_signature(self.callback_key(), timestamp, body, signature)
     }
 
-    /// The settings as shell `export` lines, with the variable names the `whish` command reads.
-    /// They hold the sandbox's own test credentials, never real ones.
+    /// The settings as shell `export` lines, with the variable names the `whish` command reads,
+    /// and the transfer callbacks' signing key (`WHISH_SANDBOX_CALLBACK_KEY`). They hold the
+    /// sandbox's own test credentials, never real ones.
     pub fn env_exports(&self) -> String {
         let t = self.transfer_credentials();
         let c = self.collect_credentials();
@@ -273,6 +270,12 @@ impl Sandbox {
             (
                 "WHISH_USER_AGENT",
                 "WhishSandbox/0.1 (https://sandbox.example.com; dev@example.com)".to_owned(),
+            ),
+            // The key the sandbox signs transfer callbacks with (its own scheme, see
+            // `callback`): what a receiver under test verifies them with.
+            (
+                "WHISH_SANDBOX_CALLBACK_KEY",
+                String::from_utf8_lossy(self.callback_key()).into_owned(),
             ),
         ];
         lines

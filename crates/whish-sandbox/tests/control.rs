@@ -255,9 +255,12 @@ async fn env_exports_name_every_setting_of_the_whish_command() {
         "WHISH_TOPUP_SESSION_ID",
         "WHISH_TOPUP_TOKEN",
         "WHISH_USER_AGENT",
+        "WHISH_SANDBOX_CALLBACK_KEY",
     ] {
         assert!(text.contains(&format!("export {var}='")), "{var}");
     }
+    let key = String::from_utf8(sb.callback_key().to_vec()).expect("a text key");
+    assert!(text.contains(&format!("export WHISH_SANDBOX_CALLBACK_KEY='{key}'")));
     assert!(text.contains(&format!("'{}/transfer/api'", sb.root_url())));
     sb.shutdown().await;
 }

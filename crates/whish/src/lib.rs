@@ -96,6 +96,14 @@ pub use whish_journal as journal;
 #[cfg_attr(docsrs, doc(cfg(feature = "callbacks")))]
 pub use whish_callbacks as callbacks;
 
+/// The in-process sandbox of all three services, for testing your own integration (re-export
+/// of `whish-sandbox`; feature `testing`, off by default: enable it in `[dev-dependencies]`).
+/// Start it, point the clients at its URLs, inject faults, move its clock, collect a transfer,
+/// pay a hosted page and receive its signed callbacks; the guide is `docs/testing.md`.
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub use whish_sandbox as testing;
+
 pub mod prelude;
 
 /// The README's examples, compiled and run as doctests (all features on).
@@ -113,3 +121,48 @@ pub struct ReadmeDoctests;
 #[cfg(all(doctest, feature = "money-transfer"))]
 #[doc = include_str!("../README.md")]
 pub struct CrateReadmeDoctests;
+
+/// The guides (`docs/*.md` in the repository), written in this crate's paths and compiled as
+/// doctests here, each with the features it needs (all of them: `cargo test --all-features`).
+#[cfg(doctest)]
+pub mod guides {
+    /// docs/money-transfer.md
+    #[cfg(all(feature = "money-transfer", feature = "locations"))]
+    #[doc = include_str!("../../../docs/money-transfer.md")]
+    pub struct MoneyTransfer;
+
+    /// docs/locations.md
+    #[cfg(feature = "locations")]
+    #[doc = include_str!("../../../docs/locations.md")]
+    pub struct Locations;
+
+    /// docs/hosted-collect.md
+    #[cfg(feature = "hosted-collect")]
+    #[doc = include_str!("../../../docs/hosted-collect.md")]
+    pub struct HostedCollect;
+
+    /// docs/intl-topup.md
+    #[cfg(feature = "intl-topup")]
+    #[doc = include_str!("../../../docs/intl-topup.md")]
+    pub struct IntlTopup;
+
+    /// docs/journal.md
+    #[cfg(feature = "journal")]
+    #[doc = include_str!("../../../docs/journal.md")]
+    pub struct Journal;
+
+    /// docs/callbacks.md
+    #[cfg(all(feature = "callbacks", feature = "journal"))]
+    #[doc = include_str!("../../../docs/callbacks.md")]
+    pub struct Callbacks;
+
+    /// docs/sandbox.md
+    #[cfg(feature = "testing")]
+    #[doc = include_str!("../../../docs/sandbox.md")]
+    pub struct Sandbox;
+
+    /// docs/testing.md
+    #[cfg(all(feature = "testing", feature = "journal", feature = "callbacks"))]
+    #[doc = include_str!("../../../docs/testing.md")]
+    pub struct Testing;
+}
