@@ -1,4 +1,5 @@
-//! `cargo xtask features`: the facade builds with no feature and with each feature alone, and a
+//! `cargo xtask features`: the facade builds and documents (no broken link) with no feature and
+//! with each feature alone, and a
 //! single-service build pulls in only that service crate and whish-core. Then each TLS choice
 //! once: its crates and only its crates are in a single-service build (the default stack must not
 //! leak in through a service crate's defaults), and a real handshake with it passes
@@ -86,6 +87,23 @@ pub fn run(root: &Path) -> Result<(), String> {
             args.extend(["--features", f]);
         }
         cargo(root, &args)?;
+        // The facade's documentation with only this feature: a link to a module that is off
+        // must not be left broken (rustdoc would show it as literal brackets).
+        let mut doc = vec![
+            "--config",
+            "build.rustdocflags=[\"-D\", \"warnings\"]",
+            "doc",
+            "--quiet",
+            "--locked",
+            "--no-deps",
+            "-p",
+            "whish",
+            "--no-default-features",
+        ];
+        if let Some(f) = feature {
+            doc.extend(["--features", f]);
+        }
+        cargo(root, &doc)?;
         let crates = tree(root, feature)?;
         let sdk: BTreeSet<&str> = SDK_CRATES
             .iter()
@@ -97,7 +115,7 @@ pub fn run(root: &Path) -> Result<(), String> {
                 "{label}: the build pulls in {sdk:?}, expected exactly {expected:?}"
             ));
         }
-        eprintln!("ok  {label:<16} builds; SDK crates {sdk:?}");
+        eprintln!("ok  {label:<16} builds and documents; SDK crates {sdk:?}");
     }
     for (feature, marker) in TLS {
         let features = format!("money-transfer,{feature}");

@@ -50,8 +50,52 @@
 //! # }
 //! ```
 //!
-//! The guides (`docs/` in the repository) walk each service end to end; `docs/errors.md` lists
-//! every documented error code.
+//! Off by default: `journal` (the durable record of every money-moving request, [`journal`]),
+//! `callbacks` (the callback receiver, [`callbacks`]) and `testing` (the in-process sandbox for
+//! your own tests, [`testing`]).
+//!
+//! The guides (`docs/` in the repository) walk each service end to end, and `docs/testing.md`
+//! shows how to test an integration; `docs/errors.md` lists every documented error code. The
+//! repository's `crates/whish/examples/` has one runnable program per service, a remittance
+//! service with the journal and the receiver, and a test of an integration's own code.
+//!
+//! A module whose feature is off is linked to its crate's documentation instead.
+#![doc = "<!-- the links of the modules, each by its feature -->"]
+#![cfg_attr(feature = "money-transfer", doc = "[`transfer`]: crate::transfer")]
+#![cfg_attr(
+    not(feature = "money-transfer"),
+    doc = "[`transfer`]: https://docs.rs/whish-money-transfer"
+)]
+#![cfg_attr(feature = "locations", doc = "[`locations`]: crate::locations")]
+#![cfg_attr(
+    not(feature = "locations"),
+    doc = "[`locations`]: https://docs.rs/whish-locations"
+)]
+#![cfg_attr(feature = "hosted-collect", doc = "[`collect`]: crate::collect")]
+#![cfg_attr(
+    not(feature = "hosted-collect"),
+    doc = "[`collect`]: https://docs.rs/whish-hosted-collect"
+)]
+#![cfg_attr(feature = "intl-topup", doc = "[`topup`]: crate::topup")]
+#![cfg_attr(
+    not(feature = "intl-topup"),
+    doc = "[`topup`]: https://docs.rs/whish-intl-topup"
+)]
+#![cfg_attr(feature = "journal", doc = "[`journal`]: crate::journal")]
+#![cfg_attr(
+    not(feature = "journal"),
+    doc = "[`journal`]: https://docs.rs/whish-journal"
+)]
+#![cfg_attr(feature = "callbacks", doc = "[`callbacks`]: crate::callbacks")]
+#![cfg_attr(
+    not(feature = "callbacks"),
+    doc = "[`callbacks`]: https://docs.rs/whish-callbacks"
+)]
+#![cfg_attr(feature = "testing", doc = "[`testing`]: crate::testing")]
+#![cfg_attr(
+    not(feature = "testing"),
+    doc = "[`testing`]: https://docs.rs/whish-sandbox"
+)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
