@@ -50,18 +50,25 @@ pub fn run(root: &Path) -> Result<(), String> {
             BTreeSet::from(["whish", "whish-core", krate]),
         ));
     }
-    // The journal: the three money-moving services and the journal, never locations.
+    // The journal journals the services whose features are on and pulls in none of them.
+    for journal in ["journal", "journal-sqlite", "journal-postgres"] {
+        cases.push((
+            Some(journal),
+            BTreeSet::from(["whish", "whish-core", "whish-journal"]),
+        ));
+    }
+    // One service on one backend: that service, the journal, nothing else of the SDK.
     cases.push((
-        Some("journal"),
+        Some("money-transfer,journal-sqlite"),
         BTreeSet::from([
             "whish",
             "whish-core",
             "whish-journal",
             "whish-money-transfer",
-            "whish-hosted-collect",
-            "whish-intl-topup",
         ]),
     ));
+    // The sandbox for the user's tests: whish-sandbox and the core only (it is no SDK crate).
+    cases.push((Some("testing"), BTreeSet::from(["whish", "whish-core"])));
     // The callback receiver: the two services that send callbacks, never the journal alone.
     cases.push((
         Some("callbacks"),
@@ -113,6 +120,20 @@ pub fn run(root: &Path) -> Result<(), String> {
         if sdk != expected {
             return Err(format!(
                 "{label}: the build pulls in {sdk:?}, expected exactly {expected:?}"
+            ));
+        }
+        // A journal on one backend does not build the other's driver.
+        let sqlite = crates.contains("libsqlite3-sys");
+        let postgres = crates.contains("sqlx-postgres");
+        let (want_sqlite, want_postgres) = match feature {
+            Some(f) if f.contains("journal-sqlite") => (true, false),
+            Some(f) if f.contains("journal-postgres") => (false, true),
+            Some("journal") => (true, true),
+            _ => (false, false),
+        };
+        if (sqlite, postgres) != (want_sqlite, want_postgres) {
+            return Err(format!(
+                "{label}: SQLite in the build: {sqlite}, PostgreSQL: {postgres}; expected {want_sqlite} and {want_postgres}"
             ));
         }
         eprintln!("ok  {label:<16} builds and documents; SDK crates {sdk:?}");

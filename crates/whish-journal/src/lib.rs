@@ -20,6 +20,7 @@
 //! # Examples
 //!
 //! ```no_run
+//! # #[cfg(all(feature = "sqlite", feature = "money-transfer"))]
 //! # async fn run(client: whish_money_transfer::TransferClient,
 //! #              send: whish_money_transfer::CashCollectionSend) -> Result<(), Box<dyn std::error::Error>> {
 //! use whish_journal::{Clients, Journal, Recovery};
@@ -39,6 +40,23 @@
 //! println!("LTN {:?}", outcome.ltn_number());
 //! # Ok(()) }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// With no service feature, the journal holds entries and notifications only: the sending
+// machinery is there, unused.
+#![cfg_attr(
+    not(any(
+        feature = "money-transfer",
+        feature = "hosted-collect",
+        feature = "intl-topup"
+    )),
+    allow(dead_code, unused_variables)
+)]
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+compile_error!(
+    "whish-journal needs a backend: enable its feature `sqlite` or `postgres` (the facade: \
+     `journal-sqlite` or `journal-postgres`)"
+);
 
 mod entry;
 mod error;
@@ -48,19 +66,28 @@ mod recover;
 mod status;
 mod store;
 
+#[cfg(feature = "sqlite")]
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use entry::{Entry, Operation, Outcome, References, Service, State};
 pub use error::{JournalError, JournalErrorKind};
-pub use journaled::{JournaledCollect, JournaledTopup, JournaledTransfer};
+#[cfg(feature = "hosted-collect")]
+pub use journaled::JournaledCollect;
+#[cfg(feature = "intl-topup")]
+pub use journaled::JournaledTopup;
+#[cfg(feature = "money-transfer")]
+pub use journaled::JournaledTransfer;
 pub use recover::{Change, Clients, HeldElsewhere, Recovery, RecoveryReport};
 pub use store::Backend;
 
 use store::Db;
+#[cfg(feature = "hosted-collect")]
 use whish_hosted_collect::CollectClient;
+#[cfg(feature = "intl-topup")]
 use whish_intl_topup::TopupClient;
+#[cfg(feature = "money-transfer")]
 use whish_money_transfer::TransferClient;
 
 /// The default lease: how long a process holds an entry it is sending or recovering before
@@ -132,6 +159,7 @@ impl JournalBuilder {
     /// Open (and create, or bring up to date) the journal.
     pub async fn open(self) -> Result<Journal, JournalError> {
         let db = match Target::parse(&self.url)? {
+            #[cfg(feature = "sqlite")]
             Target::Sqlite(path) => {
                 if let Some(dir) = Path::new(&path).parent()
                     && !dir.as_os_str().is_empty()
@@ -140,7 +168,20 @@ impl JournalBuilder {
                 }
                 Db::open_sqlite(Path::new(&path)).await?
             }
+            #[cfg(feature = "postgres")]
             Target::Postgres(url) => Db::open_postgres(&url).await?,
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(JournalError::new(
+                    JournalErrorKind::Url,
+                    format!(
+                        "this build has no {} journal: enable the feature `{}` (facade: `journal-{}`)",
+                        other.name(),
+                        other.name(),
+                        other.name()
+                    ),
+                ));
+            }
         };
         let claim_window = self.claim_window.unwrap_or(if self.lease == DEFAULT_LEASE {
             DEFAULT_CLAIM_WINDOW
@@ -158,12 +199,22 @@ impl JournalBuilder {
     }
 }
 
+#[allow(dead_code)]
 enum Target {
     Sqlite(String),
     Postgres(String),
 }
 
 impl Target {
+    /// The backend's feature name.
+    #[allow(dead_code)]
+    fn name(&self) -> &'static str {
+        match self {
+            Target::Sqlite(_) => "sqlite",
+            Target::Postgres(_) => "postgres",
+        }
+    }
+
     fn parse(url: &str) -> Result<Target, JournalError> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Target::Postgres(url.to_owned()));
@@ -214,6 +265,8 @@ impl Journal {
     }
 
     /// Send transfers and cancels through the journal.
+    #[cfg(feature = "money-transfer")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "money-transfer")))]
     pub fn transfer(&self, client: TransferClient) -> JournaledTransfer {
         JournaledTransfer {
             journal: self.clone(),
@@ -222,6 +275,8 @@ impl Journal {
     }
 
     /// Create and refund payments through the journal.
+    #[cfg(feature = "hosted-collect")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "hosted-collect")))]
     pub fn collect(&self, client: CollectClient) -> JournaledCollect {
         JournaledCollect {
             journal: self.clone(),
@@ -230,6 +285,8 @@ impl Journal {
     }
 
     /// Pay top-ups through the journal.
+    #[cfg(feature = "intl-topup")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "intl-topup")))]
     pub fn topup(&self, client: TopupClient) -> JournaledTopup {
         JournaledTopup {
             journal: self.clone(),

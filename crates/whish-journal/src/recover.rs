@@ -3,17 +3,25 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "money-transfer")]
 use whish_core::RequestId;
+#[cfg(feature = "hosted-collect")]
 use whish_hosted_collect::{CollectClient, PreparedPayment, PreparedRefund};
+#[cfg(feature = "intl-topup")]
 use whish_intl_topup::{PreparedPay, TopupClient};
+#[cfg(feature = "money-transfer")]
 use whish_money_transfer::{
     PreparedCancel, PreparedTransfer, StatusQuery, TransferClient, TransferCode, TransferStatus,
 };
 
 use crate::entry::{Entry, Operation, Outcome, Service, State};
-use crate::journaled::{
-    Verdict, cancel_verdict, create_verdict, pay_verdict, refund_verdict, send_verdict, status_refs,
-};
+use crate::journaled::Verdict;
+#[cfg(feature = "intl-topup")]
+use crate::journaled::pay_verdict;
+#[cfg(feature = "money-transfer")]
+use crate::journaled::{cancel_verdict, send_verdict, status_refs};
+#[cfg(feature = "hosted-collect")]
+use crate::journaled::{create_verdict, refund_verdict};
 use crate::store::millis;
 use crate::{Journal, JournalError};
 
@@ -21,8 +29,11 @@ use crate::{Journal, JournalError};
 /// (and counted in [`RecoveryReport::skipped`]).
 #[derive(Debug, Clone, Default)]
 pub struct Clients {
+    #[cfg(feature = "money-transfer")]
     transfer: Option<TransferClient>,
+    #[cfg(feature = "hosted-collect")]
     collect: Option<CollectClient>,
+    #[cfg(feature = "intl-topup")]
     topup: Option<TopupClient>,
 }
 
@@ -32,16 +43,19 @@ impl Clients {
         Clients::default()
     }
     /// Recover money-transfer sends and cancels with this client.
+    #[cfg(feature = "money-transfer")]
     pub fn transfer(mut self, client: TransferClient) -> Self {
         self.transfer = Some(client);
         self
     }
     /// Recover hosted-collect creates and refunds with this client.
+    #[cfg(feature = "hosted-collect")]
     pub fn collect(mut self, client: CollectClient) -> Self {
         self.collect = Some(client);
         self
     }
     /// Recover top-up payments with this client.
+    #[cfg(feature = "intl-topup")]
     pub fn topup(mut self, client: TopupClient) -> Self {
         self.topup = Some(client);
         self
@@ -413,9 +427,11 @@ fn unreadable(what: &str, e: impl std::fmt::Display) -> Verdict {
 }
 
 /// Work one entry with its service; `None` when no client was given for it.
+#[allow(unreachable_code)]
 async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
     let body = entry.request.clone();
     Some(match (entry.service, entry.operation) {
+        #[cfg(feature = "money-transfer")]
         (Service::MoneyTransfer, Operation::Send) => {
             let client = clients.transfer.as_ref()?;
             let prepared = match request_id(&entry.key)
@@ -440,6 +456,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
             }
             send_verdict(&client.resend(&prepared).await, true)
         }
+        #[cfg(feature = "money-transfer")]
         (Service::MoneyTransfer, Operation::Cancel) => {
             let client = clients.transfer.as_ref()?;
             let prepared = match request_id(&entry.key)
@@ -470,6 +487,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 Err(e) => Verdict::of_error(&e, true).keep_open(),
             }
         }
+        #[cfg(feature = "hosted-collect")]
         (Service::HostedCollect, Operation::Create) => {
             let client = clients.collect.as_ref()?;
             match PreparedPayment::from_stored(body) {
@@ -477,6 +495,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 Err(e) => unreadable("payment", e),
             }
         }
+        #[cfg(feature = "hosted-collect")]
         (Service::HostedCollect, Operation::Refund) => {
             let client = clients.collect.as_ref()?;
             match PreparedRefund::from_stored(body) {
@@ -484,6 +503,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 Err(e) => unreadable("refund", e),
             }
         }
+        #[cfg(feature = "intl-topup")]
         (Service::IntlTopup, Operation::Pay) => {
             let client = clients.topup.as_ref()?;
             match PreparedPay::from_stored(entry.context.as_deref().unwrap_or_default(), body) {
@@ -491,6 +511,13 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 Err(e) => unreadable("payment", e),
             }
         }
+        // A service this build leaves out: as if no client were given for it.
+        #[cfg(not(feature = "money-transfer"))]
+        (Service::MoneyTransfer, Operation::Send | Operation::Cancel) => return None,
+        #[cfg(not(feature = "hosted-collect"))]
+        (Service::HostedCollect, Operation::Create | Operation::Refund) => return None,
+        #[cfg(not(feature = "intl-topup"))]
+        (Service::IntlTopup, Operation::Pay) => return None,
         (service, operation) => {
             return Some(unreadable(
                 "entry",
@@ -500,12 +527,14 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
     })
 }
 
+#[cfg(feature = "money-transfer")]
 fn request_id(key: &str) -> Result<RequestId, String> {
     key.parse::<i64>()
         .map_err(|e| e.to_string())
         .and_then(|n| RequestId::new(n).map_err(|e| e.to_string()))
 }
 
+#[cfg(feature = "money-transfer")]
 impl Verdict {
     /// A status read that did not answer proves nothing about the request: the entry stays
     /// where it was.

@@ -9,7 +9,9 @@
 //! failed). Your handler therefore sees a change at least once and, once it has completed, never
 //! again.
 
+#[cfg(feature = "money-transfer")]
 use whish_money_transfer::TransferStatus;
+#[cfg(feature = "money-transfer")]
 use whish_money_transfer::callback::{ReceivedCallback, StatusChange};
 
 use crate::store::millis;
@@ -17,10 +19,13 @@ use crate::{Journal, JournalError};
 
 /// `transfer:<transferId>`: the callback receiver (`whish-callbacks`) spells it the same way, so
 /// a change it hands on and one `observe_callback` hands on share one record.
+#[cfg(feature = "money-transfer")]
 fn transfer_subject(transfer_id: &str) -> String {
     format!("transfer:{transfer_id}")
 }
 
+#[cfg(feature = "money-transfer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "money-transfer")))]
 impl Journal {
     /// The change of status this (verified) callback brings, claimed for your handler; `None`
     /// when the journal has it already (delivered, or claimed by a live process): a callback
@@ -89,7 +94,9 @@ impl Journal {
         self.release_notification(&transfer_subject(&change.transfer_id), change.to.as_str())
             .await
     }
+}
 
+impl Journal {
     /// Claim any (subject, status) pair for delivery: true the first time, and again when an
     /// earlier claim was neither completed nor released within the journal's lease. The
     /// callback receiver keys hosted payments as `collect:<externalId>`.

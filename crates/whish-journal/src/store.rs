@@ -2,17 +2,25 @@
 //! PostgreSQL read `$1`-style parameters, `ON CONFLICT` and `RETURNING`; only the row lease of
 //! a recovery differs (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite has one writer).
 
+#[cfg(feature = "postgres")]
 use std::borrow::Cow;
+#[cfg(feature = "sqlite")]
 use std::path::Path;
+#[cfg(feature = "postgres")]
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::Row;
+#[cfg(feature = "postgres")]
+use sqlx::SqlSafeStr;
+#[cfg(feature = "postgres")]
 use sqlx::migrate::{Migration, MigrationType, Migrator};
+#[cfg(feature = "postgres")]
 use sqlx::postgres::{PgPool, PgPoolOptions};
+#[cfg(feature = "sqlite")]
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, SqlSafeStr};
 use time::OffsetDateTime;
 
 use crate::entry::{Entry, Operation, Outcome, References, Service, State};
@@ -31,10 +39,13 @@ pub enum Backend {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Db {
+    #[cfg(feature = "sqlite")]
     Sqlite(SqlitePool, FileId),
+    #[cfg(feature = "postgres")]
     Postgres(PgPool),
 }
 
+#[cfg(feature = "sqlite")]
 /// Which file a SQLite journal opened: a file deleted or replaced under a running process is
 /// noticed, instead of writes that go to a file nobody will read.
 #[derive(Debug, Clone)]
@@ -44,6 +55,7 @@ pub(crate) struct FileId {
     id: Option<(u64, u64)>,
 }
 
+#[cfg(feature = "sqlite")]
 impl FileId {
     fn of(path: &Path) -> FileId {
         FileId {
@@ -51,15 +63,31 @@ impl FileId {
             id: file_id(path),
         }
     }
+
+    /// The file opened is still the one at its path.
+    fn check(&self) -> Result<(), JournalError> {
+        let now = file_id(&self.path);
+        if self.id.is_some() && now == self.id {
+            return Ok(());
+        }
+        Err(JournalError::new(
+            crate::JournalErrorKind::Write,
+            format!(
+                "the journal file {} was {} while this process had it open; nothing more is recorded in it",
+                self.path.display(),
+                if now.is_none() { "deleted" } else { "replaced" }
+            ),
+        ))
+    }
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, feature = "sqlite"))]
 fn file_id(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-#[cfg(not(unix))]
+#[cfg(all(not(unix), feature = "sqlite"))]
 fn file_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|_| (0, 0))
 }
@@ -68,7 +96,9 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite($pool, _) => $body,
+            #[cfg(feature = "postgres")]
             Db::Postgres($pool) => $body,
         }
     };
@@ -76,8 +106,10 @@ macro_rules! on_db {
 
 /// The table that records which of the journal's migrations ran. Its own name, so that a
 /// PostgreSQL database shared with the application's own sqlx migrations keeps them apart.
+#[cfg(feature = "postgres")]
 const MIGRATIONS_TABLE: &str = "whish_journal_migrations";
 
+#[cfg(feature = "postgres")]
 fn migrator(sqls: &[(&'static str, &'static str)]) -> Migrator {
     let mut m = Migrator::with_migrations(
         sqls.iter()
@@ -98,6 +130,7 @@ fn migrator(sqls: &[(&'static str, &'static str)]) -> Migrator {
 }
 
 /// The PostgreSQL migrations, in order.
+#[cfg(feature = "postgres")]
 const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
     (
         "entries",
@@ -110,6 +143,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
 ];
 
 /// The SQLite migrations, in order; `PRAGMA user_version` records how many ran.
+#[cfg(feature = "sqlite")]
 const SQLITE_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_entries.sql"),
     include_str!("../migrations/sqlite/0002_fencing.sql"),
@@ -118,6 +152,7 @@ const SQLITE_MIGRATIONS: &[&str] = &[
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two
 /// processes opening a new file at once run the migrations once (sqlx's migrator takes no lock
 /// on SQLite, and the second process failed with "table already exists"; CI found it).
+#[cfg(feature = "sqlite")]
 async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), sqlx::Error> {
     let mut conn = pool.acquire().await?;
     sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
@@ -148,6 +183,7 @@ async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), sqlx::Error> {
 /// SQLITE_BUSY, and its extended codes: another connection holds the lock this step needs and
 /// SQLite chose not to wait (switching a new file to WAL while another process migrates it is
 /// one such step: the busy handler is skipped there to avoid a deadlock).
+#[cfg(feature = "sqlite")]
 fn is_busy(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
@@ -174,6 +210,7 @@ pub(crate) struct Lease {
 }
 
 impl Db {
+    #[cfg(feature = "sqlite")]
     pub(crate) async fn open_sqlite(path: &Path) -> Result<Db, JournalError> {
         let options = SqliteConnectOptions::new()
             .filename(path)
@@ -211,6 +248,7 @@ impl Db {
         }
     }
 
+    #[cfg(feature = "postgres")]
     pub(crate) async fn open_postgres(url: &str) -> Result<Db, JournalError> {
         let options =
             sqlx::postgres::PgConnectOptions::from_str(url).map_err(JournalError::open)?;
@@ -241,7 +279,9 @@ impl Db {
     /// one clock).
     fn now_sql(&self) -> &'static str {
         match self {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(..) => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+            #[cfg(feature = "postgres")]
             Db::Postgres(_) => "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
         }
     }
@@ -261,26 +301,19 @@ impl Db {
     /// For SQLite: the file opened is still the one at its path. (PostgreSQL: a dropped
     /// database fails the next statement by itself.)
     pub(crate) fn check_file(&self) -> Result<(), JournalError> {
-        let Db::Sqlite(_, file) = self else {
-            return Ok(());
-        };
-        let now = file_id(&file.path);
-        if file.id.is_some() && now == file.id {
-            return Ok(());
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(_, file) => file.check(),
+            #[allow(unreachable_patterns)]
+            _ => Ok(()),
         }
-        Err(JournalError::new(
-            crate::JournalErrorKind::Write,
-            format!(
-                "the journal file {} was {} while this process had it open; nothing more is recorded in it",
-                file.path.display(),
-                if now.is_none() { "deleted" } else { "replaced" }
-            ),
-        ))
     }
 
     pub(crate) fn backend(&self) -> Backend {
         match self {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(..) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
             Db::Postgres(_) => Backend::Postgres,
         }
     }
@@ -510,7 +543,9 @@ impl Db {
         take_over: bool,
     ) -> Result<Vec<Claimed>, JournalError> {
         let lock = match self {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(..) => "",
+            #[cfg(feature = "postgres")]
             Db::Postgres(_) => "FOR UPDATE SKIP LOCKED",
         };
         let now = self.now_sql();
@@ -812,6 +847,7 @@ impl Db {
     }
 
     /// The statuses recorded for a subject, oldest first.
+    #[cfg(feature = "money-transfer")]
     pub(crate) async fn statuses(&self, subject: &str) -> Result<Vec<String>, JournalError> {
         const SQL: &str = "SELECT status FROM whish_journal_notifications \
             WHERE subject = $1 ORDER BY recorded_ms, status";

@@ -42,10 +42,32 @@ pub async fn sell_topup(
     Err(last.expect("at least one try"))
 }
 
+/// The client your code gets, pointed at the sandbox; `retries` of the SDK's own.
+pub fn client(
+    sandbox: &whish::testing::Sandbox,
+    retries: u32,
+) -> Result<TopupClient, whish::SetupError> {
+    let creds = sandbox.topup_credentials();
+    let mut policy = whish::Policy::default();
+    policy.retry.max_retries = retries;
+    TopupClient::builder(
+        ClientSettings::new(sandbox.topup_base_url())
+            .policy(policy)
+            .user_agent(
+                "MyKiosk/1.0 (https://kiosk.example.com; qa@kiosk.example.com)"
+                    .parse()
+                    .expect("ua"),
+            ),
+    )
+    .session_id(SecretString::from(creds.session_id.clone()))
+    .token(SecretString::from(creds.token.clone()))
+    .build()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sandbox = whish::testing::Sandbox::start().await?;
-    let client = tests::client(&sandbox, 0)?;
+    let client = client(&sandbox, 0)?;
     let transaction = sell_topup(&client, "du-ae", "971501234567", "DU-1GB", 3).await?;
     println!("sold: {transaction}");
     sandbox.shutdown().await;
@@ -56,25 +78,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 mod tests {
     use super::*;
     use whish::testing::{Endpoint, Fault, Sandbox};
-
-    /// The client your code gets, pointed at the sandbox; `retries` of the SDK's own.
-    pub fn client(sandbox: &Sandbox, retries: u32) -> Result<TopupClient, whish::SetupError> {
-        let creds = sandbox.topup_credentials();
-        let mut policy = whish::Policy::default();
-        policy.retry.max_retries = retries;
-        TopupClient::builder(
-            ClientSettings::new(sandbox.topup_base_url())
-                .policy(policy)
-                .user_agent(
-                    "MyKiosk/1.0 (https://kiosk.example.com; qa@kiosk.example.com)"
-                        .parse()
-                        .expect("ua"),
-                ),
-        )
-        .session_id(SecretString::from(creds.session_id.clone()))
-        .token(SecretString::from(creds.token.clone()))
-        .build()
-    }
 
     #[tokio::test]
     async fn a_sale_is_made_once() {

@@ -50,7 +50,8 @@
 //! # }
 //! ```
 //!
-//! Off by default: `journal` (the durable record of every money-moving request, [`journal`]),
+//! Off by default: `journal-sqlite`, `journal-postgres` or both as `journal` (the durable record
+//! of every money-moving request, [`journal`], for the services whose features are on),
 //! `callbacks` (the callback receiver, [`callbacks`]) and `testing` (the in-process sandbox for
 //! your own tests, [`testing`]).
 //!
@@ -81,9 +82,12 @@
     not(feature = "intl-topup"),
     doc = "[`topup`]: https://docs.rs/whish-intl-topup"
 )]
-#![cfg_attr(feature = "journal", doc = "[`journal`]: crate::journal")]
 #![cfg_attr(
-    not(feature = "journal"),
+    any(feature = "journal-sqlite", feature = "journal-postgres"),
+    doc = "[`journal`]: crate::journal"
+)]
+#![cfg_attr(
+    not(any(feature = "journal-sqlite", feature = "journal-postgres")),
     doc = "[`journal`]: https://docs.rs/whish-journal"
 )]
 #![cfg_attr(feature = "callbacks", doc = "[`callbacks`]: crate::callbacks")]
@@ -129,9 +133,13 @@ pub use whish_hosted_collect as collect;
 pub use whish_intl_topup as topup;
 
 /// The durable journal of every money-moving request, and recovery after a crash (re-export of
-/// `whish-journal`; feature `journal`, off by default).
-#[cfg(feature = "journal")]
-#[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
+/// `whish-journal`; features `journal-sqlite`, `journal-postgres` or both as `journal`, off by
+/// default). It journals the services whose features are on.
+#[cfg(any(feature = "journal-sqlite", feature = "journal-postgres"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "journal-sqlite", feature = "journal-postgres")))
+)]
 pub use whish_journal as journal;
 
 /// Receiving the services' callbacks: axum routes, the poller, redirect confirmation (re-export
@@ -191,12 +199,12 @@ pub mod guides {
     pub struct IntlTopup;
 
     /// docs/journal.md
-    #[cfg(feature = "journal")]
+    #[cfg(all(feature = "journal", feature = "money-transfer"))]
     #[doc = include_str!("../../../docs/journal.md")]
     pub struct Journal;
 
     /// docs/callbacks.md
-    #[cfg(all(feature = "callbacks", feature = "journal"))]
+    #[cfg(all(feature = "callbacks", feature = "journal", feature = "hosted-collect"))]
     #[doc = include_str!("../../../docs/callbacks.md")]
     pub struct Callbacks;
 
@@ -206,7 +214,13 @@ pub mod guides {
     pub struct Sandbox;
 
     /// docs/testing.md
-    #[cfg(all(feature = "testing", feature = "journal", feature = "callbacks"))]
+    #[cfg(all(
+        feature = "testing",
+        feature = "journal",
+        feature = "callbacks",
+        feature = "money-transfer",
+        feature = "intl-topup"
+    ))]
     #[doc = include_str!("../../../docs/testing.md")]
     pub struct Testing;
 }

@@ -1,0 +1,85 @@
+//! The journaled top-up client: payments.
+
+use whish_intl_topup::{PayOutcome, PreparedPay, TopupClient};
+
+use super::{Request, Verdict};
+use crate::Journal;
+use crate::entry::{Operation, Outcome, References, Service, State};
+
+pub(crate) fn pay_verdict(
+    result: &Result<PayOutcome, whish_intl_topup::Error>,
+    resend: bool,
+) -> Verdict {
+    match result {
+        Ok(PayOutcome::Paid(p)) => {
+            let mut v = Verdict::accepted(
+                "accepted",
+                References {
+                    sold_item_ids: p
+                        .sold_items()
+                        .iter()
+                        .map(|i| i.transaction_id().to_owned())
+                        .collect(),
+                    ..References::default()
+                },
+            );
+            v.outcome.retrieved = p.retrieved;
+            v
+        }
+        // A challenge is final for this externalId (a replay answers the same) and charged
+        // nothing.
+        Ok(PayOutcome::Challenge(c)) => {
+            let mut outcome = Outcome::new("challenge");
+            outcome.code = Some(c.code.as_str().to_owned());
+            Verdict {
+                state: Some(State::Refused),
+                outcome,
+                refs: References::default(),
+            }
+        }
+        Ok(_) => Verdict {
+            state: Some(State::Refused),
+            outcome: Outcome::new("challenge"),
+            refs: References::default(),
+        },
+        Err(e) => Verdict::of_error(e, resend),
+    }
+}
+
+/// A [`TopupClient`] whose payments are journaled. From [`Journal::topup`].
+#[derive(Debug, Clone)]
+pub struct JournaledTopup {
+    pub(crate) journal: Journal,
+    pub(crate) client: TopupClient,
+}
+
+impl JournaledTopup {
+    /// The client, for balance and options.
+    pub fn client(&self) -> &TopupClient {
+        &self.client
+    }
+
+    /// Record the payment (provider, externalId, exact bytes), pay, record the outcome; the
+    /// answer is [`TopupClient::pay`]'s. The journal keeps the sold items' transaction ids,
+    /// never a PIN.
+    pub async fn pay(&self, prepared: &PreparedPay) -> Result<PayOutcome, whish_intl_topup::Error> {
+        self.journal
+            .journaled(
+                Request {
+                    service: Service::IntlTopup,
+                    operation: Operation::Pay,
+                    key: prepared.external_id().as_str(),
+                    context: Some(prepared.provider()),
+                    body: prepared.body(),
+                },
+                |resend| {
+                    if resend {
+                        prepared.delivery().set();
+                    }
+                    self.client.pay(prepared)
+                },
+                pay_verdict,
+            )
+            .await
+    }
+}
