@@ -42,6 +42,7 @@ const SDK_CRATES: [&str; 8] = [
 ];
 
 pub fn run(root: &Path) -> Result<(), String> {
+    docs_rs_metadata(root)?;
     let mut cases: Vec<(Option<&str>, BTreeSet<&str>)> =
         vec![(None, BTreeSet::from(["whish", "whish-core"]))];
     for (feature, krate) in SERVICES {
@@ -226,4 +227,37 @@ pub fn tree_edges(
         .filter_map(|l| l.split_whitespace().next())
         .map(str::to_owned)
         .collect())
+}
+
+/// Every published crate documents all its features on docs.rs, with the feature badges
+/// (`--cfg docsrs`, which turns on `doc_cfg` in its lib.rs).
+fn docs_rs_metadata(root: &Path) -> Result<(), String> {
+    let crates = std::fs::read_dir(root.join("crates")).map_err(|e| e.to_string())?;
+    for dir in crates.flatten() {
+        let manifest = std::fs::read_to_string(dir.path().join("Cargo.toml"))
+            .map_err(|e| format!("{}: {e}", dir.path().display()))?;
+        if manifest.contains("publish = false") {
+            continue;
+        }
+        let name = dir.file_name().to_string_lossy().into_owned();
+        let meta = manifest
+            .split("[package.metadata.docs.rs]")
+            .nth(1)
+            .ok_or_else(|| format!("{name}: no [package.metadata.docs.rs]"))?;
+        if !meta.contains("all-features = true") || !meta.contains("\"--cfg\", \"docsrs\"") {
+            return Err(format!(
+                "{name}: [package.metadata.docs.rs] needs all-features = true and rustdoc-args [\"--cfg\", \"docsrs\"]"
+            ));
+        }
+        let lib = dir.path().join("src").join("lib.rs");
+        if let Ok(lib) = std::fs::read_to_string(&lib)
+            && !lib.contains("#![cfg_attr(docsrs, feature(doc_cfg))]")
+        {
+            return Err(format!(
+                "{name}: lib.rs lacks #![cfg_attr(docsrs, feature(doc_cfg))]"
+            ));
+        }
+    }
+    eprintln!("ok  every published crate has its docs.rs metadata");
+    Ok(())
 }

@@ -60,6 +60,7 @@
 //! receiver.shutdown().await;
 //! # Ok(()) }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod collect;
 mod handler;

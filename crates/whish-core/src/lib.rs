@@ -33,6 +33,7 @@
 //! // Idempotency keys exist before the request does: store them first.
 //! assert!(RequestId::generate().get() > 0);
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -20,6 +20,7 @@
 //! 7. **Reconcile** with [`reconcile`].
 //!
 //! See `docs/money-transfer.md` for the whole guide with examples.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

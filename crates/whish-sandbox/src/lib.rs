@@ -38,6 +38,7 @@
 //! scheme ([`callback`]), the top-up authentication code (`external.invalid.request`), the code
 //! of an unknown reason string (`transfer.reason_empty`), of a refund of an unpaid link (`fail`)
 //! and of a collect amount below the minimum (`400`). See `docs/sandbox.md`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
