@@ -61,6 +61,11 @@ pub struct TransferNotification {
 
 impl TransferNotification {
     /// Ask the status endpoint, by transfer id, for the transfer's real state.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn confirm(
         &self,
         client: &TransferClient,
@@ -113,6 +118,11 @@ pub enum RedirectVerdict {
 
 /// The redirect pages: the payer's browser landing on your success (or failure) page proves
 /// nothing; ask the status endpoint before you show "paid".
+///
+/// # Errors
+///
+/// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read, as
+/// the service's `Error`; a read is resent after transient failures before it fails.
 pub async fn confirm_redirect(
     client: &CollectClient,
     currency: Currency,

@@ -30,6 +30,10 @@ impl BaseUrl {
     /// assert!(BaseUrl::parse("http://example.com", "base_url").is_err());
     /// assert!(BaseUrl::parse("http://127.0.0.1:8080", "base_url").is_ok());
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn parse(text: &str, field: &str) -> Result<BaseUrl, ValidationError> {
         let url = Url::parse(text.trim())
             .map_err(|e| ValidationError::invalid(field, format!("not a URL ({e})")))?;
@@ -166,6 +170,10 @@ pub enum CallbackAddresses {
 
 impl CallbackAddresses {
     /// Confirm this choice for a client of `base`: `AllowLocal` needs a loopback base.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn for_base(self, base: &BaseUrl, field: &str) -> Result<Self, ValidationError> {
         match self {
             CallbackAddresses::AllowLocal if !base.is_loopback() => Err(ValidationError::invalid(
@@ -187,6 +195,10 @@ impl CallbackAddresses {
     /// assert!(CallbackAddresses::PublicOnly.check(r"http://8.8.8.8\@127.0.0.1:8080/admin", "callbackUrl").is_err());
     /// assert!(CallbackAddresses::PublicOnly.check("https://shop.example.com/cb\r\nX: y", "callbackUrl").is_err());
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn check(self, text: &str, field: &str) -> Result<Url, ValidationError> {
         refuse_ambiguous(text, field)?;
         let url = Url::parse(text.trim())
@@ -197,6 +209,10 @@ impl CallbackAddresses {
 
     /// [`check`](Self::check) on an address already parsed by it (under either rule): the
     /// scheme and host rules only, without parsing the text again.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn check_parsed(self, url: &Url, field: &str) -> Result<(), ValidationError> {
         match self {
             CallbackAddresses::PublicOnly => check_public(url, field),
@@ -224,6 +240,10 @@ impl CallbackAddresses {
 /// assert!(check_public_url("https://shop.example.com/cb?order=1", "successCallbackUrl").is_ok());
 /// assert!(check_public_url("http://127.0.0.1/cb", "successCallbackUrl").is_err());
 /// ```
+///
+/// # Errors
+///
+/// A `ValidationError` naming the field and the rule the value breaks.
 pub fn check_public_url(text: &str, field: &str) -> Result<Url, ValidationError> {
     refuse_ambiguous(text, field)?;
     let url = Url::parse(text.trim())
@@ -234,6 +254,10 @@ pub fn check_public_url(text: &str, field: &str) -> Result<Url, ValidationError>
 
 /// The rules of [`check_public_url`] on an address already parsed (and checked for ambiguous
 /// text when it was parsed): scheme and host only, no second parse.
+///
+/// # Errors
+///
+/// A `ValidationError` naming the field and the rule the value breaks.
 pub fn check_public(url: &Url, field: &str) -> Result<(), ValidationError> {
     let refuse = |reason: &str| {
         Err(ValidationError::new(

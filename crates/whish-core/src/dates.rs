@@ -50,6 +50,10 @@ impl DateTime {
 
     /// Parse `yyyy-MM-dd HH:mm:ss` (surrounding blanks ignored); an impossible date or time is
     /// refused.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn parse(text: &str, field: &str) -> Result<DateTime, ValidationError> {
         Self::parse_exact(text.trim()).ok_or_else(|| {
             ValidationError::new(
@@ -131,6 +135,10 @@ impl DayMonthYear {
 
     /// Parse `dd-MM-yyyy` (surrounding blanks ignored); `31-02-1990` is refused because it is
     /// not a real date.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn parse(text: &str, field: &str) -> Result<DayMonthYear, ValidationError> {
         let b = text.trim().as_bytes();
         (b.len() == 10 && b[2] == b'-' && b[5] == b'-')
@@ -148,6 +156,10 @@ impl DayMonthYear {
     }
 
     /// Parse a date of birth: a real `dd-MM-yyyy` date not after `today`.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn parse_birth_date(
         text: &str,
         field: &str,

@@ -24,6 +24,10 @@ use serde::de::{self, Visitor};
 /// let u: Upper = serde_json::from_str("\"usd\"").unwrap();
 /// assert_eq!(u.0, "USD");
 /// ```
+///
+/// # Errors
+///
+/// The (de)serializer's error when the value is not the expected text or number.
 pub fn with_str<'de, D, T, E, F>(d: D, expecting: &'static str, parse: F) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,

@@ -362,6 +362,10 @@ impl<T: DeserializeOwned> Envelope<T> {
     ///     Envelope::from_slice(br#"{"status":false,"code":500,"dialog":null}"#).unwrap();
     /// assert_eq!(e.outcome(), Outcome::Pending);
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// An `EnvelopeDecodeError` when the body is not the service's envelope.
     pub fn from_slice(body: &[u8]) -> Result<Envelope<T>, EnvelopeDecodeError> {
         if let Some(envelope) = serde_json::from_slice::<Wire<T>>(body)
             .ok()

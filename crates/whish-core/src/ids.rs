@@ -25,6 +25,10 @@ pub struct RequestId(i64);
 
 impl RequestId {
     /// A Request-id from a caller's own numeric reference. It must be positive.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn new(value: i64) -> Result<RequestId, ValidationError> {
         if value > 0 {
             Ok(RequestId(value))
@@ -149,6 +153,10 @@ pub const EXTERNAL_ID_MAX_LEN: usize = 128;
 
 impl ExternalId {
     /// An externalId from the caller's own reference.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn new(value: impl Into<String>) -> Result<ExternalId, ValidationError> {
         let value = value.into();
         if value.trim().is_empty() {

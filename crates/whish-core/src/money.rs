@@ -67,6 +67,10 @@ impl Currency {
 
     /// USD or LBP, the two currencies the transfer and collect services accept; a clear error
     /// naming `field` otherwise.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn require_usd_or_lbp(&self, field: &str) -> Result<(), ValidationError> {
         match self {
             Currency::Usd | Currency::Lbp => Ok(()),
@@ -106,6 +110,10 @@ impl Amount {
 
     /// Check the amount rules of the collect service: USD at least 1.00 with at most 2 decimals;
     /// LBP a whole number, at least 1000 (spec 001, "Limits"). Other currencies are refused.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn check_rules(self, currency: &Currency, field: &str) -> Result<(), ValidationError> {
         self.check_precision(currency, field)?;
         let (min, minimum) = match currency {
@@ -128,6 +136,10 @@ impl Amount {
     /// The transfer service states no minimum: the price list decides (`transfer.invalid_amount`,
     /// `amount.not_allowed`), so only these are checked before a transfer is sent. Other
     /// currencies are refused.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn check_precision(self, currency: &Currency, field: &str) -> Result<(), ValidationError> {
         let v = self.0.normalize();
         if v <= Decimal::ZERO {
@@ -157,6 +169,11 @@ impl Amount {
     /// (a form, a flag) goes through [`str::parse`] instead, which takes plain decimal text only. Nothing else (no `_`, no spaces inside, no `inf`), and
     /// nothing a decimal cannot hold exactly (more than 28 decimals, or beyond about 7.9e28): a
     /// value is never rounded on the way in.
+    ///
+    /// # Errors
+    ///
+    /// An `AmountParseError` when the text is not a plain decimal number (digits with at most one
+    /// point, an optional leading minus; no exponent, no leading `+` or `.`).
     pub fn parse(text: &str) -> Result<Amount, AmountParseError> {
         let t = text.trim();
         if !is_decimal_text(t) {
@@ -190,6 +207,10 @@ impl Amount {
 
     /// [`to_json_number`](Self::to_json_number) as a check naming `field`: the number to send
     /// (worked out once), or the reason none can carry this amount.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn check_exact_json_number(
         self,
         field: &str,
@@ -444,11 +465,19 @@ pub mod as_string {
     use super::*;
 
     /// Write the shortest exact text as a JSON string.
+    ///
+    /// # Errors
+    ///
+    /// The (de)serializer's error when the value is not the expected text or number.
     pub fn serialize<S: Serializer>(v: &Amount, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&v.to_plain_string())
     }
 
     /// Read a string or a number.
+    ///
+    /// # Errors
+    ///
+    /// The (de)serializer's error when the value is not the expected text or number.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Amount, D::Error> {
         d.deserialize_any(AmountVisitor)
     }

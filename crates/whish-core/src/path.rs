@@ -12,6 +12,10 @@ use crate::validation::{ValidationError, ValidationKind};
 /// assert_eq!(segment("a/b c", "provider").unwrap(), "a%2Fb%20c");
 /// assert!(segment("..", "provider").is_err());
 /// ```
+///
+/// # Errors
+///
+/// A `ValidationError` naming the field and the rule the value breaks.
 pub fn segment(value: &str, field: &str) -> Result<String, ValidationError> {
     if value.is_empty() {
         return Err(ValidationError::new(field, ValidationKind::Missing));

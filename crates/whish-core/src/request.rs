@@ -116,6 +116,10 @@ impl Request {
     }
 
     /// Serialize `body` as the JSON body.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn json<B: serde::Serialize>(mut self, body: &B) -> Result<Request, ValidationError> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| ValidationError::invalid("body", e.to_string()))?;
@@ -193,6 +197,11 @@ pub struct Reply<T> {
 
 impl<T> Reply<T> {
     /// The payload, or a decode error when the service sent no data where the spec promises some.
+    ///
+    /// # Errors
+    ///
+    /// An unreadable-reply error when a successful envelope carries no `data`: the outcome is then
+    /// unknown.
     pub fn require_data<C>(self) -> Result<T, Error<C>> {
         match self.data {
             Some(d) => Ok(d),

@@ -229,6 +229,12 @@ impl ClientSettings {
 
     /// Build the transport of `service` with the service's own headers. The service builders
     /// call this; errors name the setting (`base_url`, `proxy`, or the header's name).
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` when a required setting is missing or a setting is invalid (the base URL, a
+    /// credential, `https://` with no TLS stack built in, local callbacks with a base URL that is
+    /// not loopback).
     pub fn build_transport(
         self,
         service: &'static str,

@@ -58,6 +58,12 @@ pub fn install_default_provider() -> bool {
 /// A `reqwest::ClientBuilder` with this build's TLS stack applied, the way the SDK's own clients
 /// get it: for the other HTTP clients of a program that uses the SDK (the sandbox's callback
 /// sender, a test's raw client), so that none of them depends on a process-wide provider.
+///
+/// # Errors
+///
+/// A `SetupError` when a required setting is missing or a setting is invalid (the base URL, a
+/// credential, `https://` with no TLS stack built in, local callbacks with a base URL that is not
+/// loopback).
 pub fn client_builder() -> Result<reqwest::ClientBuilder, SetupError> {
     configure(reqwest::Client::builder(), &[], false)
 }

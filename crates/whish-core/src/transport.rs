@@ -130,6 +130,11 @@ impl Transport {
     /// first byte of any attempt leaves, so dropping this future mid-call leaves the mark set;
     /// once the call completes, the mark keeps what the call proved (see
     /// [`crate::verdict`]).
+    ///
+    /// # Errors
+    ///
+    /// Every outcome but a successful envelope, as [`Error`]: a failure code,
+    /// Pending, a page without the envelope, a transport failure, an unreadable reply.
     pub async fn call<T: DeserializeOwned, C: ErrorCode>(
         &self,
         request: Request,

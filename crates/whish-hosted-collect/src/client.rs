@@ -60,6 +60,12 @@ impl CollectClientBuilder {
     }
 
     /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` when a required setting is missing or a setting is invalid (the base URL, a
+    /// credential, `https://` with no TLS stack built in, local callbacks with a base URL that is
+    /// not loopback).
     pub fn build(self) -> Result<CollectClient, SetupError> {
         let brand = self.brand.trim();
         if whish_core::path::segment(brand, "brand")? != brand {
@@ -142,6 +148,11 @@ impl CollectClient {
     }
 
     /// The account balance in `currency` (USD or LBP). A read: resent after transient failures.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn balance(&self, currency: Currency) -> Result<CollectBalance, Error> {
         currency.require_usd_or_lbp("currency")?;
         let req = Request::new("collect.balance", Method::GET, "/payment/account/balance")
@@ -163,6 +174,11 @@ impl CollectClient {
     /// Refuses, with a clear error: a currency other than USD or LBP, an amount outside the rules
     /// (USD at least 1.00 with at most 2 decimals; LBP a whole number, at least 1000), and any of
     /// the four addresses that is not a public http(s) address.
+    ///
+    /// # Errors
+    ///
+    /// An error with `nothing_sent()` true (a validation error) when the request breaks a rule the
+    /// SDK checks locally; nothing is sent.
     pub fn prepare_payment(&self, payment: NewPayment) -> Result<PreparedPayment, Error> {
         Ok(prepare(payment, self.transport.callbacks())?)
     }
@@ -189,6 +205,14 @@ impl CollectClient {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte).
     pub async fn create_payment(
         &self,
         prepared: &PreparedPayment,
@@ -217,6 +241,11 @@ impl CollectClient {
     /// The status of the payment with this externalId. Call it before fulfilling an order, on
     /// every callback, and as the fallback when no callback arrived. A read: resent after
     /// transient failures.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn status(
         &self,
         currency: Currency,
@@ -255,6 +284,11 @@ impl CollectClient {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The status read's error; Pending or an unknown outcome when no final answer came within the
+    /// follow-up.
     pub async fn await_final(
         &self,
         currency: Currency,
@@ -276,6 +310,11 @@ impl CollectClient {
     }
 
     /// Check a refund of the payment with this externalId, without sending.
+    ///
+    /// # Errors
+    ///
+    /// An error with `nothing_sent()` true (a validation error) when the request breaks a rule the
+    /// SDK checks locally; nothing is sent.
     pub fn prepare_refund(
         &self,
         currency: Currency,
@@ -316,6 +355,14 @@ impl CollectClient {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte).
     pub async fn refund(&self, prepared: &PreparedRefund) -> Result<Refund, Error> {
         let req = Request::new("collect.refund", Method::POST, self.refund_path.as_str())
             .json_bytes(prepared.body.clone())

@@ -18,6 +18,10 @@ macro_rules! address {
 
         impl $name {
             /// Parse and keep the address.
+            ///
+            /// # Errors
+            ///
+            /// A `ValidationError` naming the field and the rule the value breaks.
             pub fn new(url: &str) -> Result<$name, ValidationError> {
                 CallbackAddresses::AllowLocal
                     .check(url, $field)
@@ -211,6 +215,10 @@ impl PreparedPayment {
     /// again replays the recorded result; it never creates a second payment. Pass only bytes
     /// that came from `body()`: the checks of
     /// [`prepare_payment`](crate::CollectClient::prepare_payment) are not repeated.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn from_stored(body: impl Into<Bytes>) -> Result<PreparedPayment, ValidationError> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -268,6 +276,10 @@ impl PreparedRefund {
     }
 
     /// Rebuild a prepared refund from the exact bytes of [`body`](Self::body).
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn from_stored(body: impl Into<Bytes>) -> Result<PreparedRefund, ValidationError> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]

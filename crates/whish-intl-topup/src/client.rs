@@ -43,6 +43,12 @@ impl TopupClientBuilder {
     }
 
     /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` when a required setting is missing or a setting is invalid (the base URL, a
+    /// credential, `https://` with no TLS stack built in, local callbacks with a base URL that is
+    /// not loopback).
     pub fn build(self) -> Result<TopupClient, SetupError> {
         let headers = ServiceHeaders::new()
             .secret("sessionid", "session_id", self.session_id.as_ref())
@@ -113,6 +119,11 @@ impl TopupClient {
     }
 
     /// The account balance, in the session's currency. `void_balance` is not cash.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn balance(&self) -> Result<Balance, Error> {
         let req = Request::new("topup.balance", Method::GET, "/account/balance")
             .resend(Resend::Read)
@@ -123,6 +134,11 @@ impl TopupClient {
 
     /// The options `provider` offers for `target` (for the example provider, the destination
     /// mobile number). The provider code is sent as exactly one path segment.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn fetch_options(
         &self,
         provider: &str,
@@ -165,6 +181,11 @@ impl TopupClient {
     /// Prepare a payment for a fetched option (`&option`), or a [`PayRequest`] with your own
     /// externalId or another target. Nothing is sent. Store [`PreparedPay::external_id`]
     /// before calling [`pay`](Self::pay).
+    ///
+    /// # Errors
+    ///
+    /// An error with `nothing_sent()` true (a validation error) when the request breaks a rule the
+    /// SDK checks locally; nothing is sent.
     pub fn prepare_pay<'a>(
         &self,
         request: impl Into<PayRequest<'a>>,
@@ -187,6 +208,11 @@ impl TopupClient {
     /// println!("{outcome:?}");
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The status read's error; Pending or an unknown outcome when no final answer came within the
+    /// follow-up.
     pub async fn await_final(
         &self,
         prepared: &PreparedPay,
@@ -227,6 +253,14 @@ impl TopupClient {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte).
     pub async fn pay(&self, prepared: &PreparedPay) -> Result<PayOutcome, Error> {
         #[derive(serde::Deserialize)]
         struct PayData {

@@ -74,6 +74,10 @@ impl PreparedPay {
     /// assert_eq!(p.amount().to_string(), "10.5");
     /// # Ok::<(), whish_core::ValidationError>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn from_stored(
         provider: &str,
         body: impl Into<Bytes>,

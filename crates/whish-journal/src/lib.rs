@@ -157,6 +157,11 @@ impl JournalBuilder {
     }
 
     /// Open (and create, or bring up to date) the journal.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the URL names no journal (or a backend this build leaves out), the
+    /// database cannot be opened, or its tables cannot be brought up to date.
     pub async fn open(self) -> Result<Journal, JournalError> {
         let db = match Target::parse(&self.url)? {
             #[cfg(feature = "sqlite")]
@@ -246,6 +251,11 @@ impl Journal {
     /// let fleet = whish_journal::Journal::open("postgres://app@db.internal/payments").await?;
     /// # let _ = (local, fleet); Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the URL names no journal (or a backend this build leaves out), the
+    /// database cannot be opened, or its tables cannot be brought up to date.
     pub async fn open(url: &str) -> Result<Journal, JournalError> {
         Journal::builder(url).open().await
     }
@@ -299,6 +309,10 @@ impl Journal {
     ///
     /// A row this version cannot read is left out (one bad row never hides the others):
     /// [`unreadable`](Self::unreadable) lists those.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be read.
     pub async fn list(&self, open_only: bool, limit: u32) -> Result<Vec<Entry>, JournalError> {
         Ok(self.inner.db.list(open_only, i64::from(limit)).await?.0)
     }
@@ -306,6 +320,10 @@ impl Journal {
     /// The rows this version cannot read (an outcome that does not parse, a state or service it
     /// does not know), with why. Recovery sends none of them: an open one goes to
     /// `needs-operator` with the reason; the others are reported as they are.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn unreadable(&self) -> Result<Vec<Unreadable>, JournalError> {
         let (_, bad) = self.inner.db.list(false, i64::MAX).await?;
         let mut out: Vec<Unreadable> = bad
@@ -330,11 +348,19 @@ impl Journal {
 
     /// The entries with this idempotency key (a Request-id or an externalId; a refund shares
     /// its payment's).
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn find(&self, key: &str) -> Result<Vec<Entry>, JournalError> {
         self.inner.db.by_key(key).await
     }
 
     /// The entry of one request.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn entry(
         &self,
         service: Service,
@@ -348,6 +374,10 @@ impl Journal {
     /// ago, and the status changes recorded before then; returns how many entries went. Open
     /// entries and those waiting for an operator are never pruned. Request bodies hold personal
     /// data (names, phones, dates of birth): prune on your retention schedule.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn prune(&self, older_than: Duration) -> Result<u64, JournalError> {
         self.inner.db.prune(store::millis(older_than)).await
     }
@@ -356,12 +386,21 @@ impl Journal {
     /// deleted or replaced while this process had it open (writes would go to a file nobody
     /// reads). A journaled call checks it before it sends; call it after a batch of calls to
     /// know their outcomes were recorded.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the SQLite file was deleted or replaced while this process had it
+    /// open.
     pub fn check(&self) -> Result<(), JournalError> {
         self.inner.db.check_file()
     }
 
     /// Reach the database (one trivial read): `Err` when it is down, or for SQLite when its file
     /// was deleted or replaced.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn ping(&self) -> Result<(), JournalError> {
         self.inner.db.check_file()?;
         self.inner.db.now().await.map(|_| ())

@@ -46,6 +46,10 @@ impl Journal {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn observe_callback(
         &self,
         cb: &ReceivedCallback,
@@ -56,6 +60,10 @@ impl Journal {
 
     /// The same claim for a status read from the status endpoint (a poller): whichever path
     /// sees a (transfer, status) first hands it on.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn observe_status(
         &self,
         transfer_id: &str,
@@ -83,6 +91,10 @@ impl Journal {
     }
 
     /// Your handler finished with this change: it is never handed on again.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn complete_change(&self, change: &StatusChange) -> Result<(), JournalError> {
         self.complete_notification(&transfer_subject(&change.transfer_id), change.to.as_str())
             .await
@@ -90,6 +102,10 @@ impl Journal {
 
     /// Your handler could not take this change: release the claim, so that the next sighting
     /// (the sender's redelivery, your status poller) hands it on again.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn forget_change(&self, change: &StatusChange) -> Result<(), JournalError> {
         self.release_notification(&transfer_subject(&change.transfer_id), change.to.as_str())
             .await
@@ -100,6 +116,10 @@ impl Journal {
     /// Claim any (subject, status) pair for delivery: true the first time, and again when an
     /// earlier claim was neither completed nor released within the journal's lease. The
     /// callback receiver keys hosted payments as `collect:<externalId>`.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn claim_notification(
         &self,
         subject: &str,
@@ -112,6 +132,10 @@ impl Journal {
     }
 
     /// Mark a claimed (subject, status) delivered.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn complete_notification(
         &self,
         subject: &str,
@@ -121,6 +145,10 @@ impl Journal {
     }
 
     /// Release a claimed, undelivered (subject, status).
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn release_notification(
         &self,
         subject: &str,

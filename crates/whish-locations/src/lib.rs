@@ -64,6 +64,12 @@ impl LocationsClientBuilder {
         self
     }
     /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` when a required setting is missing or a setting is invalid (the base URL, a
+    /// credential, `https://` with no TLS stack built in, local callbacks with a base URL that is
+    /// not loopback).
     pub fn build(self) -> Result<LocationsClient, SetupError> {
         let headers = ServiceHeaders::new()
             .required("username", "username", self.username.as_deref())
@@ -147,6 +153,11 @@ impl LocationsClient {
     }
 
     /// Every governorate with its districts (an empty list when there is none).
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn governorates(&self) -> Result<Vec<Governorate>, Error> {
         let req = self.request("locations.governorates", "/api/governorates");
         Ok(self
@@ -158,6 +169,11 @@ impl LocationsClient {
     }
 
     /// The shops, optionally narrowed (an empty list when nothing matches).
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn shops(&self, filter: &ShopFilter) -> Result<Vec<Shop>, Error> {
         for (field, v) in [
             ("governorateId", filter.governorate_id),

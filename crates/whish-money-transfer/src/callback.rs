@@ -124,6 +124,11 @@ fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, Cal
 }
 
 /// Parse a callback from its headers and body, without checking time or signature.
+///
+/// # Errors
+///
+/// A `CallbackError` when a header is missing or malformed, the signature does not verify, or the
+/// body is not the documented callback.
 pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<ReceivedCallback, CallbackError> {
     let timestamp: i64 = header(headers, "timestamp")?
         .parse()
@@ -209,6 +214,11 @@ impl<V: SignatureVerifier> CallbackReceiver<V> {
     }
 
     /// Parse and check a callback received at `now`.
+    ///
+    /// # Errors
+    ///
+    /// A `CallbackError` when a header is missing or malformed, the signature does not verify, or
+    /// the body is not the documented callback.
     pub fn receive(
         &self,
         headers: &HeaderMap,

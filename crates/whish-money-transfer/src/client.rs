@@ -43,6 +43,12 @@ impl TransferClientBuilder {
     }
 
     /// Check the settings and build the client. Nothing is sent. An error names the setting.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` when a required setting is missing or a setting is invalid (the base URL, a
+    /// credential, `https://` with no TLS stack built in, local callbacks with a base URL that is
+    /// not loopback).
     pub fn build(self) -> Result<TransferClient, SetupError> {
         let headers = ServiceHeaders::new()
             .required("username", "username", self.username.as_deref())
@@ -171,6 +177,10 @@ pub struct ReportStart {
 
 impl ReportStart {
     /// The end of the range (`toDate`, `yyyy-MM-dd HH:mm:ss`); it must not be before the start.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn until(self, to: &str) -> Result<ReportRange, ValidationError> {
         let to = DateTime::parse(to, "toDate")?;
         if self.from > to {
@@ -195,6 +205,10 @@ impl ReportRange {
     /// # let _ = august;
     /// # Ok::<(), whish_core::ValidationError>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn starting(from: &str) -> Result<ReportStart, ValidationError> {
         Ok(ReportStart {
             from: DateTime::parse(from, "fromDate")?,
@@ -259,6 +273,11 @@ impl TransferClient {
     }
 
     /// Quote the fee. Send later with the same amount and currency that were quoted.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn fees(&self, q: &FeeRequest) -> Result<FeeQuote, Error> {
         let currency_id = check_common_money(&q.currency, q.amount)?;
         if let Some(p) = &q.phone_number
@@ -287,6 +306,11 @@ impl TransferClient {
     /// Check a send and fix its Request-id (the one set with `request_id`, or a new one).
     /// Nothing is sent. Store [`PreparedTransfer::request_id`] before calling
     /// [`send`](Self::send).
+    ///
+    /// # Errors
+    ///
+    /// An error with `nothing_sent()` true (a validation error) when the request breaks a rule the
+    /// SDK checks locally; nothing is sent.
     pub fn prepare_send(&self, request: impl Into<SendRequest>) -> Result<PreparedTransfer, Error> {
         Ok(PreparedTransfer::new(
             &request.into(),
@@ -338,6 +362,14 @@ impl TransferClient {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte).
     pub async fn send(&self, prepared: &PreparedTransfer) -> Result<SendOutcome, Error> {
         self.send_inner(prepared, false).await
     }
@@ -359,6 +391,14 @@ impl TransferClient {
     /// println!("transfer {:?} exists", outcome.transfer_id());
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte).
     pub async fn resend(&self, prepared: &PreparedTransfer) -> Result<SendOutcome, Error> {
         self.send_inner(prepared, true).await
     }
@@ -494,6 +534,11 @@ impl TransferClient {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The status read's error; Pending or an unknown outcome when no final answer came within the
+    /// follow-up.
     pub async fn await_final(
         &self,
         request_id: RequestId,
@@ -515,6 +560,11 @@ impl TransferClient {
     /// The status of a transfer; authoritative for every status. `sending.transfer.invalid.info`
     /// means the transfer never arrived: resend the original create with the same Request-id,
     /// then ask again.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn status(&self, query: &StatusQuery) -> Result<StatusResult, Error> {
         let body = match query {
             StatusQuery::TransferId(t) if !t.trim().is_empty() => StatusBody::TransferId(t.trim()),
@@ -540,6 +590,11 @@ impl TransferClient {
 
     /// Check a cancel and fix its Request-id. Nothing is sent. The reason is kept in the
     /// account's audit log only.
+    ///
+    /// # Errors
+    ///
+    /// An error with `nothing_sent()` true (a validation error) when the request breaks a rule the
+    /// SDK checks locally; nothing is sent.
     pub fn prepare_cancel(
         &self,
         ltn_number: &str,
@@ -583,6 +638,14 @@ impl TransferClient {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte).
     pub async fn cancel(&self, prepared: &PreparedCancel) -> Result<Cancellation, Error> {
         let req = with_request_id(
             Request::new(
@@ -632,6 +695,11 @@ impl TransferClient {
     }
 
     /// The countries money can be sent from (in the sandbox, only Lebanon unless asked).
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn sending_countries(&self) -> Result<Vec<SendingCountry>, Error> {
         let req = self
             .request(
@@ -649,6 +717,11 @@ impl TransferClient {
     }
 
     /// The supported payment modes.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn payment_modes(&self) -> Result<Vec<PaymentMode>, Error> {
         let req = self
             .request("transfer.modes", Method::GET, "/api/woo/send/money/modes")
@@ -676,6 +749,11 @@ impl TransferClient {
 
     /// The activity log: an event log (a cancelled transfer shows twice). Use
     /// [`crate::reconcile::latest_states`] for the latest state per transfer.
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn activity(&self, range: &ReportRange) -> Result<Vec<ActivityEntry>, Error> {
         let req = self
             .request("transfer.activity", Method::POST, "/api/woo/activity")
@@ -691,6 +769,11 @@ impl TransferClient {
 
     /// The statement, one entry per currency. Check it with
     /// [`crate::reconcile::check_balance_rule`].
+    ///
+    /// # Errors
+    ///
+    /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
+    /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn statement(&self, range: &ReportRange) -> Result<Vec<CurrencyStatement>, Error> {
         let req = self
             .request("transfer.statement", Method::POST, "/api/woo/statement")

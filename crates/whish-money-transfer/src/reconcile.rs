@@ -87,6 +87,10 @@ impl std::fmt::Display for BalanceBreak {
 ///
 /// `currentBalance` is the balance **now**, not at the end of the range: a range that ends before
 /// now, with later transactions, legitimately ends on another balance, so it is not compared.
+///
+/// # Errors
+///
+/// The first line that breaks `balance = previous + debit - credit`, as a `BalanceBreak`.
 pub fn check_balance_rule(statement: &CurrencyStatement) -> Result<(), BalanceBreak> {
     let lines = &statement.transactions;
     for (i, pair) in lines.windows(2).enumerate() {

@@ -30,6 +30,10 @@ impl CountryId {
     /// assert_eq!(CountryId::new(1).unwrap(), CountryId::LEBANON);
     /// assert!(CountryId::new(0).is_err());
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn new(id: i64) -> Result<CountryId, ValidationError> {
         if id <= 0 {
             return Err(ValidationError::invalid(
@@ -66,11 +70,19 @@ impl DateOfBirth {
     /// assert!(DateOfBirth::parse("1990-03-07").is_err());
     /// assert!(DateOfBirth::parse("31-02-1990").is_err());
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn parse(text: &str) -> Result<DateOfBirth, ValidationError> {
         DayMonthYear::parse_birth_date(text, "identity.dateBirth", today_utc()).map(DateOfBirth)
     }
 
     /// A date of birth from a calendar date; it must not be after today.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn from_date(date: time::Date) -> Result<DateOfBirth, ValidationError> {
         if date > today_utc() {
             return Err(ValidationError::new(
@@ -670,6 +682,10 @@ impl PreparedTransfer {
     /// assert!(PreparedTransfer::from_stored(RequestId::new(42)?, b"[1]".to_vec()).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn from_stored(
         request_id: RequestId,
         body: impl Into<Bytes>,
@@ -749,6 +765,10 @@ impl PreparedCancel {
 
     /// Rebuild a prepared cancel from its stored Request-id and the exact bytes of
     /// [`body`](Self::body) (a JSON object with `ltnNumber`).
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the field and the rule the value breaks.
     pub fn from_stored(
         request_id: RequestId,
         body: impl Into<Bytes>,

@@ -363,6 +363,10 @@ impl SandboxBuilder {
     }
 
     /// Start listening. See [`Sandbox::start`](crate::Sandbox::start).
+    ///
+    /// # Errors
+    ///
+    /// The I/O error when the listening socket cannot be bound.
     pub async fn start(self) -> std::io::Result<crate::Sandbox> {
         crate::Sandbox::start_with(self.settings).await
     }

@@ -134,6 +134,10 @@ impl std::fmt::Debug for Sandbox {
 
 impl Sandbox {
     /// Start a sandbox with the default settings on a free port of 127.0.0.1.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error when the listening socket cannot be bound.
     pub async fn start() -> std::io::Result<Sandbox> {
         Sandbox::builder().start().await
     }

@@ -12,6 +12,10 @@ use whish::topup::Error;
 
 /// Your code: sell a top-up, and never charge twice. A lost reply or Pending is settled by paying
 /// again with the same prepared request (the service replays the first sale); up to `tries`.
+///
+/// # Errors
+///
+/// A refusal, or the last unknown outcome when `tries` ran out (pay again later, same request).
 pub async fn sell_topup(
     client: &TopupClient,
     provider: &str,
@@ -43,6 +47,10 @@ pub async fn sell_topup(
 }
 
 /// The client your code gets, pointed at the sandbox; `retries` of the SDK's own.
+///
+/// # Errors
+///
+/// A `SetupError` for a setting the client refuses.
 pub fn client(
     sandbox: &whish::testing::Sandbox,
     retries: u32,

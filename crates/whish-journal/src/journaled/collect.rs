@@ -57,6 +57,16 @@ impl JournaledCollect {
 
     /// Record the payment (its externalId and exact bytes), create it, record the outcome; the
     /// answer is [`CollectClient::create_payment`]'s. It still does not mean the payer paid.
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte). A journal that cannot
+    /// record the request first is an error with `nothing_sent()` true; one that cannot tell
+    /// whether it was sent is an unknown outcome (run recovery).
     pub async fn create_payment(
         &self,
         prepared: &PreparedPayment,
@@ -83,6 +93,16 @@ impl JournaledCollect {
 
     /// Record the refund (keyed by the payment's externalId), send it, record the outcome; the
     /// answer is [`CollectClient::refund`]'s.
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte). A journal that cannot
+    /// record the request first is an error with `nothing_sent()` true; one that cannot tell
+    /// whether it was sent is an unknown outcome (run recovery).
     pub async fn refund(
         &self,
         prepared: &PreparedRefund,

@@ -62,6 +62,16 @@ impl JournaledTopup {
     /// Record the payment (provider, externalId, exact bytes), pay, record the outcome; the
     /// answer is [`TopupClient::pay`]'s. The journal keeps the sold items' transaction ids,
     /// never a PIN.
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte). A journal that cannot
+    /// record the request first is an error with `nothing_sent()` true; one that cannot tell
+    /// whether it was sent is an unknown outcome (run recovery).
     pub async fn pay(&self, prepared: &PreparedPay) -> Result<PayOutcome, whish_intl_topup::Error> {
         self.journal
             .journaled(

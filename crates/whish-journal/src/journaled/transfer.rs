@@ -79,6 +79,16 @@ impl JournaledTransfer {
     ///
     /// A Request-id already in the journal with the same bytes is sent as a resend
     /// (`transfer.already.done` confirms it); with other bytes it is refused before sending.
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte). A journal that cannot
+    /// record the request first is an error with `nothing_sent()` true; one that cannot tell
+    /// whether it was sent is an unknown outcome (run recovery).
     pub async fn send(
         &self,
         prepared: &PreparedTransfer,
@@ -108,6 +118,16 @@ impl JournaledTransfer {
     /// Resend a transfer you know you sent before (`transfer.already.done` is a confirmation
     /// in every case), recording it like [`send`](Self::send): the answer is
     /// [`TransferClient::resend`]'s.
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte). A journal that cannot
+    /// record the request first is an error with `nothing_sent()` true; one that cannot tell
+    /// whether it was sent is an unknown outcome (run recovery).
     pub async fn resend(
         &self,
         prepared: &PreparedTransfer,
@@ -133,6 +153,16 @@ impl JournaledTransfer {
     /// Record the cancel, send it, record the outcome; the answer is
     /// [`TransferClient::cancel`]'s. Recovery reads the transfer's status by LTN before it
     /// sends the same cancel again.
+    ///
+    /// # Errors
+    ///
+    /// `Err` for every answer but acceptance, told apart by
+    /// [`Error::verdict`](whish_core::Error::verdict): a refusal (`code()`; final), Pending
+    /// (`is_pending()`), an outcome left unknown after the request may have arrived
+    /// (`outcome_unknown()`: send the same prepared request again, never a new one), or nothing
+    /// sent (`nothing_sent()`: a transport failure before the first byte). A journal that cannot
+    /// record the request first is an error with `nothing_sent()` true; one that cannot tell
+    /// whether it was sent is an unknown outcome (run recovery).
     pub async fn cancel(
         &self,
         prepared: &PreparedCancel,

@@ -278,29 +278,53 @@ impl Sandbox {
     /// the activity log gains a RECEIVED line, and when the send carried a `callbackUrl` the
     /// signed callback is POSTed to it (awaited; the delivery is returned and listed by
     /// [`callbacks`](Self::callbacks)).
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::NotFound` when there is no such transfer or link,
+    /// `ControlError::InvalidState` when its state does not allow this.
     pub async fn collect_cash(&self, ltn_number: &str) -> Result<CashCollected, ControlError> {
         self.shared.collect_cash(ltn_number).await
     }
 
     /// The test payer pays the link created with this externalId, as on the hosted page: the
     /// link becomes success and the success callback GET is delivered.
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::NotFound` when there is no such transfer or link,
+    /// `ControlError::InvalidState` when its state does not allow this.
     pub async fn pay_link(&self, external_id: &str) -> Result<LinkAttempt, ControlError> {
         self.shared.payer_attempt(external_id, true).await
     }
 
     /// A payer mistypes the code on the link created with this externalId: the failure callback
     /// GET is delivered and the link stays pending.
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::NotFound` when there is no such transfer or link,
+    /// `ControlError::InvalidState` when its state does not allow this.
     pub async fn fail_link(&self, external_id: &str) -> Result<LinkAttempt, ControlError> {
         self.shared.payer_attempt(external_id, false).await
     }
 
     /// The link created with this externalId expires now: a pending link settles as failed.
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::NotFound` when there is no such transfer or link,
+    /// `ControlError::InvalidState` when its state does not allow this.
     pub fn expire_link(&self, external_id: &str) -> Result<(), ControlError> {
         self.shared.expire_link(external_id)
     }
 
     /// Set the transfer balance of `USD` or `LBP` (a TOPUP statement line keeps the
     /// balance rule).
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::BadRequest` for a currency other than `USD` or `LBP`, or a negative amount.
     pub fn set_transfer_balance(
         &self,
         currency: &str,
@@ -310,6 +334,10 @@ impl Sandbox {
     }
 
     /// Set the collect (merchant) balance of `USD` or `LBP`.
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::BadRequest` for a currency other than `USD` or `LBP`, or a negative amount.
     pub fn set_collect_balance(&self, currency: &str, amount: Decimal) -> Result<(), ControlError> {
         self.shared.set_balance("collect", currency, amount)
     }
@@ -369,6 +397,10 @@ impl Sandbox {
     /// Move the sandbox clock forward (link expiry, dates).
     ///
     /// Refused with [`ControlError::BadRequest`], changing nothing, beyond a hundred years.
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::BadRequest` for a move of more than a hundred years.
     pub fn advance_clock(&self, by: Duration) -> Result<(), ControlError> {
         self.shared
             .clock
