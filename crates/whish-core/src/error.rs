@@ -117,6 +117,20 @@ pub enum TransportErrorKind {
     ReplyTooLarge,
 }
 
+impl TransportErrorKind {
+    /// The name the spans and metrics use: `connect`, `tls`, `timeout`, `io`,
+    /// `reply_too_large`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportErrorKind::Connect => "connect",
+            TransportErrorKind::Tls => "tls",
+            TransportErrorKind::Timeout => "timeout",
+            TransportErrorKind::Io => "io",
+            TransportErrorKind::ReplyTooLarge => "reply_too_large",
+        }
+    }
+}
+
 /// A request that did not complete.
 #[derive(Clone)]
 #[non_exhaustive]

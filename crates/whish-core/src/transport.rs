@@ -98,6 +98,14 @@ impl Transport {
         self.service
     }
 
+    /// The URL of a request without its query (which may carry a phone number or another
+    /// personal value): what the spans record.
+    fn url_without_query(&self, request: &Request) -> url::Url {
+        let mut url = self.url_for(request);
+        url.set_query(None);
+        url
+    }
+
     /// The full URL of a request, with its query.
     pub fn url_of(&self, request: &Request) -> String {
         self.url_for(request).into()
@@ -139,14 +147,30 @@ impl Transport {
         &self,
         request: Request,
     ) -> Result<Reply<T>, Error<C>> {
+        // One span per call, its fields named by the OpenTelemetry conventions for an HTTP
+        // client call (what collectors and dashboards key on) and ours under `whish.`; a child
+        // span per attempt (below). The values are computed only when a subscriber wants the
+        // span. The URL is recorded without its query; no header value is ever recorded.
         let span = tracing::info_span!(
             "whish.call",
-            service = self.service,
-            endpoint = request.endpoint,
-            idempotency_key = request.idempotency_key.as_deref().unwrap_or(""),
-            attempt = tracing::field::Empty,
-            outcome = tracing::field::Empty,
-            duration_ms = tracing::field::Empty,
+            otel.name = request.endpoint,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            rpc.system = "whish",
+            rpc.service = self.service,
+            rpc.method = request.endpoint,
+            http.request.method = request.method.as_str(),
+            server.address = self.base.url().host_str().unwrap_or(""),
+            server.port = self.base.url().port_or_known_default().unwrap_or(0),
+            url.full = self.url_without_query(&request).as_str(),
+            http.response.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            whish.service = self.service,
+            whish.operation = request.endpoint,
+            whish.idempotency_key = request.idempotency_key.as_deref().unwrap_or(""),
+            whish.attempts = tracing::field::Empty,
+            whish.outcome = tracing::field::Empty,
+            whish.duration_ms = tracing::field::Empty,
         );
         let progress = Progress::default();
         // The attempt loop's state (reqwest's futures, the reply, the backoff timer) is about
@@ -172,20 +196,21 @@ impl Transport {
                 Err(_) => Err(self.deadline_passed(&request, &progress, d)),
             },
         };
-        let outcome = match &result {
-            Ok(_) => "success".to_owned(),
-            Err(Error::Failed(f)) => format!("failed:{}", f.raw),
-            Err(Error::Pending(_)) => "pending".to_owned(),
-            Err(Error::Transport(t)) => format!("transport:{:?}", t.kind),
-            Err(Error::Http(h)) => format!("http:{}", h.status),
-            Err(Error::Decode(_)) => "decode".to_owned(),
-            Err(Error::Validation(_)) => "validation".to_owned(),
-            Err(Error::Setup(_)) => "setup".to_owned(),
-            Err(Error::Record(_)) => "record".to_owned(),
+        let verdict = match &result {
+            Ok(_) => crate::Verdict::Accepted,
+            Err(e) => e.verdict(),
         };
-        span.record("outcome", outcome.as_str());
-        span.record("duration_ms", started.elapsed().as_millis() as u64);
-        span.in_scope(|| tracing::debug!(outcome = outcome.as_str(), "call finished"));
+        span.record("whish.outcome", verdict.as_str());
+        span.record("whish.attempts", progress.attempts.load(Ordering::SeqCst));
+        span.record("whish.duration_ms", started.elapsed().as_millis() as u64);
+        if let Err(e) = &result {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", error_type(e).as_ref());
+        }
+        if let Some(status) = status_of(&result) {
+            span.record("http.response.status_code", status);
+        }
+        span.in_scope(|| tracing::debug!(outcome = verdict.as_str(), "call finished"));
         result
     }
 
@@ -228,9 +253,31 @@ impl Transport {
         loop {
             attempts += 1;
             progress.attempts.store(attempts, Ordering::SeqCst);
-            tracing::Span::current().record("attempt", attempts);
             progress.may_have_left.store(true, Ordering::SeqCst);
-            let attempt = self.attempt(request, timeout).await;
+            let span = tracing::info_span!(
+                "whish.attempt",
+                otel.name = request.endpoint,
+                otel.kind = "client",
+                http.request.method = request.method.as_str(),
+                http.request.resend_count = attempts - 1,
+                http.response.status_code = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+                whish.attempt = attempts,
+            );
+            let attempt = self.attempt(request, timeout).instrument(span.clone()).await;
+            if !span.is_disabled() {
+                match &attempt {
+                    Attempt::Body { status, .. } => {
+                        span.record("http.response.status_code", *status);
+                    }
+                    Attempt::Failed { kind, .. } => {
+                        span.record("error.type", kind.as_str());
+                    }
+                    Attempt::Setup(_) => {
+                        span.record("error.type", "setup");
+                    }
+                }
+            }
             // What other calls of the same prepared request may have delivered (an earlier
             // call, a dropped one, one in flight beside this one), read when this answer is.
             let others = mark.is_some_and(crate::DeliveryMark::others_may_have_arrived);
@@ -440,6 +487,34 @@ impl Transport {
                 )
             }
         }
+    }
+}
+
+/// The `error.type` of a failed call: low in cardinality, as the conventions ask: the
+/// service's code (a documented, finite set), `pending`, the transport failure's kind, the HTTP
+/// status of a page without the envelope, or the class of a local failure.
+fn error_type<C: ErrorCode>(e: &Error<C>) -> std::borrow::Cow<'static, str> {
+    match e {
+        Error::Failed(f) if f.code.is_unknown() => "undocumented_code".into(),
+        Error::Failed(f) => f.code.as_str().to_owned().into(),
+        Error::Pending(_) => "pending".into(),
+        Error::Transport(t) => t.kind.as_str().into(),
+        Error::Http(h) => h.status.to_string().into(),
+        Error::Decode(_) => "unreadable_reply".into(),
+        Error::Validation(_) => "validation".into(),
+        Error::Setup(_) => "setup".into(),
+        Error::Record(_) => "journal".into(),
+    }
+}
+
+/// The HTTP status of the last answer, when one came.
+fn status_of<T, C>(result: &Result<Reply<T>, Error<C>>) -> Option<u16> {
+    match result {
+        Ok(_) => Some(200),
+        Err(Error::Http(h)) => Some(h.status),
+        Err(Error::Decode(d)) => Some(d.http_status),
+        Err(Error::Failed(_) | Error::Pending(_)) => Some(200),
+        Err(_) => None,
     }
 }
 
