@@ -264,7 +264,10 @@ impl Transport {
                 error.type = tracing::field::Empty,
                 whish.attempt = attempts,
             );
-            let attempt = self.attempt(request, timeout).instrument(span.clone()).await;
+            let attempt = self
+                .attempt(request, timeout)
+                .instrument(span.clone())
+                .await;
             if !span.is_disabled() {
                 match &attempt {
                     Attempt::Body { status, .. } => {
@@ -557,11 +560,7 @@ fn classify(e: reqwest::Error) -> Attempt {
             SetupError::invalid("request", "could not be formed").with_source(e),
         );
     }
-    let lower = message.to_ascii_lowercase();
-    let tls = lower.contains("certificate")
-        || lower.contains("tls")
-        || lower.contains("handshake")
-        || lower.contains("invalid peer");
+    let tls = is_tls_failure(&e);
     let (kind, may_have_reached) = if e.is_connect() {
         if tls {
             (TransportErrorKind::Tls, false)
@@ -579,6 +578,41 @@ fn classify(e: reqwest::Error) -> Attempt {
         message,
         source: Some(Arc::new(e)),
     }
+}
+
+/// True when the error's chain holds the TLS stack's own error type: a handshake that failed
+/// (a certificate refused, a protocol mismatch), told apart from a connection or name lookup
+/// that failed by the types in the chain, never by the message's text (a host name with "tls"
+/// in it once turned a DNS failure into a TLS one). An I/O error is looked into, since the TLS
+/// streams wrap their errors in one.
+fn is_tls_failure(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if is_tls_error_type(err) {
+            return true;
+        }
+        // An I/O error's `source` skips the error it wraps: look at that one itself.
+        current = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    false
+}
+
+fn is_tls_error_type(e: &(dyn std::error::Error + 'static)) -> bool {
+    #[cfg(any(feature = "rustls-ring", feature = "rustls-aws-lc-rs"))]
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    #[cfg(feature = "native-tls")]
+    if e.is::<native_tls::Error>() {
+        return true;
+    }
+    let _ = e;
+    false
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {

@@ -46,7 +46,10 @@ where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let parent = ctx.span(id).and_then(|s| s.parent()).map(|p| p.id().into_u64());
+        let parent = ctx
+            .span(id)
+            .and_then(|s| s.parent())
+            .map(|p| p.id().into_u64());
         let mut seen = Seen {
             name: attrs.metadata().name().to_owned(),
             parent,
@@ -131,7 +134,10 @@ fn a_resent_call_is_one_call_span_with_a_child_per_attempt() {
     assert_eq!(one(call, "server.address"), "127.0.0.1");
     assert!(one(call, "server.port").parse::<u16>().is_ok());
     let url = one(call, "url.full");
-    assert!(url.ends_with("/api/woo/status"), "no query in the URL: {url}");
+    assert!(
+        url.ends_with("/api/woo/status"),
+        "no query in the URL: {url}"
+    );
     assert!(!url.contains("96170123456"), "no personal value: {url}");
     assert_eq!(one(call, "rpc.system"), "whish");
     assert_eq!(one(call, "rpc.method"), "transfer.status");
@@ -147,7 +153,12 @@ fn a_resent_call_is_one_call_span_with_a_child_per_attempt() {
     // No field repeats, on any span.
     for s in all.values() {
         for (field, values) in &s.fields {
-            assert_eq!(values.len(), 1, "{} records {field} twice: {values:?}", s.name);
+            assert_eq!(
+                values.len(),
+                1,
+                "{} records {field} twice: {values:?}",
+                s.name
+            );
         }
     }
 
@@ -193,7 +204,9 @@ fn a_failed_call_records_a_low_cardinality_error_type() {
     let types: Vec<String> = calls.iter().map(|c| one(c, "error.type")).collect();
     assert!(types.contains(&"pending".to_owned()), "{types:?}");
     assert!(
-        types.iter().any(|t| t == "undocumented_code" || t == "transfer.not_exists"),
+        types
+            .iter()
+            .any(|t| t == "undocumented_code" || t == "transfer.not_exists"),
         "{types:?}"
     );
     for c in &calls {

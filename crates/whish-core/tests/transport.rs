@@ -370,6 +370,32 @@ async fn connect_failure_did_not_reach() {
     assert!(err.nothing_sent());
 }
 
+/// A name that does not resolve, with "tls" and "certificate" in it: the failure is told by the
+/// error's type (no TLS error in the chain), never by its text.
+#[cfg(any(
+    feature = "rustls-ring",
+    feature = "rustls-aws-lc-rs",
+    feature = "native-tls"
+))]
+#[tokio::test]
+async fn a_name_lookup_failure_is_a_connect_failure_whatever_the_name_says() {
+    let t = transport("https://tls-certificate-handshake.invalid", 0);
+    let err = t
+        .call::<Value, TestCode>(send_request(Resend::Read))
+        .await
+        .expect_err("no such host");
+    match &err {
+        Error::Transport(e) => {
+            assert_ne!(e.kind, TransportErrorKind::Tls, "{e}");
+            assert!(
+                !e.may_have_reached || e.kind == TransportErrorKind::Timeout,
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn failure_carries_dialog_and_unknown_codes_decode() {
     let server = ScriptedServer::start(vec![Step::json(fixture(
