@@ -70,7 +70,7 @@ pub use follow_up::FollowUp;
 pub use ids::{ExternalId, RequestId};
 pub use money::{Amount, Currency};
 pub use request::{CallOptions, Policy, Reply, Request};
-pub use retry::{Resend, RetryPolicy, Timeouts};
+pub use retry::{Resend, RetryBudget, RetryPolicy, Timeouts};
 pub use rust_decimal::Decimal;
 pub use secrecy::{ExposeSecret, SecretString};
 pub use settings::{ClientSettings, ServiceHeaders};

@@ -160,6 +160,132 @@ pub fn decide(
     Decision::RetryAfter(policy.backoff(attempts_made - 1, unit))
 }
 
+/// A budget for resends, shared by every call of one client (and of its clones): when a fleet
+/// resends every failure, an outage gets all of its traffic again several times over; the budget
+/// stops the resends once they run far ahead of the calls that succeed.
+///
+/// Each resend takes `retry_cost` tokens (`timeout_cost` after a timeout, which holds a
+/// connection the longest); each call that succeeds gives `success_refill` back, up to
+/// `capacity`. A resend the budget cannot pay for is not made: the call ends with the answer it
+/// has (for a money-moving request, unknown: send the same prepared request again later).
+///
+/// The defaults (500 tokens, 5 a resend, 10 after a timeout, 1 back per success) allow a
+/// hundred resends in a burst and then about one resend per five calls that succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryBudget {
+    /// The tokens the bucket holds when full (and at start).
+    pub capacity: u32,
+    /// What a resend costs.
+    pub retry_cost: u32,
+    /// What a resend after a timeout costs.
+    pub timeout_cost: u32,
+    /// What a call that succeeds gives back.
+    pub success_refill: u32,
+}
+
+impl RetryBudget {
+    /// No budget: every resend the policy allows is made.
+    pub const UNLIMITED: RetryBudget = RetryBudget {
+        capacity: u32::MAX,
+        retry_cost: 0,
+        timeout_cost: 0,
+        success_refill: 0,
+    };
+}
+
+impl Default for RetryBudget {
+    fn default() -> Self {
+        RetryBudget {
+            capacity: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            success_refill: 1,
+        }
+    }
+}
+
+/// The tokens of a [`RetryBudget`], shared by a client's calls.
+#[derive(Debug)]
+pub(crate) struct Bucket {
+    budget: RetryBudget,
+    tokens: std::sync::atomic::AtomicU32,
+}
+
+impl Bucket {
+    pub(crate) fn new(budget: RetryBudget) -> Bucket {
+        Bucket {
+            budget,
+            tokens: std::sync::atomic::AtomicU32::new(budget.capacity),
+        }
+    }
+
+    /// Take the price of one resend; false (nothing taken) when the budget cannot pay.
+    pub(crate) fn try_take(&self, after_timeout: bool) -> bool {
+        use std::sync::atomic::Ordering;
+        let cost = if after_timeout {
+            self.budget.timeout_cost
+        } else {
+            self.budget.retry_cost
+        };
+        self.tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
+            .is_ok()
+    }
+
+    /// A call succeeded: give some back.
+    pub(crate) fn refill(&self) {
+        use std::sync::atomic::Ordering;
+        let (add, cap) = (self.budget.success_refill, self.budget.capacity);
+        if add == 0 {
+            return;
+        }
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_add(add).min(cap))
+            });
+    }
+
+    /// The tokens left.
+    pub(crate) fn tokens(&self) -> u32 {
+        self.tokens.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// The wait a `Retry-After` header asks for: delta-seconds, or an HTTP date (from `now`).
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate(v)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form HTTP/1.1 senders use, read by
+/// hand (the SDK builds `time` without its parsing feature).
+fn httpdate(v: &str) -> Option<std::time::SystemTime> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let parts: Vec<&str> = v.split_ascii_whitespace().collect();
+    let [_weekday, day, month, year, clock, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let month = MONTHS.iter().position(|m| m == month)? as u8 + 1;
+    let mut hms = clock.split(':').map(str::parse::<u8>);
+    let (h, m, sec) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
+    let date = time::Date::from_calendar_date(
+        year.parse().ok()?,
+        time::Month::try_from(month).ok()?,
+        day.parse().ok()?,
+    )
+    .ok()?;
+    let at = date.with_hms(h, m, sec).ok()?.assume_utc();
+    let secs = u64::try_from(at.unix_timestamp()).ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +356,53 @@ mod tests {
             Decision::Stop
         );
         assert_eq!(decide(&p, r, 1, Answered, 0.5), Decision::Stop);
+    }
+
+    #[test]
+    fn a_budget_pays_for_resends_until_it_is_spent_and_successes_refill_it() {
+        let b = Bucket::new(RetryBudget {
+            capacity: 20,
+            retry_cost: 5,
+            timeout_cost: 10,
+            success_refill: 1,
+        });
+        assert!(b.try_take(true));
+        assert!(b.try_take(false));
+        assert!(b.try_take(false));
+        assert!(!b.try_take(false), "0 left");
+        assert_eq!(b.tokens(), 0);
+        for _ in 0..5 {
+            b.refill();
+        }
+        assert!(b.try_take(false));
+        for _ in 0..100 {
+            b.refill();
+        }
+        assert_eq!(b.tokens(), 20, "never above capacity");
+        let u = Bucket::new(RetryBudget::UNLIMITED);
+        for _ in 0..10_000 {
+            assert!(u.try_take(true));
+        }
+    }
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(0)),
+            "784111777 is 1994-11-06 08:49:37"
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", now),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-1", now), None);
     }
 
     #[test]

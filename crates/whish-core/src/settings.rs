@@ -70,6 +70,7 @@ pub struct ClientSettings {
     pool_max_idle_per_host: Option<usize>,
     tcp_keepalive: Option<Duration>,
     max_reply_bytes: usize,
+    retry_budget: crate::retry::RetryBudget,
     customize: Option<Customize>,
 }
 
@@ -120,6 +121,7 @@ impl ClientSettings {
             pool_max_idle_per_host: None,
             tcp_keepalive: None,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            retry_budget: crate::retry::RetryBudget::default(),
             customize: None,
         }
     }
@@ -128,6 +130,18 @@ impl ClientSettings {
     /// `with_options`).
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// The budget the client's resends are paid from (default [`RetryBudget::default`]: 500
+    /// tokens, 5 a resend, 10 after a timeout, 1 back per call that succeeds);
+    /// [`RetryBudget::UNLIMITED`] turns it off. Shared by every call of the client built from
+    /// these settings and by its clones.
+    ///
+    /// [`RetryBudget::default`]: crate::retry::RetryBudget
+    /// [`RetryBudget::UNLIMITED`]: crate::retry::RetryBudget::UNLIMITED
+    pub fn retry_budget(mut self, budget: crate::retry::RetryBudget) -> Self {
+        self.retry_budget = budget;
         self
     }
 
@@ -305,6 +319,7 @@ impl ClientSettings {
             client,
             callbacks,
             max_reply_bytes: self.max_reply_bytes,
+            budget: Arc::new(crate::retry::Bucket::new(self.retry_budget)),
         })
     }
 }

@@ -40,6 +40,8 @@ pub struct Transport {
     pub(crate) client: reqwest::Client,
     pub(crate) callbacks: CallbackAddresses,
     pub(crate) max_reply_bytes: usize,
+    /// The resend budget every clone of this transport shares.
+    pub(crate) budget: Arc<crate::retry::Bucket>,
 }
 
 impl fmt::Debug for Transport {
@@ -67,6 +69,8 @@ enum Attempt {
     Body {
         status: u16,
         body: Bytes,
+        /// The `Retry-After` of a 429 or 503 answer.
+        retry_after: Option<Duration>,
     },
     Failed {
         kind: TransportErrorKind,
@@ -294,13 +298,24 @@ impl Transport {
             progress
                 .may_have_left
                 .store(earlier_may_have_reached || reached, Ordering::SeqCst);
+            let retry_after = match &attempt {
+                Attempt::Body { retry_after, .. } => *retry_after,
+                _ => None,
+            };
             let (outcome, result) = self.sort::<T, C>(
                 attempt,
                 request,
                 attempts,
                 earlier_may_have_reached || others,
             );
-            match decide(&policy, request.resend, attempts, outcome, fastrand::f64()) {
+            let mut decision = decide(&policy, request.resend, attempts, outcome, fastrand::f64());
+            if let Decision::RetryAfter(wait) = decision {
+                decision = self.listen(&policy, outcome, wait, retry_after);
+            }
+            if result.is_ok() {
+                self.budget.refill();
+            }
+            match decision {
                 Decision::Stop => {
                     if let Some(guard) = in_flight {
                         // The mark keeps what the call proved: applied or maybe applied sets
@@ -328,6 +343,42 @@ impl Transport {
         }
     }
 
+    /// A resend the policy allows, checked with the server and the budget: a `Retry-After` on
+    /// a 429 or 503 is waited for (when it is within the policy's `max_backoff`; a longer one
+    /// ends the call with the answer it has), and the resend is paid from the client's
+    /// [`RetryBudget`](crate::retry::RetryBudget) or not made.
+    fn listen(
+        &self,
+        policy: &crate::retry::RetryPolicy,
+        outcome: AttemptOutcome,
+        wait: Duration,
+        retry_after: Option<Duration>,
+    ) -> Decision {
+        let asked = match (outcome, retry_after) {
+            (AttemptOutcome::NoEnvelope { status: 429 | 503 }, Some(asked)) => Some(asked),
+            _ => None,
+        };
+        if let Some(asked) = asked
+            && asked > policy.max_backoff
+        {
+            tracing::debug!(
+                retry_after_ms = asked.as_millis() as u64,
+                "the server asks for a longer wait than the policy's max_backoff: not resent"
+            );
+            return Decision::Stop;
+        }
+        if !self.budget.try_take(outcome == AttemptOutcome::TimedOut) {
+            tracing::debug!("the client's retry budget is spent: not resent");
+            return Decision::Stop;
+        }
+        Decision::RetryAfter(asked.map_or(wait, |a| a.max(wait)))
+    }
+
+    /// The tokens left in this client's retry budget.
+    pub fn retry_budget_left(&self) -> u32 {
+        self.budget.tokens()
+    }
+
     async fn attempt(&self, request: &Request, timeout: Duration) -> Attempt {
         // The URL is built for each attempt and handed over whole: nothing of it is kept
         // alongside. (Under many concurrent calls, every allocation a call holds across its
@@ -350,6 +401,14 @@ impl Transport {
             Err(e) => return classify(e),
         };
         let status = response.status().as_u16();
+        let retry_after = match status {
+            429 | 503 => response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| crate::retry::parse_retry_after(v, std::time::SystemTime::now())),
+            _ => None,
+        };
         let limit = self.max_reply_bytes;
         match response.content_length() {
             Some(n) if n > limit as u64 => return too_large(limit),
@@ -357,7 +416,11 @@ impl Transport {
             // body can be taken whole, without copying it chunk by chunk.
             Some(_) => {
                 return match response.bytes().await {
-                    Ok(body) => Attempt::Body { status, body },
+                    Ok(body) => Attempt::Body {
+                        status,
+                        body,
+                        retry_after,
+                    },
                     Err(e) => broken_body(e),
                 };
             }
@@ -379,6 +442,7 @@ impl Transport {
         Attempt::Body {
             status,
             body: Bytes::from(body),
+            retry_after,
         }
     }
 
@@ -392,7 +456,7 @@ impl Transport {
         let endpoint = request.endpoint;
         let key = request.idempotency_key.as_deref().map(str::to_owned);
         let (status, body) = match attempt {
-            Attempt::Body { status, body } => (status, body),
+            Attempt::Body { status, body, .. } => (status, body),
             Attempt::Setup(e) => return (AttemptOutcome::SetupFailed, Err(Error::Setup(e))),
             Attempt::Failed {
                 kind,

@@ -37,6 +37,8 @@ pub enum Step {
     Delay(Duration, Box<Step>),
     /// Read the request, then close the connection without answering (a dropped reply).
     Drop,
+    /// The inner answer with one more header (`Retry-After`, ...).
+    Header(&'static str, String, Box<Step>),
 }
 
 impl Step {
@@ -185,8 +187,13 @@ async fn serve(
 }
 
 async fn answer(stream: &mut TcpStream, mut step: Step) -> bool {
+    let mut extra = String::new();
     loop {
         match step {
+            Step::Header(name, value, inner) => {
+                extra.push_str(&format!("{name}: {value}\r\n"));
+                step = *inner;
+            }
             Step::Delay(d, inner) => {
                 tokio::time::sleep(d).await;
                 step = *inner;
@@ -201,7 +208,7 @@ async fn answer(stream: &mut TcpStream, mut step: Step) -> bool {
                 body,
             } => {
                 let head = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}\r\n",
                     body.len()
                 );
                 // One write: a head and a body in two segments meet Nagle and delayed ACKs.
