@@ -45,6 +45,7 @@ pub mod envelope;
 pub mod error;
 pub mod follow_up;
 pub mod ids;
+pub mod intercept;
 pub mod money;
 mod open_enum;
 pub mod path;

@@ -71,6 +71,7 @@ pub struct ClientSettings {
     tcp_keepalive: Option<Duration>,
     max_reply_bytes: usize,
     retry_budget: crate::retry::RetryBudget,
+    interceptors: Vec<Arc<dyn crate::intercept::Interceptor>>,
     customize: Option<Customize>,
 }
 
@@ -89,6 +90,7 @@ impl fmt::Debug for ClientSettings {
             .field("proxy", &proxy)
             .field("root_certificates", &self.root_certificates.len())
             .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("interceptors", &self.interceptors.len())
             .field("customized", &self.customize.is_some())
             .finish_non_exhaustive()
     }
@@ -122,6 +124,7 @@ impl ClientSettings {
             tcp_keepalive: None,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             retry_budget: crate::retry::RetryBudget::default(),
+            interceptors: Vec::new(),
             customize: None,
         }
     }
@@ -142,6 +145,14 @@ impl ClientSettings {
     /// [`RetryBudget::UNLIMITED`]: crate::retry::RetryBudget::UNLIMITED
     pub fn retry_budget(mut self, budget: crate::retry::RetryBudget) -> Self {
         self.retry_budget = budget;
+        self
+    }
+
+    /// Run `interceptor` before and after every attempt of the client's calls (after the ones
+    /// added before it). See [`crate::intercept`]: it may add headers and observe, never change
+    /// the SDK's rules.
+    pub fn interceptor(mut self, interceptor: Arc<dyn crate::intercept::Interceptor>) -> Self {
+        self.interceptors.push(interceptor);
         self
     }
 
@@ -320,6 +331,7 @@ impl ClientSettings {
             callbacks,
             max_reply_bytes: self.max_reply_bytes,
             budget: Arc::new(crate::retry::Bucket::new(self.retry_budget)),
+            interceptors: self.interceptors.into(),
         })
     }
 }

@@ -42,6 +42,8 @@ pub struct Transport {
     pub(crate) max_reply_bytes: usize,
     /// The resend budget every clone of this transport shares.
     pub(crate) budget: Arc<crate::retry::Bucket>,
+    /// Run around every attempt, in order.
+    pub(crate) interceptors: Arc<[Arc<dyn crate::intercept::Interceptor>]>,
 }
 
 impl fmt::Debug for Transport {
@@ -269,7 +271,7 @@ impl Transport {
                 whish.attempt = attempts,
             );
             let attempt = self
-                .attempt(request, timeout)
+                .attempt(request, timeout, attempts)
                 .instrument(span.clone())
                 .await;
             if !span.is_disabled() {
@@ -379,7 +381,7 @@ impl Transport {
         self.budget.tokens()
     }
 
-    async fn attempt(&self, request: &Request, timeout: Duration) -> Attempt {
+    async fn attempt(&self, request: &Request, timeout: Duration, number: u32) -> Attempt {
         // The URL is built for each attempt and handed over whole: nothing of it is kept
         // alongside. (Under many concurrent calls, every allocation a call holds across its
         // awaits costs throughput: see docs/performance.md.) Then the service's headers (one
@@ -396,6 +398,51 @@ impl Transport {
             *http.body_mut() = Some(body.clone().into());
         }
         *http.timeout_mut() = Some(timeout);
+        if self.interceptors.is_empty() {
+            return self.exchange(http).await;
+        }
+        // What an interceptor may not replace: the service's headers and the request's own.
+        let mut protected = self.headers.clone();
+        for (k, v) in &request.headers {
+            protected.insert(k.clone(), v.clone());
+        }
+        let (method, url) = (http.method().clone(), http.url().clone());
+        for i in self.interceptors.iter() {
+            i.before_attempt(&mut crate::intercept::BeforeAttempt {
+                service: self.service,
+                operation: request.endpoint,
+                attempt: number,
+                idempotency_key: request.idempotency_key.as_deref(),
+                method: &method,
+                url: &url,
+                headers: http.headers_mut(),
+                protected: &protected,
+            });
+        }
+        let started = Instant::now();
+        let result = self.exchange(http).await;
+        let (status, failure) = match &result {
+            Attempt::Body { status, .. } => (Some(*status), None),
+            Attempt::Failed { kind, .. } => (None, Some(*kind)),
+            Attempt::Setup(_) => (None, None),
+        };
+        let after = crate::intercept::AfterAttempt {
+            service: self.service,
+            operation: request.endpoint,
+            attempt: number,
+            idempotency_key: request.idempotency_key.as_deref(),
+            status,
+            failure,
+            elapsed: started.elapsed(),
+        };
+        for i in self.interceptors.iter() {
+            i.after_attempt(&after);
+        }
+        result
+    }
+
+    /// Send one attempt and read its answer, within the client's limits.
+    async fn exchange(&self, http: reqwest::Request) -> Attempt {
         let mut response = match self.client.execute(http).await {
             Ok(r) => r,
             Err(e) => return classify(e),
