@@ -13,10 +13,13 @@ use whish_core::transport::{HeaderValue, Method, Policy, Request};
 use whish_core::{ClientSettings, SecretString, ServiceHeaders, TransportErrorKind};
 use whish_testkit::{ScriptedServer, Step};
 
+/// An attempt as seen after it: its number, its status, its failure.
+type Seen = (u32, Option<u16>, Option<TransportErrorKind>);
+
 #[derive(Default)]
 struct Recorder {
     refused: Mutex<Vec<String>>,
-    seen: Mutex<Vec<(u32, Option<u16>, Option<TransportErrorKind>)>>,
+    seen: Mutex<Vec<Seen>>,
     credential_debug: Mutex<Vec<String>>,
 }
 
