@@ -39,6 +39,7 @@
 
 pub mod address;
 pub mod code;
+pub mod credentials;
 pub mod dates;
 pub mod de;
 pub mod envelope;

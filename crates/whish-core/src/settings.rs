@@ -332,6 +332,7 @@ impl ClientSettings {
             max_reply_bytes: self.max_reply_bytes,
             budget: Arc::new(crate::retry::Bucket::new(self.retry_budget)),
             interceptors: self.interceptors.into(),
+            dynamic: headers.dynamic.into(),
         })
     }
 }
@@ -340,8 +341,9 @@ impl ClientSettings {
 /// error, which names the setting.
 #[derive(Default)]
 pub struct ServiceHeaders {
-    headers: HeaderMap,
-    error: Option<SetupError>,
+    pub(crate) headers: HeaderMap,
+    pub(crate) dynamic: Vec<crate::transport::DynamicHeader>,
+    pub(crate) error: Option<SetupError>,
 }
 
 impl fmt::Debug for ServiceHeaders {
@@ -407,6 +409,47 @@ impl ServiceHeaders {
             )),
         }
         self
+    }
+
+    /// A secret header whose value is read from `source` before every attempt (see
+    /// [`crate::credentials`]): a rotated value takes effect on the next attempt. The source is
+    /// read once now, so that a missing value fails the build.
+    pub fn secret_from(
+        mut self,
+        header: &'static str,
+        setting: &str,
+        source: Arc<dyn crate::credentials::SecretSource>,
+    ) -> Self {
+        match source.current() {
+            Err(why) => self.fail(SetupError::invalid(setting, why)),
+            Ok(value) => match crate::credentials::header_value(&value) {
+                Err(why) => self.fail(SetupError::invalid(setting, why)),
+                Ok(_) => {
+                    let name = HeaderName::from_static(header);
+                    self.headers.remove(&name);
+                    self.dynamic.push(crate::transport::DynamicHeader {
+                        name,
+                        setting: setting.to_owned(),
+                        source,
+                    });
+                }
+            },
+        }
+        self
+    }
+
+    /// A secret header: from `source` when one is given, else the fixed `value`.
+    pub fn secret_or_source(
+        self,
+        header: &'static str,
+        setting: &str,
+        value: Option<&SecretString>,
+        source: Option<Arc<dyn crate::credentials::SecretSource>>,
+    ) -> Self {
+        match source {
+            Some(source) => self.secret_from(header, setting, source),
+            None => self.secret(header, setting, value),
+        }
     }
 
     /// Fail unless `present` (a setting the service requires, such as `user_agent`).

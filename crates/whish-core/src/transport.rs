@@ -29,6 +29,7 @@ use crate::error::{
     TransportErrorKind,
 };
 use crate::retry::{AttemptOutcome, Decision, decide};
+use crate::settings::ServiceHeaders;
 
 /// A service's HTTP transport. Cheap to clone; clones share the connection pool.
 #[derive(Clone)]
@@ -44,6 +45,16 @@ pub struct Transport {
     pub(crate) budget: Arc<crate::retry::Bucket>,
     /// Run around every attempt, in order.
     pub(crate) interceptors: Arc<[Arc<dyn crate::intercept::Interceptor>]>,
+    /// Secret headers read from their source before every attempt.
+    pub(crate) dynamic: Arc<[DynamicHeader]>,
+}
+
+/// A secret header whose value comes from a [`SecretSource`](crate::credentials::SecretSource).
+#[derive(Clone)]
+pub(crate) struct DynamicHeader {
+    pub(crate) name: HeaderName,
+    pub(crate) setting: String,
+    pub(crate) source: Arc<dyn crate::credentials::SecretSource>,
 }
 
 impl fmt::Debug for Transport {
@@ -376,6 +387,36 @@ impl Transport {
         Decision::RetryAfter(asked.map_or(wait, |a| a.max(wait)))
     }
 
+    /// The same transport for another account: `headers` replace the headers of the same names
+    /// (the credentials), and everything else is shared with this one (the connection pool, the retry budget, the
+    /// interceptors, the base URL and the policy). The service clients' `with_credentials` call
+    /// it.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` naming the setting, as the builders' `build`.
+    pub fn with_headers(&self, headers: ServiceHeaders) -> Result<Transport, SetupError> {
+        if let Some(e) = headers.error {
+            return Err(e);
+        }
+        // The new account's headers replace the same names; the rest (Accept, User-Agent, a
+        // service's optional headers) stay.
+        let mut all = self.headers.clone();
+        for (name, value) in headers.headers {
+            if let Some(name) = name {
+                all.insert(name, value);
+            }
+        }
+        for d in &headers.dynamic {
+            all.remove(&d.name);
+        }
+        Ok(Transport {
+            headers: all,
+            dynamic: headers.dynamic.into(),
+            ..self.clone()
+        })
+    }
+
     /// The tokens left in this client's retry budget.
     pub fn retry_budget_left(&self) -> u32 {
         self.budget.tokens()
@@ -389,6 +430,23 @@ impl Transport {
         // of the same name, and the content type.
         let mut http = reqwest::Request::new(request.method.clone(), self.url_for(request));
         *http.headers_mut() = self.headers.clone();
+        for d in self.dynamic.iter() {
+            let value = d
+                .source
+                .current()
+                .and_then(|v| crate::credentials::header_value(&v).map_err(str::to_owned));
+            match value {
+                Ok(v) => {
+                    http.headers_mut().insert(d.name.clone(), v);
+                }
+                Err(why) => {
+                    return Attempt::Setup(SetupError::invalid(
+                        &d.setting,
+                        format!("its source gave no usable value: {why}"),
+                    ));
+                }
+            }
+        }
         for (k, v) in &request.headers {
             http.headers_mut().insert(k.clone(), v.clone());
         }

@@ -1,6 +1,9 @@
 //! The collect client.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
+use whish_core::credentials::SecretSource;
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
@@ -21,6 +24,7 @@ pub struct CollectClientBuilder {
     settings: ClientSettings,
     channel: Option<String>,
     secret: Option<SecretString>,
+    secret_source: Option<Arc<dyn SecretSource>>,
     website_url: Option<String>,
     brand: String,
 }
@@ -41,6 +45,13 @@ impl CollectClientBuilder {
     /// The `secret` issued to the merchant. It never shows in `Debug`, errors or logs.
     pub fn secret(mut self, secret: SecretString) -> Self {
         self.secret = Some(secret);
+        self
+    }
+
+    /// The secret read from `source` before every attempt (see [`whish_core::credentials`]): a
+    /// rotated secret takes effect on the next attempt. Replaces [`secret`](Self::secret).
+    pub fn secret_from(mut self, source: impl SecretSource) -> Self {
+        self.secret_source = Some(Arc::new(source));
         self
     }
 
@@ -76,7 +87,7 @@ impl CollectClientBuilder {
         }
         let headers = ServiceHeaders::new()
             .required("channel", "channel", self.channel.as_deref())
-            .secret("secret", "secret", self.secret.as_ref())
+            .secret_or_source("secret", "secret", self.secret.as_ref(), self.secret_source)
             .required("websiteurl", "website_url", self.website_url.as_deref())
             .require("user_agent", self.settings.user_agent_value().is_some());
         Ok(CollectClient {
@@ -132,9 +143,33 @@ impl CollectClient {
             settings: settings.into(),
             channel: None,
             secret: None,
+            secret_source: None,
             website_url: None,
             brand: LIVE_BRAND.to_owned(),
         }
+    }
+
+    /// The same client for another merchant account (its `channel`, `secret`, fixed or from a
+    /// source, and `website_url`), sharing this one's connection pool, retry budget,
+    /// interceptors, User-Agent and settings.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` naming the setting, as [`CollectClientBuilder::build`].
+    pub fn with_credentials(
+        &self,
+        channel: &str,
+        secret: impl SecretSource,
+        website_url: &str,
+    ) -> Result<CollectClient, SetupError> {
+        let headers = ServiceHeaders::new()
+            .required("channel", "channel", Some(channel))
+            .secret_from("secret", "secret", Arc::new(secret))
+            .required("websiteurl", "website_url", Some(website_url));
+        Ok(CollectClient {
+            transport: self.transport.with_headers(headers)?,
+            ..self.clone()
+        })
     }
 
     /// A client whose calls use these retry and timeout overrides; it shares the connection pool.

@@ -1,5 +1,8 @@
 //! The top-up client.
 
+use std::sync::Arc;
+
+use whish_core::credentials::SecretSource;
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
@@ -19,7 +22,9 @@ use crate::{Error, model::SoldItem};
 pub struct TopupClientBuilder {
     settings: ClientSettings,
     session_id: Option<SecretString>,
+    session_id_source: Option<Arc<dyn SecretSource>>,
     token: Option<SecretString>,
+    token_source: Option<Arc<dyn SecretSource>>,
     language: Option<String>,
 }
 
@@ -33,6 +38,20 @@ impl TopupClientBuilder {
     /// The `token` issued to the account. Kept secret.
     pub fn token(mut self, token: SecretString) -> Self {
         self.token = Some(token);
+        self
+    }
+
+    /// The `sessionId` read from `source` before every attempt (see
+    /// [`whish_core::credentials`]). Replaces [`session_id`](Self::session_id).
+    pub fn session_id_from(mut self, source: impl SecretSource) -> Self {
+        self.session_id_source = Some(Arc::new(source));
+        self
+    }
+
+    /// The `token` read from `source` before every attempt: a rotated token takes effect on the
+    /// next attempt. Replaces [`token`](Self::token).
+    pub fn token_from(mut self, source: impl SecretSource) -> Self {
+        self.token_source = Some(Arc::new(source));
         self
     }
 
@@ -51,8 +70,13 @@ impl TopupClientBuilder {
     /// not loopback).
     pub fn build(self) -> Result<TopupClient, SetupError> {
         let headers = ServiceHeaders::new()
-            .secret("sessionid", "session_id", self.session_id.as_ref())
-            .secret("token", "token", self.token.as_ref())
+            .secret_or_source(
+                "sessionid",
+                "session_id",
+                self.session_id.as_ref(),
+                self.session_id_source,
+            )
+            .secret_or_source("token", "token", self.token.as_ref(), self.token_source)
             .optional("language", "language", self.language.as_deref())
             .require("user_agent", self.settings.user_agent_value().is_some());
         Ok(TopupClient {
@@ -105,9 +129,32 @@ impl TopupClient {
         TopupClientBuilder {
             settings: settings.into(),
             session_id: None,
+            session_id_source: None,
             token: None,
+            token_source: None,
             language: None,
         }
+    }
+
+    /// The same client for another account (its `session_id` and `token`, fixed or from a
+    /// source), sharing this one's connection pool, retry budget, interceptors, User-Agent and
+    /// settings.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` naming the setting, as [`TopupClientBuilder::build`].
+    pub fn with_credentials(
+        &self,
+        session_id: impl SecretSource,
+        token: impl SecretSource,
+    ) -> Result<TopupClient, SetupError> {
+        let headers = ServiceHeaders::new()
+            .secret_from("sessionid", "session_id", Arc::new(session_id))
+            .secret_from("token", "token", Arc::new(token));
+        Ok(TopupClient {
+            transport: self.transport.with_headers(headers)?,
+            options: self.options,
+        })
     }
 
     /// A client whose calls use these retry and timeout overrides; it shares the connection pool.

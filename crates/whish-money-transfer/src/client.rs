@@ -1,6 +1,9 @@
 //! The money-transfer client.
 
+use std::sync::Arc;
+
 use http::header::{HeaderName, HeaderValue};
+use whish_core::credentials::SecretSource;
 use whish_core::retry::Resend;
 use whish_core::transport::{CallOptions, Method, Request, Transport};
 use whish_core::{
@@ -27,6 +30,7 @@ pub struct TransferClientBuilder {
     settings: ClientSettings,
     username: Option<String>,
     key: Option<SecretString>,
+    key_source: Option<Arc<dyn SecretSource>>,
 }
 
 impl TransferClientBuilder {
@@ -42,6 +46,14 @@ impl TransferClientBuilder {
         self
     }
 
+    /// The key read from `source` before every attempt (an environment variable, a file read
+    /// again when it changes, a closure: see [`whish_core::credentials`]): a rotated key takes
+    /// effect on the next attempt, without a new client. Replaces [`key`](Self::key).
+    pub fn key_from(mut self, source: impl SecretSource) -> Self {
+        self.key_source = Some(Arc::new(source));
+        self
+    }
+
     /// Check the settings and build the client. Nothing is sent. An error names the setting.
     ///
     /// # Errors
@@ -52,7 +64,7 @@ impl TransferClientBuilder {
     pub fn build(self) -> Result<TransferClient, SetupError> {
         let headers = ServiceHeaders::new()
             .required("username", "username", self.username.as_deref())
-            .secret("key", "key", self.key.as_ref());
+            .secret_or_source("key", "key", self.key.as_ref(), self.key_source);
         Ok(TransferClient {
             transport: self.settings.build_transport("money-transfer", headers)?,
             options: CallOptions::default(),
@@ -247,7 +259,29 @@ impl TransferClient {
             settings: settings.into(),
             username: None,
             key: None,
+            key_source: None,
         }
+    }
+
+    /// The same client for another account (another `username` and `key`, fixed or from a
+    /// source), sharing this one's connection pool, retry budget, interceptors and settings:
+    /// an aggregator holds one pool for all of its merchants.
+    ///
+    /// # Errors
+    ///
+    /// A `SetupError` naming the setting, as [`TransferClientBuilder::build`].
+    pub fn with_credentials(
+        &self,
+        username: &str,
+        key: impl SecretSource,
+    ) -> Result<TransferClient, SetupError> {
+        let headers = ServiceHeaders::new()
+            .required("username", "username", Some(username))
+            .secret_from("key", "key", Arc::new(key));
+        Ok(TransferClient {
+            transport: self.transport.with_headers(headers)?,
+            options: self.options,
+        })
     }
 
     /// A client whose calls use these retry and timeout overrides; it shares the connection pool.

@@ -100,6 +100,7 @@ pub struct ScriptedServer {
     requests: Arc<Mutex<Vec<WireRequest>>>,
     raw_secrets: Arc<Mutex<Vec<String>>>,
     script: Arc<Mutex<VecDeque<Step>>>,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ScriptedServer {
@@ -113,9 +114,12 @@ impl ScriptedServer {
         let raw_secrets = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
         let (reqs, secrets, queue) = (requests.clone(), raw_secrets.clone(), script.clone());
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let accepted = connections.clone();
         tokio::spawn(async move {
             let last: Arc<Mutex<Option<Step>>> = Arc::new(Mutex::new(None));
             while let Ok((stream, _)) = listener.accept().await {
+                accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let (reqs, secrets, script, last) =
                     (reqs.clone(), secrets.clone(), queue.clone(), last.clone());
                 let _ = stream.set_nodelay(true);
@@ -129,7 +133,13 @@ impl ScriptedServer {
             requests,
             raw_secrets,
             script,
+            connections,
         }
+    }
+
+    /// How many connections were accepted (clients that share a pool reuse one).
+    pub fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Append a step to the script: the next request after the queued ones gets it.
