@@ -213,6 +213,11 @@ pub mod guides {
     #[doc = include_str!("../../../docs/sandbox.md")]
     pub struct Sandbox;
 
+    /// docs/observability.md
+    #[cfg(feature = "money-transfer")]
+    #[doc = include_str!("../../../docs/observability.md")]
+    pub struct Observability;
+
     /// docs/testing.md
     #[cfg(all(
         feature = "testing",
