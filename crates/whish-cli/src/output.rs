@@ -137,7 +137,11 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
                 "endpoint": p.endpoint,
                 "idempotencyKey": p.idempotency_key,
             }),
-            &pending_hint(p.idempotency_key.as_deref()),
+            &format!(
+                "Pending (key {}): {}",
+                p.idempotency_key.as_deref().unwrap_or("-"),
+                e.hint()
+            ),
             status,
         ),
         Error::Http(h) => out.failure(
@@ -162,14 +166,7 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
                 "idempotencyKey": t.idempotency_key,
                 "attempts": t.attempts,
             }),
-            &if t.may_have_reached {
-                format!(
-                    "{}; the request may have arrived: resend with the same key or check status, never with a new one",
-                    t.message
-                )
-            } else {
-                format!("{}; nothing arrived, it is safe to try again", t.message)
-            },
+            &format!("{}; {}", t.message, e.hint()),
             status,
         ),
         Error::Validation(v) => {
@@ -190,19 +187,9 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
                 "error": "decode",
                 "message": other.to_string(),
             }),
-            "the reply could not be read; the outcome is unknown: check status before retrying",
+            &e.hint(),
             status,
         ),
-    }
-}
-
-/// The next step after Pending.
-pub fn pending_hint(key: Option<&str>) -> String {
-    match key {
-        Some(k) => format!(
-            "Pending: the outcome is unknown, not failed; resend with the same key {k} or check status later"
-        ),
-        None => "Pending: the outcome is unknown, not failed; check status later".to_owned(),
     }
 }
 

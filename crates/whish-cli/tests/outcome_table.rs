@@ -348,6 +348,16 @@ async fn every_row_of_the_outcome_table_agrees_in_the_command_and_the_journal() 
                 0,
                 "every fault was met: {what}"
             );
+            // The next step is said in the service's own terms.
+            if op.service_flag == "pay" && run.code != 0 {
+                assert!(!run.stderr.contains("status"), "top-up has none: {what}");
+            }
+            if op.service_flag == "send" && row.verdict == "pending" {
+                assert!(
+                    run.stderr.contains("status endpoint by the Request-id"),
+                    "{what}"
+                );
+            }
         }
     }
     // And a connection that never opens: nothing sent, exit 2, recorded `refused` (not-sent).
