@@ -92,6 +92,11 @@ pub use notifications::{BoxFuture, IN_MEMORY_CAPACITY, InMemory, Notifications, 
 pub use poller::PollSettings;
 pub use serve::ServeLimits;
 
+/// The axum the receiver's routes are built with: merge [`Receiver::router`] into an app of this
+/// version (`whish::callbacks::axum::Router`), with no axum dependency of your own to keep in
+/// step.
+pub use axum;
+
 use handler::DynHandler;
 use tasks::Tasks;
 

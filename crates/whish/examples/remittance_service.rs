@@ -59,14 +59,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Each change handed on once, across restarts and processes.
         .notifications(journal.clone())
         .build();
-    let app = axum::Router::new().merge(receiver.router());
+    let app = whish::callbacks::axum::Router::new().merge(receiver.router());
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let callback_url = format!(
         "http://{}{}",
         tcp.local_addr()?,
         whish::callbacks::TRANSFER_PATH
     );
-    let server = tokio::spawn(async move { axum::serve(tcp, app).await });
+    let server = tokio::spawn(async move { whish::callbacks::axum::serve(tcp, app).await });
 
     // A payout: recorded durably, then sent; a crash in between is finished by `recover`.
     let transfers = journal.transfer(client.clone());
