@@ -70,6 +70,8 @@ pub fn run(root: &Path) -> Result<(), String> {
     ));
     // The sandbox for the user's tests: whish-sandbox and the core only (it is no SDK crate).
     cases.push((Some("testing"), BTreeSet::from(["whish", "whish-core"])));
+    // Metrics: the `metrics` facade crate, no SDK crate more.
+    cases.push((Some("metrics"), BTreeSet::from(["whish", "whish-core"])));
     // The callback receiver: the two services that send callbacks, never the journal alone.
     cases.push((
         Some("callbacks"),

@@ -35,6 +35,7 @@ fn payment_of(shared: &Shared, uri: &Uri) -> Option<(Currency, ExternalId)> {
 
 async fn callback(State(shared): State<Arc<Shared>>, uri: Uri, trigger: Trigger) -> Response {
     let Some((currency, external_id)) = payment_of(&shared, &uri) else {
+        whish_core::metrics::callback("collect", "rejected");
         return answer(
             StatusCode::BAD_REQUEST,
             "the address holds no known payment reference\n",
@@ -60,6 +61,7 @@ async fn callback(State(shared): State<Arc<Shared>>, uri: Uri, trigger: Trigger)
     );
     let limit = shared.handler_timeout + std::time::Duration::from_secs(1);
     let task_shared = shared.clone();
+    whish_core::metrics::callback("collect", "received");
     // Answer at once; the status read and the handler run in the background.
     shared.tasks.spawn(
         slot,

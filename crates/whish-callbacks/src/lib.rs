@@ -415,13 +415,25 @@ pub(crate) async fn deliver<N: Send + 'static>(
 ) {
     match shared.notifications.claim(&subject, &status).await {
         Ok(true) => {}
-        Ok(false) => return,
+        Ok(false) => {
+            whish_core::metrics::callback(kind_of(&subject), "duplicate");
+            return;
+        }
         Err(e) => {
             tracing::warn!(%subject, %status, error = %e, "the notification record cannot be read");
             return;
         }
     }
     run_claimed(shared, subject, status, handler, notification).await;
+}
+
+/// The `kind` label of a notification's subject.
+pub(crate) fn kind_of(subject: &str) -> &'static str {
+    if subject.starts_with("transfer:") {
+        "transfer"
+    } else {
+        "collect"
+    }
 }
 
 pub(crate) async fn run_claimed<N: Send + 'static>(
@@ -436,6 +448,15 @@ pub(crate) async fn run_claimed<N: Send + 'static>(
     let running = tokio::spawn(handler.handle(notification));
     let abort = running.abort_handle();
     let outcome = tokio::time::timeout(shared.handler_timeout, running).await;
+    let kind = kind_of(&subject);
+    whish_core::metrics::callback(
+        kind,
+        if matches!(outcome, Ok(Ok(Ok(())))) {
+            "handled"
+        } else {
+            "failed"
+        },
+    );
     let done = match outcome {
         Ok(Ok(Ok(()))) => shared.notifications.complete(&subject, &status).await,
         Ok(Ok(Err(e))) => {

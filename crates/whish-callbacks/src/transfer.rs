@@ -34,6 +34,7 @@ pub(crate) async fn route(
                 _ => StatusCode::UNAUTHORIZED,
             };
             tracing::info!(error = %e, "transfer callback refused");
+            whish_core::metrics::callback("transfer", "rejected");
             return answer(status, "refused\n");
         }
     };
@@ -63,8 +64,11 @@ async fn accept(
         );
     };
     match shared.notifications.claim(&subject, &status).await {
-        Ok(true) => {}
-        Ok(false) => return answer(StatusCode::OK, "already recorded\n"),
+        Ok(true) => whish_core::metrics::callback("transfer", "received"),
+        Ok(false) => {
+            whish_core::metrics::callback("transfer", "duplicate");
+            return answer(StatusCode::OK, "already recorded\n");
+        }
         Err(e) => {
             tracing::warn!(error = %e, "the notification record cannot be written");
             return answer(

@@ -195,6 +195,20 @@ impl Transport {
         // (the service method, the caller's task) would otherwise copy it each time it moves.
         let inner = Box::pin(self.call_inner(&request, &progress));
         let deadline = request.options.deadline;
+        #[cfg(feature = "metrics")]
+        let inner = {
+            let started = Instant::now();
+            let (service, operation) = (self.service, request.endpoint);
+            Box::pin(async move {
+                let result = inner.await;
+                let verdict = match &result {
+                    Ok(_) => crate::Verdict::Accepted,
+                    Err(e) => e.verdict(),
+                };
+                crate::metrics::call(service, operation, verdict.as_str(), started.elapsed());
+                result
+            })
+        };
         if span.is_disabled() {
             // No subscriber wants the span: skip the clock, the outcome text and the records.
             return match deadline {
@@ -281,10 +295,27 @@ impl Transport {
                 error.type = tracing::field::Empty,
                 whish.attempt = attempts,
             );
+            #[cfg(feature = "metrics")]
+            let attempt_started = Instant::now();
             let attempt = self
                 .attempt(request, timeout, attempts)
                 .instrument(span.clone())
                 .await;
+            #[cfg(feature = "metrics")]
+            {
+                let result = match &attempt {
+                    Attempt::Body { status, .. } => status.to_string(),
+                    Attempt::Failed { kind, .. } => kind.as_str().to_owned(),
+                    Attempt::Setup(_) => "setup".to_owned(),
+                };
+                crate::metrics::attempt(
+                    self.service,
+                    request.endpoint,
+                    &result,
+                    attempts > 1,
+                    attempt_started.elapsed(),
+                );
+            }
             if !span.is_disabled() {
                 match &attempt {
                     Attempt::Body { status, .. } => {

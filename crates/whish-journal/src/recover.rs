@@ -293,6 +293,15 @@ impl Journal {
                 ),
             });
         }
+        // The journal's gauges (feature `metrics`): what is left open, what waits for a person.
+        if cfg!(feature = "metrics") {
+            let (left, _) = self.inner.db.list(true, i64::MAX).await?;
+            let needs_operator = left
+                .iter()
+                .filter(|e| e.state == State::NeedsOperator)
+                .count();
+            whish_core::metrics::journal_gauges(left.len() - needs_operator, needs_operator);
+        }
         Ok(report)
     }
 }
