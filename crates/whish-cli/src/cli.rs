@@ -22,19 +22,24 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// Per-attempt timeout in seconds.
-    #[arg(long, global = true, value_name = "SECS")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECS",
+        help_heading = "Global options"
+    )]
     pub timeout: Option<f64>,
     /// Resends after the first attempt (only where a resend is safe).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", help_heading = "Global options")]
     pub retries: Option<u32>,
     /// Output format; json when stdout is not a terminal.
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, global = true, value_enum, help_heading = "Global options")]
     pub output: Option<OutputFormat>,
     /// Accept loopback or private callback addresses (only with a loopback base URL: the sandbox).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub allow_local_callbacks: bool,
     /// Log to stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too. Secrets never print.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     pub verbose: u8,
 }
 
@@ -61,73 +66,105 @@ pub enum OutputFormat {
 /// Service settings, each a flag or an environment variable.
 #[derive(Debug, Args)]
 pub struct Settings {
+    /// The transfer service base URL (its `/api` included).
     #[arg(
         long,
         global = true,
         env = "WHISH_TRANSFER_BASE_URL",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Transfer account"
     )]
     pub transfer_base_url: Option<String>,
+    /// The transfer account username.
     #[arg(
         long,
         global = true,
         env = "WHISH_TRANSFER_USERNAME",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Transfer account"
     )]
     pub transfer_username: Option<String>,
+    /// The transfer account key (secret: prefer the environment variable).
     #[arg(
         long,
         global = true,
         env = "WHISH_TRANSFER_KEY",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Transfer account"
     )]
     pub transfer_key: Option<String>,
+    /// The hosted-collect service base URL.
     #[arg(
         long,
         global = true,
         env = "WHISH_COLLECT_BASE_URL",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Collect account"
     )]
     pub collect_base_url: Option<String>,
+    /// The collect channel issued to the merchant.
     #[arg(
         long,
         global = true,
         env = "WHISH_COLLECT_CHANNEL",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Collect account"
     )]
     pub collect_channel: Option<String>,
+    /// The collect secret (prefer the environment variable).
     #[arg(
         long,
         global = true,
         env = "WHISH_COLLECT_SECRET",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Collect account"
     )]
     pub collect_secret: Option<String>,
+    /// The websiteUrl issued with the collect keys.
     #[arg(
         long,
         global = true,
         env = "WHISH_COLLECT_WEBSITE_URL",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Collect account"
     )]
     pub collect_website_url: Option<String>,
+    /// The top-up service base URL.
     #[arg(
         long,
         global = true,
         env = "WHISH_TOPUP_BASE_URL",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Top-up account"
     )]
     pub topup_base_url: Option<String>,
+    /// The top-up sessionId (secret: prefer the environment variable).
     #[arg(
         long,
         global = true,
         env = "WHISH_TOPUP_SESSION_ID",
-        hide_env_values = true
+        hide_env_values = true,
+        help_heading = "Top-up account"
     )]
     pub topup_session_id: Option<String>,
-    #[arg(long, global = true, env = "WHISH_TOPUP_TOKEN", hide_env_values = true)]
+    /// The top-up token (secret: prefer the environment variable).
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_TOPUP_TOKEN",
+        hide_env_values = true,
+        help_heading = "Top-up account"
+    )]
     pub topup_token: Option<String>,
-    /// `AppName/version (website; contact-email)`.
-    #[arg(long, global = true, env = "WHISH_USER_AGENT", hide_env_values = true)]
+    /// The User-Agent the collect and top-up services require: `AppName/version (website;
+    /// contact-email)`.
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_USER_AGENT",
+        hide_env_values = true,
+        help_heading = "Account settings"
+    )]
     pub user_agent: Option<String>,
     /// The journal every money-moving command records in before sending: `sqlite:PATH` or
     /// `postgres://...` (default: a SQLite file in the user's data directory).
@@ -136,7 +173,8 @@ pub struct Settings {
         global = true,
         env = "WHISH_JOURNAL",
         hide_env_values = true,
-        value_name = "URL"
+        value_name = "URL",
+        help_heading = "Account settings"
     )]
     pub journal: Option<String>,
 }
@@ -178,50 +216,63 @@ pub enum Cur {
 pub enum TransferCmd {
     /// Quote the fee of a transfer.
     Fees {
-        #[arg(long, value_name = "ID")]
+        /// The sending country's id (`transfer countries` lists them).
+        #[arg(long, value_name = "ID", allow_negative_numbers = true)]
         from_country: i64,
+        /// The currency sent.
         #[arg(long, value_enum)]
         currency: Cur,
-        #[arg(long, value_name = "N")]
+        /// The amount, plain decimal text (`100`, `12.50`).
+        #[arg(long, value_name = "N", allow_hyphen_values = true)]
         amount: String,
+        /// Cash collection (the default) or mobile wallet.
         #[arg(long, value_enum)]
         payment_mode: Option<Mode>,
+        /// Take the fee out of the amount instead of adding it.
         #[arg(long)]
         deduct_fees: bool,
+        /// The receiver's phone the fee is quoted for.
         #[arg(long, value_name = "P")]
         phone_number: Option<String>,
     },
     /// Create a new transfer from a JSON file shaped as the spec's request body; resent safely.
     Send {
+        /// The request body: a JSON file shaped as the service's create request.
         #[arg(long, value_name = "FILE")]
         body: PathBuf,
         /// Your own numeric reference as the Request-id of this NEW transfer (default: a new one,
         /// printed before sending). To resend an earlier send, use `transfer resend`.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         request_id: Option<i64>,
     },
     /// Resend an earlier send whose outcome is unknown: the same body with the same Request-id.
     /// `transfer.already.done` is then a confirmation, read through status by requestId.
     Resend {
+        /// The same request body as the earlier send.
         #[arg(long, value_name = "FILE")]
         body: PathBuf,
         /// The Request-id the earlier send was given.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         request_id: i64,
     },
     /// Read a transfer's status (authoritative).
     Status {
+        /// By the transfer id.
         #[arg(long, value_name = "ID", group = "which")]
         transfer_id: Option<String>,
+        /// By the LTN number.
         #[arg(long, value_name = "N", group = "which")]
         ltn: Option<String>,
-        #[arg(long, value_name = "N", group = "which")]
+        /// By the Request-id of the send.
+        #[arg(long, value_name = "N", group = "which", allow_negative_numbers = true)]
         request_id: Option<i64>,
     },
     /// Cancel a cash-collection transfer not yet collected.
     Cancel {
+        /// The LTN number of the transfer.
         #[arg(long, value_name = "N")]
         ltn: String,
+        /// Why (kept in the account's audit log only).
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
     },
@@ -243,12 +294,13 @@ pub enum TransferCmd {
 
 #[derive(Debug, Args)]
 pub struct Report {
-    /// `yyyy-MM-dd HH:mm:ss`
+    /// From this time, `yyyy-MM-dd HH:mm:ss`.
     #[arg(long, value_name = "DATE")]
     pub from: String,
-    /// `yyyy-MM-dd HH:mm:ss`
+    /// To this time, `yyyy-MM-dd HH:mm:ss`.
     #[arg(long, value_name = "DATE")]
     pub to: String,
+    /// Only this currency (both when absent).
     #[arg(long, value_enum)]
     pub currency: Option<Cur>,
 }
@@ -259,9 +311,11 @@ pub enum LocationsCmd {
     Governorates,
     /// Shops, optionally narrowed.
     Shops {
-        #[arg(long, value_name = "N")]
+        /// Only the shops of this governorate.
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         governorate_id: Option<i64>,
-        #[arg(long, value_name = "N")]
+        /// Only the shops of this district.
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         district_id: Option<i64>,
     },
 }
@@ -299,41 +353,55 @@ pub enum JournalCmd {
 pub enum CollectCmd {
     /// The merchant balance in one currency.
     Balance {
+        /// The currency of the balance.
         #[arg(long, value_enum)]
         currency: Cur,
     },
     /// Create a payment; prints the hosted page address (not a payment).
     Create {
-        #[arg(long, value_name = "A")]
+        /// The amount, plain decimal text (`12.50`).
+        #[arg(long, value_name = "A", allow_hyphen_values = true)]
         amount: String,
+        /// The currency.
         #[arg(long, value_enum)]
         currency: Cur,
+        /// Your reference for the payment (default: a new one, printed); the idempotency key.
         #[arg(long, value_name = "X")]
         external_id: Option<String>,
+        /// Called (GET) when the payment succeeds; a public address.
         #[arg(long, value_name = "U")]
         success_callback_url: String,
+        /// Called (GET) when an attempt fails; a public address.
         #[arg(long, value_name = "U")]
         failure_callback_url: String,
+        /// Where the payer's browser goes after paying.
         #[arg(long, value_name = "U")]
         success_redirect_url: String,
+        /// Where the payer's browser goes after a failed attempt.
         #[arg(long, value_name = "U")]
         failure_redirect_url: String,
+        /// The text shown on the hosted page.
         #[arg(long, value_name = "TEXT")]
         invoice: Option<String>,
     },
     /// A payment's collectStatus (confirm before fulfilling).
     Status {
+        /// The payment's currency.
         #[arg(long, value_enum)]
         currency: Cur,
+        /// The payment's externalId.
         #[arg(long, value_name = "X")]
         external_id: String,
     },
     /// Refund a successful payment.
     Refund {
+        /// The payment's currency.
         #[arg(long, value_enum)]
         currency: Cur,
+        /// The externalId of the payment to refund.
         #[arg(long, value_name = "X")]
         external_id: String,
+        /// Why (refundReason).
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
     },
@@ -345,19 +413,25 @@ pub enum TopupCmd {
     Balance,
     /// The options a provider offers for a target.
     Options {
+        /// The provider's id (`etisalat-ae`, ...).
         #[arg(long, value_name = "P")]
         provider: String,
+        /// The number (or address) to top up.
         #[arg(long, value_name = "T")]
         target: String,
     },
     /// Fetch the options and pay the named one with its exact amount.
     Pay {
+        /// The provider's id (`etisalat-ae`, ...).
         #[arg(long, value_name = "P")]
         provider: String,
+        /// The number (or address) to top up.
         #[arg(long, value_name = "T")]
         target: String,
+        /// The option to pay, as `topup options` lists it.
         #[arg(long, value_name = "ID")]
         option_id: String,
+        /// Your reference for the sale (default: a new one, printed); the idempotency key.
         #[arg(long, value_name = "X")]
         external_id: Option<String>,
         /// Print the sold items' PINs (hidden by default).

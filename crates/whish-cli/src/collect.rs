@@ -46,19 +46,20 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 p = p.external_id(x);
             }
             let prepared = client.prepare_payment(p).map_err(|e| report(&e))?;
+            let journal = ctx.journal().await?;
             eprintln!(
                 "whish: externalId {}: store it with the order; status and refund need it",
                 prepared.external_id()
             );
-            let journal = ctx.journal().await?;
             let created = journal
                 .collect(client)
                 .create_payment(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
             Ok(out.success(&json!({
-                "collectUrl": created.collect_url,
+                "outcome": "accepted",
                 "externalId": created.external_id,
+                "collectUrl": created.collect_url,
                 "retrieved": created.retrieved,
             })))
         }
@@ -91,7 +92,11 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 .refund(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(out.success(&json!({"externalId": r.external_id, "retrieved": r.retrieved})))
+            Ok(out.success(&json!({
+                "outcome": "accepted",
+                "externalId": r.external_id,
+                "retrieved": r.retrieved,
+            })))
         }
     }
 }

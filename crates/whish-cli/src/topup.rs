@@ -31,8 +31,12 @@ fn item(i: &SoldItem, show_pin: bool) -> Value {
         "expiry": i.expiry,
         "date": i.date,
         "time": i.time,
+        "picture": i.picture,
+        "pictureUrl": i.picture_url,
         "voided": i.voided,
         "fromVoid": i.from_void,
+        "printType": i.print_type,
+        "viewType": i.view_type,
     })
 }
 
@@ -86,11 +90,11 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
                 request = request.external_id(x);
             }
             let prepared = client.prepare_pay(request).map_err(|e| report(&e))?;
+            let journal = ctx.journal().await?;
             eprintln!(
                 "whish: externalId {}: store it; a retry of this payment must reuse it (--external-id)",
                 prepared.external_id()
             );
-            let journal = ctx.journal().await?;
             match journal
                 .topup(client)
                 .pay(&prepared)
@@ -98,19 +102,21 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
                 .map_err(|e| report(&e))?
             {
                 PayOutcome::Paid(p) => Ok(out.success(&json!({
+                    "outcome": "accepted",
                     "externalId": p.external_id,
                     "retrieved": p.retrieved,
                     "amount": prepared.amount(),
                     "listOfSoldItems": p.sold_items().iter().map(|i| item(i, show_pin)).collect::<Vec<_>>(),
+                    "dialog": p.dialog,
                 }))),
                 PayOutcome::Challenge(c) => Err(out.failure(
-                    &json!({"code": c.code.to_string(), "dialog": c.dialog, "externalId": c.external_id}),
+                    &json!({"outcome": "pending", "code": c.code.to_string(), "dialog": c.dialog, "externalId": c.external_id}),
                     "the provider asks for a further step (a challenge); complete it, then pay again with the same --external-id",
                     PENDING,
                 )),
                 other => Err(out.failure(
-                    &json!({"outcome": format!("{other:?}")}),
-                    "an outcome this version does not know",
+                    &json!({"outcome": "unknown", "externalId": prepared.external_id(), "result": format!("{other:?}")}),
+                    "an outcome this version does not know: pay again with the same --external-id",
                     PENDING,
                 )),
             }

@@ -10,7 +10,7 @@ use whish::transfer::{
 use whish::{Amount, Currency, RequestId};
 
 use crate::cli::{Mode, Report, TransferCmd};
-use crate::output::{self, Done, FAILED, PENDING, usage};
+use crate::output::{self, Done, FAILED, usage};
 use crate::settings::Ctx;
 
 pub fn currency(c: crate::cli::Cur) -> Currency {
@@ -68,16 +68,18 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             }
             let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
             let id = prepared.request_id();
+            // The journal first: a journal that cannot be opened sends nothing, and a line
+            // telling to store the key of a request that never left would mislead.
+            let journal = ctx.journal().await?;
             eprintln!(
                 "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
             );
-            let journal = ctx.journal().await?;
             let outcome = journal
                 .transfer(client)
                 .send(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(send_outcome(&out, outcome))
+            Ok(send_outcome(&out, outcome, id))
         }
         TransferCmd::Resend { body, request_id } => {
             let id = RequestId::new(request_id).map_err(usage)?;
@@ -91,7 +93,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 .resend(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(send_outcome(&out, outcome))
+            Ok(send_outcome(&out, outcome, id))
         }
         TransferCmd::Status {
             transfer_id,
@@ -171,38 +173,62 @@ fn range(r: &Report) -> Result<ReportRange, u8> {
     Ok(range)
 }
 
-fn send_outcome(out: &output::Out, o: SendOutcome) -> u8 {
+/// The one shape of a send's result, whichever way it was reached (sent, credited, confirmed
+/// after a resend): every field always present (`null` when the way did not give it), the
+/// Request-id always, `outcome` the verdict and `result` the way.
+fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 {
+    let mut v = json!({
+        "outcome": "accepted",
+        "result": null,
+        "requestId": request_id,
+        "transferId": null,
+        "ltnNumber": null,
+        "status": null,
+        "charges": null,
+        "collectionAmount": null,
+        "balance": null,
+        "transactionId": null,
+        "currency": null,
+        "receiverIdentity": null,
+        "dialog": null,
+    });
+    let mut set = |k: &str, x: Value| v[k] = x;
     match o {
-        SendOutcome::Sent(s) => out.success(&json!({
-            "outcome": "sent",
-            "status": "SENT",
-            "requestId": s.request_id,
-            "ltnNumber": s.ltn_number,
-            "transferId": s.transfer_id,
-            "charges": s.charges,
-        })),
-        SendOutcome::Credited(w) => out.success(&json!({
-            "outcome": "credited",
-            "ltnNumber": w.ltn_number,
-            "transferId": w.transfer_id,
-            "charges": w.charges,
-            "collectionAmount": w.collection_amount,
-            "balance": w.balance,
-            "transactionId": w.transaction_id,
-            "currency": w.currency,
-            "dialog": w.dialog,
-        })),
-        SendOutcome::Confirmed { request_id, status } => out.success(&json!({
-            "outcome": "confirmed",
-            "requestId": request_id,
-            "status": to_json(&status),
-        })),
-        other => out.failure(
-            &json!({"outcome": format!("{other:?}")}),
-            "an outcome this version does not know; check status",
-            PENDING,
-        ),
+        SendOutcome::Sent(s) => {
+            set("result", json!("sent"));
+            set("status", json!("SENT"));
+            set("ltnNumber", json!(s.ltn_number));
+            set("transferId", json!(s.transfer_id));
+            set("charges", to_json(&s.charges));
+        }
+        SendOutcome::Credited(w) => {
+            set("result", json!("credited"));
+            set("status", json!("RECEIVED"));
+            set("ltnNumber", json!(w.ltn_number));
+            set("transferId", json!(w.transfer_id));
+            set("charges", to_json(&w.charges));
+            set("collectionAmount", to_json(&w.collection_amount));
+            set("balance", to_json(&w.balance));
+            set("transactionId", json!(w.transaction_id));
+            set("currency", json!(w.currency));
+            set("dialog", to_json(&w.dialog));
+        }
+        SendOutcome::Confirmed { status, .. } => {
+            set("result", json!("confirmed"));
+            set("status", json!(status.status.as_str()));
+            set("ltnNumber", json!(status.ltn_number));
+            set("transferId", json!(status.transfer_id));
+            set("receiverIdentity", to_json(&status.receiver_identity));
+        }
+        other => {
+            return out.failure(
+                &json!({"outcome": "unknown", "requestId": request_id, "result": format!("{other:?}")}),
+                "an outcome this version does not know: read the status by the Request-id",
+                output::TRANSPORT,
+            );
+        }
     }
+    out.success(&v)
 }
 
 #[derive(Deserialize)]

@@ -52,7 +52,8 @@ async fn transfer_commands_end_to_end() {
     .await;
     assert_eq!(sent.code, 0, "{sent:?}");
     let v = sent.json();
-    assert_eq!(v["outcome"], "sent");
+    assert_eq!(v["outcome"], "accepted");
+    assert_eq!(v["result"], "sent");
     assert_eq!(v["requestId"], 777001);
     assert!(
         sent.stderr.contains("777001"),
@@ -75,7 +76,7 @@ async fn transfer_commands_end_to_end() {
     )
     .await;
     assert_eq!(again.code, 0, "{again:?}");
-    assert_eq!(again.json()["outcome"], "confirmed");
+    assert_eq!(again.json()["result"], "confirmed");
     assert_eq!(sb.transfers().len(), 1);
 
     sb.collect_cash(&ltn).await.expect("collect");
@@ -169,7 +170,7 @@ async fn a_dropped_send_reply_is_confirmed_by_the_resend() {
     )
     .await;
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.json()["outcome"], "confirmed");
+    assert_eq!(run.json()["result"], "confirmed");
     assert_eq!(sb.transfers().len(), 1, "no duplicate");
     sb.shutdown().await;
 }
@@ -218,8 +219,8 @@ async fn a_lost_send_is_recovered_with_transfer_resend() {
     )
     .await;
     assert_eq!(resend.code, 0, "{resend:?}");
-    assert_eq!(resend.json()["outcome"], "confirmed");
-    assert_eq!(resend.json()["status"]["status"], "SENT");
+    assert_eq!(resend.json()["result"], "confirmed");
+    assert_eq!(resend.json()["status"], "SENT");
     // The journal knows Request-id 880001: `send` with the same body is the same transfer
     // (confirmed again); with another body it is refused before anything is sent.
     let again = whish(
@@ -235,7 +236,7 @@ async fn a_lost_send_is_recovered_with_transfer_resend() {
     )
     .await;
     assert_eq!(again.code, 0, "{again:?}");
-    assert_eq!(again.json()["outcome"], "confirmed");
+    assert_eq!(again.json()["result"], "confirmed");
     let other = temp_file("other.json", &cash_body("101"))
         .display()
         .to_string();
