@@ -440,3 +440,36 @@ async fn an_identity_without_a_date_of_birth_is_refused_before_sending() {
     );
     any.assert_calls_async(0).await;
 }
+
+/// A Long the service sends as `requestId` is any Long: a line with `requestId: 0` (an entry
+/// with no originating request) does not make the whole log unreadable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_activity_line_with_request_id_zero_is_read() {
+    let server = httpmock::MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method("POST").path("/api/woo/activity");
+            then.status(200)
+                .header("content-type", "application/json")
+                .body(fixture("money-transfer/activity.success.json").replacen(
+                    "\"requestId\": 1755770400000001",
+                    "\"requestId\": 0",
+                    1,
+                ));
+        })
+        .await;
+    let run = whish(
+        &[
+            "transfer",
+            "activity",
+            "--from",
+            "2026-11-01 00:00:00",
+            "--to",
+            "2026-11-30 00:00:00",
+        ],
+        &env(&server.base_url()),
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()[0]["requestId"], 0, "{run:?}");
+}

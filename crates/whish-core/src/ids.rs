@@ -15,13 +15,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::validation::ValidationError;
 
-/// The transfer service's `Request-id`: a positive `i64`.
+/// The transfer service's `Request-id`: a Long. The ones the SDK makes, and the ones it takes
+/// from a caller ([`RequestId::new`]), are positive; one read from the service's replies
+/// (`requestId` in the activity log, the statement, the callback) is any Long it sends, `0`
+/// included, so that a reply the service considers valid is never unreadable.
 ///
 /// The Request-id of a create is what later identifies the transfer as `requestId` in status,
 /// activity and statement, and as `externalId` in callbacks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "i64", into = "i64")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(into = "i64")]
 pub struct RequestId(i64);
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        i64::deserialize(d).map(RequestId)
+    }
+}
 
 impl RequestId {
     /// A Request-id from a caller's own numeric reference. It must be positive.
@@ -258,6 +267,17 @@ impl fmt::Display for ExternalId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_id_read_from_a_reply_is_any_long_and_one_we_make_is_positive() {
+        for text in ["0", "-7", "9223372036854775807"] {
+            let id: RequestId = serde_json::from_str(text).expect("a Long decodes");
+            assert_eq!(id.get().to_string(), text);
+        }
+        assert!(RequestId::new(0).is_err());
+        assert!(RequestId::new(-7).is_err());
+        assert!(RequestId::generate().get() > 0);
+    }
     use std::collections::HashSet;
 
     #[test]
@@ -302,7 +322,13 @@ mod tests {
         assert!("4a2".parse::<RequestId>().is_err());
         let json = serde_json::to_string(&RequestId::new(7).expect("ok")).expect("json");
         assert_eq!(json, "7");
-        assert!(serde_json::from_str::<RequestId>("-1").is_err());
+        // Read from a reply: any Long the service sends.
+        assert_eq!(
+            serde_json::from_str::<RequestId>("-1")
+                .expect("a Long")
+                .get(),
+            -1
+        );
     }
 
     #[test]
