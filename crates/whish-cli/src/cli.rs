@@ -322,12 +322,21 @@ pub enum LocationsCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum JournalCmd {
-    /// The entries, one JSON line each: key, service, operation, state, created.
+    /// The entries, newest first: key, service, operation, state, created (one JSON line each,
+    /// or a table with `--output table`).
     List {
         /// Only the entries still open or waiting for an operator.
         #[arg(long)]
         open: bool,
-        /// At most this many.
+        /// Only the entries in this state (intended, may-have-arrived, pending, accepted,
+        /// refused, needs-operator).
+        #[arg(long, value_name = "STATE")]
+        state: Option<String>,
+        /// Only the entries recorded at or after this time: `yyyy-MM-dd`, `yyyy-MM-dd HH:mm:ss`
+        /// (UTC) or RFC 3339.
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// At most this many (the newest).
         #[arg(long, default_value_t = 1000)]
         limit: u32,
     },

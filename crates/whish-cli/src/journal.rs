@@ -19,6 +19,29 @@ fn line(e: &Entry) -> Value {
     })
 }
 
+/// A `--since` time: `yyyy-MM-dd`, `yyyy-MM-dd HH:mm:ss` (UTC) or RFC 3339.
+fn since_time(text: &str) -> Result<time::OffsetDateTime, u8> {
+    use time::format_description::well_known::Rfc3339;
+    use time::macros::format_description;
+    let t = text.trim();
+    if let Ok(at) = time::OffsetDateTime::parse(t, &Rfc3339) {
+        return Ok(at);
+    }
+    if let Ok(at) = time::PrimitiveDateTime::parse(
+        t,
+        format_description!("[year]-[month]-[day] [hour]:[minute]:[second]"),
+    ) {
+        return Ok(at.assume_utc());
+    }
+    if let Ok(day) = time::Date::parse(t, format_description!("[year]-[month]-[day]")) {
+        return Ok(day.midnight().assume_utc());
+    }
+    Err(usage(format!(
+        "--since `{}` is not a time: yyyy-MM-dd, yyyy-MM-dd HH:mm:ss (UTC) or RFC 3339",
+        printable(t)
+    )))
+}
+
 pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
     let journal = ctx.journal().await?;
     let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
@@ -31,16 +54,52 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
         TRANSPORT
     };
     match cmd {
-        JournalCmd::List { open, limit } => {
-            // JSON lines whatever the terminal: one entry a line, for grep and jq.
-            for e in journal.list(open, limit).await.map_err(failed)? {
-                println!("{}", line(&e));
+        JournalCmd::List {
+            open,
+            state,
+            since,
+            limit,
+        } => {
+            let mut listing = whish::journal::Listing::new().limit(limit);
+            if open {
+                listing = listing.open();
             }
+            if let Some(text) = state {
+                let Some(st) = whish::journal::State::parse(text.trim()) else {
+                    let names: Vec<&str> = whish::journal::State::ALL
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect();
+                    return Err(usage(format!(
+                        "--state `{}` is not a state: {}",
+                        printable(&text),
+                        names.join(", ")
+                    )));
+                };
+                listing = listing.state(st);
+            }
+            if let Some(text) = since {
+                listing = listing.since(since_time(&text)?);
+            }
+            let mut rows: Vec<Value> = journal
+                .list(&listing)
+                .await
+                .map_err(failed)?
+                .iter()
+                .map(line)
+                .collect();
             for u in journal.unreadable().await.map_err(failed)? {
-                println!(
-                    "{}",
-                    json!({"key": u.key, "id": u.id, "state": "unreadable", "reason": u.reason})
+                rows.push(
+                    json!({"key": u.key, "id": u.id, "state": "unreadable", "reason": u.reason}),
                 );
+            }
+            if ctx.out.json {
+                // JSON lines: one entry a line, for grep and jq.
+                for r in &rows {
+                    println!("{r}");
+                }
+            } else {
+                ctx.out.print(&Value::from(rows));
             }
             Ok(OK)
         }
@@ -98,7 +157,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 .await
                 .map_err(recovery_failed)?;
             let open = journal
-                .list(true, u32::MAX)
+                .list(&whish::journal::Listing::new().open().limit(u32::MAX))
                 .await
                 .map_err(recovery_failed)?;
             let value = json!({

@@ -220,10 +220,26 @@ pub fn table(v: &Value, indent: usize) -> String {
                     }
                 }
             }
-            let keys: Vec<String> = raw_keys.iter().map(|k| printable(k)).collect();
+            // Nested lists and objects are tables of their own, under their row, never JSON
+            // text in a cell.
+            let nested = |k: &str| {
+                rows.iter()
+                    .any(|r| matches!(r[k], Value::Array(_) | Value::Object(_)))
+            };
+            let (flat, deep): (Vec<&String>, Vec<&String>) =
+                raw_keys.iter().partition(|k| !nested(k.as_str()));
+            let keys: Vec<String> = flat.iter().map(|k| printable(k)).collect();
             let cells: Vec<Vec<String>> = rows
                 .iter()
-                .map(|r| raw_keys.iter().map(|k| scalar(&r[k.as_str()])).collect())
+                .map(|r| flat.iter().map(|k| scalar(&r[k.as_str()])).collect())
+                .collect();
+            // Money and other numbers right-aligned: a column of numbers only.
+            let numeric: Vec<bool> = flat
+                .iter()
+                .map(|k| {
+                    rows.iter()
+                        .all(|r| matches!(r[k.as_str()], Value::Number(_) | Value::Null))
+                })
                 .collect();
             let widths: Vec<usize> = keys
                 .iter()
@@ -234,19 +250,42 @@ pub fn table(v: &Value, indent: usize) -> String {
                         .map(|c| c[i].chars().count())
                         .max()
                         .unwrap_or(0)
-                        .max(k.len())
+                        .max(k.chars().count())
                 })
                 .collect();
             let line = |vals: Vec<&str>| {
                 let mut l = pad.clone();
                 for (i, v) in vals.iter().enumerate() {
-                    let _ = write!(l, "{:<w$}  ", v, w = widths[i]);
+                    if numeric[i] {
+                        let _ = write!(l, "{:>w$}  ", v, w = widths[i]);
+                    } else {
+                        let _ = write!(l, "{:<w$}  ", v, w = widths[i]);
+                    }
                 }
                 l.trim_end().to_owned() + "\n"
             };
-            s.push_str(&line(keys.iter().map(|k| k.as_str()).collect()));
-            for c in &cells {
-                s.push_str(&line(c.iter().map(String::as_str).collect()));
+            if !keys.is_empty() {
+                s.push_str(&line(keys.iter().map(|k| k.as_str()).collect()));
+                for c in &cells {
+                    s.push_str(&line(c.iter().map(String::as_str).collect()));
+                }
+            }
+            for (n, r) in rows.iter().enumerate() {
+                for k in &deep {
+                    let v = &r[k.as_str()];
+                    if matches!(v, Value::Null) {
+                        continue;
+                    }
+                    // Named by the row's first cell (a currency, a governorate), else its number.
+                    let name = cells
+                        .get(n)
+                        .and_then(|c| c.first())
+                        .filter(|c| !c.is_empty())
+                        .cloned()
+                        .unwrap_or_else(|| format!("#{}", n + 1));
+                    let _ = writeln!(s, "\n{pad}{name} {}:", printable(k));
+                    s.push_str(&table(v, indent + 2));
+                }
             }
         }
         Value::Array(items) => {

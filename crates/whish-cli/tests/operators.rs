@@ -340,3 +340,122 @@ async fn no_store_the_key_line_when_the_journal_cannot_be_opened() {
     assert!(sb.transfers().is_empty());
     sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_list_is_newest_first_with_limit_state_since_and_a_table() {
+    let sb = Sandbox::start().await.expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let journal = temp_file("j.sqlite", "").with_file_name("list-journal.sqlite");
+    env.push((
+        "WHISH_JOURNAL".to_owned(),
+        format!("sqlite:{}", journal.display()),
+    ));
+    let body = temp_file("send.json", &cash_body("100"))
+        .display()
+        .to_string();
+    for id in ["663001", "663002", "663003"] {
+        let run = whish(
+            &["transfer", "send", "--body", &body, "--request-id", id],
+            &env,
+        )
+        .await;
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let keys_of = |stdout: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+            .map(|v| v["key"].as_str().expect("key").to_owned())
+            .collect()
+    };
+    let newest = whish(&["journal", "list", "--limit", "2"], &env).await;
+    assert_eq!(newest.code, 0, "{newest:?}");
+    assert_eq!(
+        keys_of(&newest.stdout),
+        ["663003", "663002"],
+        "the newest two"
+    );
+    let accepted = whish(&["journal", "list", "--state", "accepted"], &env).await;
+    assert_eq!(keys_of(&accepted.stdout).len(), 3);
+    let none = whish(&["journal", "list", "--state", "pending"], &env).await;
+    assert!(none.stdout.trim().is_empty(), "{none:?}");
+    let later = whish(&["journal", "list", "--since", "2999-01-01"], &env).await;
+    assert_eq!(later.code, 0, "{later:?}");
+    assert!(later.stdout.trim().is_empty(), "{later:?}");
+    let earlier = whish(&["journal", "list", "--since", "2000-01-01 00:00:00"], &env).await;
+    assert_eq!(keys_of(&earlier.stdout).len(), 3);
+    let bad = whish(&["journal", "list", "--state", "done"], &env).await;
+    assert_eq!(bad.code, 2, "{bad:?}");
+    let table = whish(&["journal", "list", "--output", "table"], &env).await;
+    assert_eq!(table.code, 0, "{table:?}");
+    let header = table.stdout.lines().next().expect("a header");
+    assert!(
+        header.contains("key") && header.contains("state"),
+        "{table:?}"
+    );
+    assert!(!table.stdout.contains('{'), "a table, not JSON: {table:?}");
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_shows_nested_lists_as_tables_and_numbers_right_aligned() {
+    let sb = Sandbox::start().await.expect("sandbox");
+    let env = sandbox_env(&sb);
+    let body = temp_file("send.json", &cash_body("100"))
+        .display()
+        .to_string();
+    for id in ["664001", "664002"] {
+        let run = whish(
+            &["transfer", "send", "--body", &body, "--request-id", id],
+            &env,
+        )
+        .await;
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let run = whish(
+        &[
+            "transfer",
+            "statement",
+            "--from",
+            "2000-01-01 00:00:00",
+            "--to",
+            "2100-01-01 00:00:00",
+            "--currency",
+            "USD",
+            "--output",
+            "table",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = run.stdout;
+    assert!(
+        !text.contains('{') && !text.contains('['),
+        "no JSON in a cell:\n{text}"
+    );
+    // The transactions are a table of their own, under their currency.
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_end().ends_with("transactions:"))
+        .unwrap_or_else(|| panic!("a transactions table:\n{text}"));
+    let header = lines[at + 1];
+    assert!(
+        header.contains("debit") && header.contains("credit"),
+        "{text}"
+    );
+    // Money right-aligned: every row of the balance column ends where its header ends.
+    let end = header.find("balance").expect("balance column") + "balance".len();
+    let rows: Vec<&str> = lines[at + 2..]
+        .iter()
+        .take_while(|l| !l.trim().is_empty())
+        .copied()
+        .collect();
+    assert!(rows.len() >= 3, "{text}");
+    for r in &rows {
+        let cell_end = r[..end.min(r.len())].trim_end().len();
+        assert_eq!(cell_end, end, "right-aligned: `{r}` in\n{text}");
+    }
+    sb.shutdown().await;
+}

@@ -291,9 +291,9 @@ async fn journal_state(env: &[(String, String)], op: &Op, key: &str) -> String {
         "refund" => "refund",
         _ => "pay",
     };
+    // Newest first: the first match is the run's own.
     let entry = entries
         .iter()
-        .rev()
         .find(|e| e["operation"] == operation && (key.is_empty() || e["key"] == key))
         .unwrap_or_else(|| panic!("no {operation} entry {key} in {entries:?}"));
     entry["state"].as_str().expect("state").to_owned()

@@ -82,6 +82,60 @@ pub use journaled::JournaledTransfer;
 pub use recover::{Change, Clients, HeldElsewhere, Recovery, RecoveryReport};
 pub use store::Backend;
 
+/// Which entries [`Journal::list`] returns, newest first. `Listing::new()` is every entry, at
+/// most 1 000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct Listing {
+    pub(crate) open_only: bool,
+    pub(crate) state: Option<State>,
+    pub(crate) since_ms: Option<i64>,
+    pub(crate) limit: u32,
+}
+
+impl Default for Listing {
+    fn default() -> Self {
+        Listing {
+            open_only: false,
+            state: None,
+            since_ms: None,
+            limit: 1000,
+        }
+    }
+}
+
+impl Listing {
+    /// Every entry, at most 1 000.
+    pub fn new() -> Listing {
+        Listing::default()
+    }
+
+    /// Only the entries still open or waiting for an operator.
+    pub fn open(mut self) -> Self {
+        self.open_only = true;
+        self
+    }
+
+    /// Only the entries in this state.
+    pub fn state(mut self, state: State) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Only the entries recorded at or after this time.
+    pub fn since(mut self, at: time::OffsetDateTime) -> Self {
+        let ms = at.unix_timestamp_nanos() / 1_000_000;
+        self.since_ms = Some(i64::try_from(ms).unwrap_or(i64::MAX));
+        self
+    }
+
+    /// At most this many.
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
 use store::Db;
 #[cfg(feature = "hosted-collect")]
 use whish_hosted_collect::CollectClient;
@@ -304,17 +358,30 @@ impl Journal {
         }
     }
 
-    /// The entries in the order they were recorded: all of them, or only the open ones and
-    /// those waiting for an operator. At most `limit`.
+    /// The entries a [`Listing`] selects, **newest first**: all of them or only the open ones
+    /// and those waiting for an operator, of one state, recorded since a time; at most its limit.
+    /// The database selects and orders them (an index on the row id), so a listing costs what it
+    /// returns.
     ///
     /// A row this version cannot read is left out (one bad row never hides the others):
     /// [`unreadable`](Self::unreadable) lists those.
     ///
+    /// ```no_run
+    /// # async fn run(journal: whish_journal::Journal) -> Result<(), whish_journal::JournalError> {
+    /// use whish_journal::{Listing, State};
+    /// // The ten newest entries still waiting for a person.
+    /// let waiting = journal
+    ///     .list(&Listing::new().state(State::NeedsOperator).limit(10))
+    ///     .await?;
+    /// # let _ = waiting;
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// A `JournalError` when the database cannot be read.
-    pub async fn list(&self, open_only: bool, limit: u32) -> Result<Vec<Entry>, JournalError> {
-        Ok(self.inner.db.list(open_only, i64::from(limit)).await?.0)
+    pub async fn list(&self, listing: &Listing) -> Result<Vec<Entry>, JournalError> {
+        self.inner.db.listing(listing).await
     }
 
     /// The rows this version cannot read (an outcome that does not parse, a state or service it

@@ -695,6 +695,44 @@ impl Db {
         })
     }
 
+    /// The entries a listing selects, newest first, each condition a bound parameter.
+    pub(crate) async fn listing(
+        &self,
+        listing: &crate::Listing,
+    ) -> Result<Vec<Entry>, JournalError> {
+        let mut conditions = Vec::new();
+        if listing.open_only {
+            conditions.push(
+                "state IN ('intended', 'may-have-arrived', 'pending', 'needs-operator')".to_owned(),
+            );
+        }
+        // Parameters in a fixed order; an absent one is bound as a value that selects all.
+        conditions.push("($1 = '' OR state = $1)".to_owned());
+        conditions.push("created_ms >= $2".to_owned());
+        let sql = format!(
+            "SELECT {COLUMNS} FROM whish_journal_entries WHERE {} ORDER BY id DESC LIMIT $3",
+            conditions.join(" AND ")
+        );
+        let state = listing.state.map_or("", State::as_str);
+        let since = listing.since_ms.unwrap_or(i64::MIN);
+        on_db!(self, pool => {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(state)
+                .bind(since)
+                .bind(i64::from(listing.limit))
+                .fetch_all(pool)
+                .await
+                .map_err(JournalError::read)?;
+            let mut good = Vec::new();
+            for row in &rows {
+                if let Ok(e) = claimed_of(row)?.entry {
+                    good.push(e);
+                }
+            }
+            Ok(good)
+        })
+    }
+
     pub(crate) async fn by_key(&self, key: &str) -> Result<Vec<Entry>, JournalError> {
         let sql =
             format!("SELECT {COLUMNS} FROM whish_journal_entries WHERE idem_key = $1 ORDER BY id");

@@ -114,7 +114,10 @@ async fn one_unreadable_row_does_not_stop_recovery() {
             "the bad row was not sent"
         );
         // Listing shows the good entries and, apart, the rows it cannot read.
-        let listed = journal.list(false, 100).await.expect("list");
+        let listed = journal
+            .list(&whish_journal::Listing::new().limit(100))
+            .await
+            .expect("list");
         assert!(listed.iter().any(|e| e.key == key));
         // Row 111 is readable now (an operator's, with the reason); 222 still is not.
         let unreadable = journal.unreadable().await.expect("unreadable");

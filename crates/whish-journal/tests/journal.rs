@@ -207,7 +207,10 @@ async fn every_money_moving_operation_recovers_with_its_own_key() {
         sb.inject(Endpoint::TopupPay, Fault::Pending, 1);
         assert!(u.pay(&pay).await.expect_err("pending").is_pending());
 
-        let open = journal.list(true, 100).await.expect("list");
+        let open = journal
+            .list(&whish_journal::Listing::new().open().limit(100))
+            .await
+            .expect("list");
         assert_eq!(open.len(), 4, "{open:#?}");
         journal.close().await;
 
@@ -223,7 +226,13 @@ async fn every_money_moving_operation_recovers_with_its_own_key() {
         );
 
         let journal = place.open().await;
-        assert!(journal.list(true, 100).await.expect("list").is_empty());
+        assert!(
+            journal
+                .list(&whish_journal::Listing::new().open().limit(100))
+                .await
+                .expect("list")
+                .is_empty()
+        );
         // The service's records: one of each, nothing twice.
         let transfer = sb
             .transfers()
@@ -388,7 +397,14 @@ async fn an_entry_still_open_after_its_deadline_goes_to_the_operator() {
             State::NeedsOperator
         );
         // Listed as open for a person to see; never pruned.
-        assert_eq!(journal.list(true, 10).await.expect("list").len(), 1);
+        assert_eq!(
+            journal
+                .list(&whish_journal::Listing::new().open().limit(10))
+                .await
+                .expect("list")
+                .len(),
+            1
+        );
         assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 0);
         assert_eq!(transfers_with(&sb, send.request_id().get()), 0);
 
@@ -550,10 +566,15 @@ async fn prune_keeps_open_entries_and_the_journal_keeps_no_secret() {
             other => panic!("{other:?}"),
         };
         assert!(!pins.is_empty(), "the sandbox sells PINs");
-        let everything = serde_json::to_string(&journal.list(false, 100).await.expect("list"))
-            .expect("json")
+        let everything = serde_json::to_string(
+            &journal
+                .list(&whish_journal::Listing::new().limit(100))
+                .await
+                .expect("list"),
+        )
+        .expect("json")
             + &journal
-                .list(false, 100)
+                .list(&whish_journal::Listing::new().limit(100))
                 .await
                 .expect("list")
                 .iter()
@@ -571,7 +592,10 @@ async fn prune_keeps_open_entries_and_the_journal_keeps_no_secret() {
         }
 
         assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 2);
-        let left = journal.list(false, 100).await.expect("list");
+        let left = journal
+            .list(&whish_journal::Listing::new().limit(100))
+            .await
+            .expect("list");
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].key, open.request_id().to_string());
     }
@@ -601,7 +625,12 @@ async fn processes_opening_a_new_journal_at_once_all_open_it() {
         }
         for t in tasks {
             let j = t.await.expect("task").expect("every open succeeds");
-            assert!(j.list(false, 1).await.expect("list").is_empty());
+            assert!(
+                j.list(&whish_journal::Listing::new().limit(1))
+                    .await
+                    .expect("list")
+                    .is_empty()
+            );
             j.close().await;
         }
     }

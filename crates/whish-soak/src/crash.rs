@@ -396,7 +396,7 @@ async fn settle(
             .await
             .map_err(|e| e.to_string())?;
         let open = j
-            .list(true, 1_000_000)
+            .list(&whish::journal::Listing::new().open().limit(1_000_000))
             .await
             .map_err(|e| e.to_string())?
             .into_iter()
