@@ -60,8 +60,11 @@ fn init_tracing(verbose: u8) {
         2 => EnvFilter::new("debug"),
         _ => EnvFilter::new("trace"),
     };
+    // Colour only on a terminal: a pipe or a file gets plain text.
+    use std::io::IsTerminal as _;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

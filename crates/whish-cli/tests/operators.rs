@@ -459,3 +459,44 @@ async fn a_table_shows_nested_lists_as_tables_and_numbers_right_aligned() {
     }
     sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbose_prints_one_line_per_call_without_colour_in_a_pipe() {
+    let sb = Sandbox::start().await.expect("sandbox");
+    let env = sandbox_env(&sb);
+    sb.inject(Endpoint::TransferFees, Fault::Page(502), 1);
+    let run = whish(
+        &[
+            "-v",
+            "transfer",
+            "fees",
+            "--from-country",
+            "1",
+            "--currency",
+            "USD",
+            "--amount",
+            "100",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let calls: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("transfer.fees accepted after"))
+        .collect();
+    assert_eq!(calls.len(), 1, "one line for the call: {}", run.stderr);
+    assert!(calls[0].contains("after 2 attempt(s) in"), "{}", calls[0]);
+    assert!(
+        !run.stderr.contains("resending"),
+        "a resend is -vv detail: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains('\u{1b}'),
+        "no colour codes in a pipe: {:?}",
+        run.stderr
+    );
+    sb.shutdown().await;
+}

@@ -241,7 +241,17 @@ impl Transport {
         if let Some(status) = status_of(&result) {
             span.record("http.response.status_code", status);
         }
-        span.in_scope(|| tracing::debug!(outcome = verdict.as_str(), "call finished"));
+        // One line per call at INFO (the command's `-v`): the operation, its outcome, the
+        // attempts and the time.
+        span.in_scope(|| {
+            tracing::info!(
+                "{} {} after {} attempt(s) in {} ms",
+                request.endpoint,
+                verdict.as_str(),
+                progress.attempts.load(Ordering::SeqCst).max(1),
+                started.elapsed().as_millis()
+            );
+        });
         result
     }
 
@@ -373,7 +383,8 @@ impl Transport {
                     return result;
                 }
                 Decision::RetryAfter(wait) => {
-                    tracing::warn!(
+                    // DEBUG: the call's own line (INFO) says how many attempts it took.
+                    tracing::debug!(
                         attempt = attempts,
                         ?outcome,
                         wait_ms = wait.as_millis() as u64,
