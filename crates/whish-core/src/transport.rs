@@ -506,6 +506,10 @@ impl Transport {
         for (k, v) in &request.headers {
             protected.insert(k.clone(), v.clone());
         }
+        // The credentials read from a source are the SDK's too.
+        for d in self.dynamic.iter() {
+            protected.insert(d.name.clone(), HeaderValue::from_static(""));
+        }
         let (method, url) = (http.method().clone(), http.url().clone());
         for i in self.interceptors.iter() {
             i.before_attempt(&mut crate::intercept::BeforeAttempt {

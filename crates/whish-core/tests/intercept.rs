@@ -156,3 +156,33 @@ async fn an_interceptor_sees_a_failure_without_an_answer() {
         vec![(1, None, Some(TransportErrorKind::Connect))]
     );
 }
+
+/// A credential read from a source is the SDK's header too: an interceptor cannot replace it.
+#[tokio::test]
+async fn an_interceptor_cannot_replace_a_credential_read_from_a_source() {
+    struct Forger;
+    impl Interceptor for Forger {
+        fn before_attempt(&self, a: &mut BeforeAttempt<'_>) {
+            assert!(a.insert_header("key", "forged").is_err());
+        }
+    }
+    let server = ScriptedServer::start(vec![Step::json(
+        r#"{"status":true,"code":null,"data":null}"#,
+    )])
+    .await;
+    let t = ClientSettings::new(server.base.clone())
+        .interceptor(Arc::new(Forger))
+        .build_transport(
+            "test",
+            ServiceHeaders::new().secret_from(
+                "key",
+                "key",
+                Arc::new(SecretString::from(SECRET_KEY)),
+            ),
+        )
+        .expect("transport");
+    let req = Request::new("test.read", Method::POST, "/read").resend(Resend::Read);
+    let r: Result<_, Error> = t.call::<serde_json::Value, TestCode>(req).await;
+    assert!(r.is_ok());
+    assert_eq!(server.raw_secret_values(), [SECRET_KEY]);
+}
