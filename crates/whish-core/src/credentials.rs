@@ -45,13 +45,27 @@ impl SecretSource for FromEnv {
     }
 }
 
-/// The contents of a file (trimmed), read again whenever its modification time or length
-/// changes: replace the file (atomically, as secret managers do) and the next attempt sends the
-/// new value.
+/// The contents of a file (trimmed), read again whenever the file changes (its modification
+/// time, its length, or, on Unix, the file itself: a replacement moved over it, as secret
+/// managers do): the next attempt sends the new value.
 #[derive(Debug)]
 pub struct FromFile {
     path: PathBuf,
-    cached: Mutex<Option<(SystemTime, u64, SecretString)>>,
+    cached: Mutex<Option<(Stamp, SecretString)>>,
+}
+
+/// What tells one version of the file from another.
+type Stamp = (SystemTime, u64, u64, u64);
+
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
 }
 
 impl FromFile {
@@ -68,10 +82,11 @@ impl SecretSource for FromFile {
     fn current(&self) -> Result<SecretString, String> {
         let unreadable = |e: std::io::Error| format!("{} cannot be read: {e}", self.path.display());
         let meta = std::fs::metadata(&self.path).map_err(unreadable)?;
-        let stamp = (meta.modified().map_err(unreadable)?, meta.len());
+        let (dev, ino) = identity(&meta);
+        let stamp: Stamp = (meta.modified().map_err(unreadable)?, meta.len(), dev, ino);
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, len, value)) = cached.as_ref()
-            && (*at, *len) == stamp
+        if let Some((at, value)) = cached.as_ref()
+            && *at == stamp
         {
             return Ok(value.clone());
         }
@@ -81,7 +96,7 @@ impl SecretSource for FromFile {
             return Err(format!("{} is empty", self.path.display()));
         }
         let value = SecretString::from(value.to_owned());
-        *cached = Some((stamp.0, stamp.1, value.clone()));
+        *cached = Some((stamp, value.clone()));
         Ok(value)
     }
 }

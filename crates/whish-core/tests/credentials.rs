@@ -36,12 +36,23 @@ async fn a_key_rotated_in_its_file_is_sent_on_the_next_attempt() {
         )
         .expect("transport");
     let _: Result<_, Error> = t.call::<serde_json::Value, TestCode>(read()).await;
-    // Replaced the way secret managers do: a new file moved over the old one.
+    // Replaced the way secret managers do: a new file moved over the old one. The same length
+    // and, on a coarse clock, the same modification time: the file itself tells them apart.
     let next = dir.join("key.new");
-    std::fs::write(&next, "key-two-rotated").expect("write");
+    std::fs::write(&next, "key-two\n").expect("write");
+    let old = std::fs::metadata(&file)
+        .expect("meta")
+        .modified()
+        .expect("mtime");
+    std::fs::File::options()
+        .write(true)
+        .open(&next)
+        .expect("open")
+        .set_modified(old)
+        .expect("same mtime");
     std::fs::rename(&next, &file).expect("rename");
     let _: Result<_, Error> = t.call::<serde_json::Value, TestCode>(read()).await;
-    assert_eq!(keys_seen(&server), ["key-one", "key-two-rotated"]);
+    assert_eq!(keys_seen(&server), ["key-one", "key-two"]);
     std::fs::remove_dir_all(&dir).expect("clean");
 }
 
