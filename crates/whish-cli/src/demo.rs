@@ -633,7 +633,10 @@ async fn status_and_refund(c: &Clients, payment: Option<&(String, String)>) -> S
 async fn topup(c: &Clients, sb: &Sandbox) -> Step {
     let offer = c
         .topup
-        .fetch_options("etisalat-ae", "+971501234567")
+        .fetch_options(
+            whish::topup::ProviderId::new("etisalat-ae"),
+            "+971501234567",
+        )
         .await
         .map_err(e)?;
     let option = offer.option("ETI-12").ok_or("no ETI-12 option")?;
@@ -656,7 +659,10 @@ async fn topup(c: &Clients, sb: &Sandbox) -> Step {
 async fn topup_replay(c: &Clients, sb: &Sandbox) -> Step {
     let offer = c
         .topup
-        .fetch_options("gift-voucher", "buyer@example.com")
+        .fetch_options(
+            whish::topup::ProviderId::new("gift-voucher"),
+            "buyer@example.com",
+        )
         .await
         .map_err(e)?;
     let prepared = c
@@ -701,7 +707,7 @@ async fn dropped_request(c: &Clients, sb: &Sandbox) -> Step {
     sb.inject(Endpoint::TopupPay, Fault::DropRequest, 1);
     let offer = c
         .topup
-        .fetch_options("du-ae", "971501234567")
+        .fetch_options(whish::topup::ProviderId::new("du-ae"), "971501234567")
         .await
         .map_err(e)?;
     let prepared = c

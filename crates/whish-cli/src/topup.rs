@@ -51,7 +51,7 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
         }
         TopupCmd::Options { provider, target } => {
             let f = client
-                .fetch_options(&provider, &target)
+                .fetch_options(whish::topup::ProviderId::new(&provider), &target)
                 .await
                 .map_err(|e| report(&e))?;
             Ok(out.success(&json!({
@@ -75,7 +75,7 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
             show_pin,
         } => {
             let f = client
-                .fetch_options(&provider, &target)
+                .fetch_options(whish::topup::ProviderId::new(&provider), &target)
                 .await
                 .map_err(|e| report(&e))?;
             let Some(option) = f.option(&option_id) else {

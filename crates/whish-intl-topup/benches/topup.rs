@@ -173,7 +173,10 @@ fn main() {
         next: AtomicU64::new(1),
     });
     let offer = rt
-        .block_on(sdk.fetch_options("example-provider", "971501234567"))
+        .block_on(sdk.fetch_options(
+            whish_intl_topup::ProviderId::new("example-provider"),
+            "971501234567",
+        ))
         .expect("fetch");
     let option = Arc::new(offer.option("opt-third").expect("option").clone());
     assert_eq!(rt.block_on(sdk_pay(&sdk, &option)), 1);

@@ -11,7 +11,7 @@ use whish_core::{
 };
 
 use crate::code::TopupCode;
-use crate::model::{Balance, BalanceData, FetchData, FetchedOptions, TopupOption};
+use crate::model::{Balance, BalanceData, FetchData, FetchedOptions, ProviderId, TopupOption};
 use crate::pay::{Challenge, PayOutcome, PayRequest, Payment, PreparedPay, prepare};
 use crate::{Error, model::SoldItem};
 
@@ -188,9 +188,10 @@ impl TopupClient {
     /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn fetch_options(
         &self,
-        provider: &str,
+        provider: ProviderId,
         target: &str,
     ) -> Result<FetchedOptions, Error> {
+        let provider = provider.as_str();
         let segment = whish_core::path::segment(provider, "provider")?;
         let target = check_target(target)?;
         let req = Request::new("topup.fetch", Method::POST, format!("/v2/{segment}/fetch"))
@@ -288,7 +289,7 @@ impl TopupClient {
     /// ```no_run
     /// # async fn run(client: whish_intl_topup::TopupClient) -> Result<(), whish_intl_topup::Error> {
     /// use whish_intl_topup::PayOutcome;
-    /// let offer = client.fetch_options("example-provider", "971501234567").await?;
+    /// let offer = client.fetch_options(whish_intl_topup::ProviderId::new("example-provider"), "971501234567").await?;
     /// let prepared = client.prepare_pay(&offer.options()[0])?;
     /// let external_id = prepared.external_id().clone(); // store it now
     /// # let _ = external_id;

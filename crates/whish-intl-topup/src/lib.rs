@@ -27,7 +27,7 @@
 //!     .session_id(SecretString::from("session-id"))
 //!     .token(SecretString::from("token"))
 //!     .build()?;
-//! let offer = client.fetch_options("example-provider", "971501234567").await?;
+//! let offer = client.fetch_options(whish_intl_topup::ProviderId::new("example-provider"), "971501234567").await?;
 //! let option = &offer.options()[0];
 //! let prepared = client.prepare_pay(option)?;
 //! let external_id = prepared.external_id().clone(); // store it now
@@ -54,7 +54,7 @@ mod pay;
 
 pub use client::{TopupClient, TopupClientBuilder};
 pub use code::TopupCode;
-pub use model::{Balance, FetchedOptions, Pin, SoldItem, TopupOption};
+pub use model::{Balance, FetchedOptions, Pin, ProviderId, SoldItem, TopupOption};
 pub use pay::{Challenge, PayOutcome, PayRequest, Payment, PreparedPay};
 
 /// The error type of this service's calls.

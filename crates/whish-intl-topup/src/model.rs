@@ -54,6 +54,32 @@ impl FetchedOptions {
     }
 }
 
+/// A top-up provider's id (`etisalat-ae`, `du-ae`): its own type, so that it cannot be given
+/// where the target (the number to top up) goes, in
+/// [`TopupClient::fetch_options`](crate::TopupClient::fetch_options).
+///
+/// ```compile_fail
+/// # async fn run(client: whish_intl_topup::TopupClient) {
+/// // The target and the provider the wrong way round: does not compile.
+/// let _ = client.fetch_options("971501234567", "du-ae").await;
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProviderId(String);
+
+impl ProviderId {
+    /// A provider id, as the service names it; checked (one path segment) when options are
+    /// fetched.
+    pub fn new(id: impl Into<String>) -> ProviderId {
+        ProviderId(id.into())
+    }
+
+    /// The id as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// One option on offer. It can only come from a fetch, which is what lets pay send its amount
 /// exactly as the service gave it.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,7 +28,10 @@ fn client(base: &str, retries: u32) -> TopupClient {
 
 async fn fetched(server: &ScriptedServer) -> whish_intl_topup::FetchedOptions {
     client(&server.base, 0)
-        .fetch_options("example-provider", "971501234567")
+        .fetch_options(
+            whish_intl_topup::ProviderId::new("example-provider"),
+            "971501234567",
+        )
         .await
         .expect("fetch")
 }
@@ -198,9 +201,15 @@ async fn failure_codes_are_failures() {
             .starts_with("topup.pay: refused with external.amount.mismatch"),
         "{err}"
     );
-    let err = c.fetch_options("nope", "1").await.expect_err("unknown");
+    let err = c
+        .fetch_options(whish_intl_topup::ProviderId::new("nope"), "1")
+        .await
+        .expect_err("unknown");
     assert_eq!(err.code(), Some(&TopupCode::ExternalUnknownProvider));
-    let err = c.fetch_options("p", "1").await.expect_err("no offers");
+    let err = c
+        .fetch_options(whish_intl_topup::ProviderId::new("p"), "1")
+        .await
+        .expect_err("no offers");
     assert_eq!(err.code(), Some(&TopupCode::ExternalErrorNoOffers));
     let err = c.pay(&prepared).await.expect_err("failed");
     assert_eq!(err.code(), Some(&TopupCode::ExternalFailedPayment));
@@ -214,7 +223,7 @@ async fn provider_codes_stay_one_path_segment() {
     let c = client(&server.base, 0);
     for provider in ["a/b", "a b", "../account", "x?y#z", "100%"] {
         let offer = c
-            .fetch_options(provider, "971501234567")
+            .fetch_options(whish_intl_topup::ProviderId::new(provider), "971501234567")
             .await
             .expect("fetch");
         assert_eq!(offer.provider(), provider);
@@ -241,7 +250,10 @@ async fn pay_for_a_slashed_provider_stays_one_segment() {
     .await;
     let c = client(&server.base, 0);
     let offer = c
-        .fetch_options("../account", "971501234567")
+        .fetch_options(
+            whish_intl_topup::ProviderId::new("../account"),
+            "971501234567",
+        )
         .await
         .expect("fetch");
     let prepared = c.prepare_pay(&offer.options()[0]).expect("prepared");
@@ -268,7 +280,7 @@ async fn refusals_send_nothing() {
         ("p", "97\n15"),
     ] {
         let err = c
-            .fetch_options(provider, target)
+            .fetch_options(whish_intl_topup::ProviderId::new(provider), target)
             .await
             .expect_err("refused");
         assert!(
@@ -278,7 +290,10 @@ async fn refusals_send_nothing() {
         assert!(err.nothing_sent());
     }
     any.assert_calls_async(0).await;
-    let offer = c.fetch_options("p", "9715").await.expect("fetch");
+    let offer = c
+        .fetch_options(whish_intl_topup::ProviderId::new("p"), "9715")
+        .await
+        .expect("fetch");
     assert!(
         c.prepare_pay(PayRequest::new(&offer.options()[0]).target(""))
             .is_err()

@@ -197,7 +197,10 @@ async fn every_money_moving_operation_recovers_with_its_own_key() {
         // A top-up payment answered Pending.
         let offer = u
             .client()
-            .fetch_options("etisalat-ae", "+971501234567")
+            .fetch_options(
+                whish_intl_topup::ProviderId::new("etisalat-ae"),
+                "+971501234567",
+            )
             .await
             .expect("options");
         let pay = u
@@ -544,7 +547,10 @@ async fn prune_keeps_open_entries_and_the_journal_keeps_no_secret() {
         let _ = t.send(&done).await.expect("sent");
         let offer = u
             .client()
-            .fetch_options("gift-voucher", "buyer@example.com")
+            .fetch_options(
+                whish_intl_topup::ProviderId::new("gift-voucher"),
+                "buyer@example.com",
+            )
             .await
             .expect("o");
         let pay = u

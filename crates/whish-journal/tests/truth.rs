@@ -78,7 +78,10 @@ async fn a_dropped_future_counts_as_may_have_arrived() {
     // Top-up pay.
     let u = topup(&sb, 0);
     let offer = u
-        .fetch_options("etisalat-ae", "+971501234567")
+        .fetch_options(
+            whish_intl_topup::ProviderId::new("etisalat-ae"),
+            "+971501234567",
+        )
         .await
         .expect("options");
     let pay = u.prepare_pay(&offer.options()[0]).expect("prepare");

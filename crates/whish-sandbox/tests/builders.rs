@@ -468,7 +468,10 @@ async fn every_fetched_option_pays_without_an_amount_refusal() {
         ("du-ae", "971501234567"),
         ("gift-voucher", "buyer@example.com"),
     ] {
-        let offer = client.fetch_options(provider, target).await.expect("fetch");
+        let offer = client
+            .fetch_options(whish::topup::ProviderId::new(provider), target)
+            .await
+            .expect("fetch");
         for option in offer.options() {
             let prepared = client
                 .prepare_pay(option)

@@ -78,7 +78,7 @@ async fn topup_hints_never_name_a_status_endpoint() {
     let sb = Sandbox::start().await.expect("sandbox");
     let c = topup(&sb, 0);
     let offer = c
-        .fetch_options("du-ae", "971501234567")
+        .fetch_options(whish::topup::ProviderId::new("du-ae"), "971501234567")
         .await
         .expect("options");
     let p = c

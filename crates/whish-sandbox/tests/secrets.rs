@@ -236,9 +236,16 @@ async fn topup_paths(sb: &Sandbox, t: &mut Texts) {
     let wrong = topup(sb, "not-the-token");
     t.result(client.balance().await);
     t.result(wrong.balance().await);
-    t.result(client.fetch_options("no-such-provider", "1").await);
+    t.result(
+        client
+            .fetch_options(whish::topup::ProviderId::new("no-such-provider"), "1")
+            .await,
+    );
     let offer = client
-        .fetch_options("gift-voucher", "buyer@example.com")
+        .fetch_options(
+            whish::topup::ProviderId::new("gift-voucher"),
+            "buyer@example.com",
+        )
         .await
         .expect("fetch");
     t.0.push(format!("{offer:?}"));

@@ -13,7 +13,10 @@ async fn options_pay_and_replay() {
     let client = topup(&sb, 0);
     let before = client.balance().await.expect("balance");
     let offer = client
-        .fetch_options("etisalat-ae", "+971 50 123 4567")
+        .fetch_options(
+            whish::topup::ProviderId::new("etisalat-ae"),
+            "+971 50 123 4567",
+        )
         .await
         .expect("options");
     assert_eq!(offer.target(), "971501234567");
@@ -59,7 +62,10 @@ async fn vouchers_carry_a_pin_and_can_draw_on_the_void_balance() {
     sb.set_topup_balance("100".parse().expect("d"), "10".parse().expect("d"));
     let client = topup(&sb, 0);
     let offer = client
-        .fetch_options("gift-voucher", "buyer@example.com")
+        .fetch_options(
+            whish::topup::ProviderId::new("gift-voucher"),
+            "buyer@example.com",
+        )
         .await
         .expect("options");
     let prepared = client
@@ -85,7 +91,7 @@ async fn unknown_provider_no_offers_and_amount_mismatch() {
     let sb = Sandbox::start().await.expect("sandbox");
     let client = topup(&sb, 0);
     let e = client
-        .fetch_options("nope", "971501234567")
+        .fetch_options(whish::topup::ProviderId::new("nope"), "971501234567")
         .await
         .expect_err("unknown");
     assert!(
@@ -93,7 +99,7 @@ async fn unknown_provider_no_offers_and_amount_mismatch() {
         "{e:?}"
     );
     let e = client
-        .fetch_options("du-ae", "96170123456")
+        .fetch_options(whish::topup::ProviderId::new("du-ae"), "96170123456")
         .await
         .expect_err("no offers");
     assert!(matches!(&e, Error::Failed(f) if f.raw == "external.error.no.offers"));
@@ -129,7 +135,7 @@ async fn a_dropped_pay_reply_is_replayed_by_the_resend_with_no_second_sale() {
     let client = topup(&sb, 2);
     sb.inject(Endpoint::TopupPay, Fault::DropReply, 1);
     let offer = client
-        .fetch_options("du-ae", "971501234567")
+        .fetch_options(whish::topup::ProviderId::new("du-ae"), "971501234567")
         .await
         .expect("options");
     let prepared = client

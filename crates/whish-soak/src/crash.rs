@@ -329,7 +329,11 @@ async fn one(j: &Journal, c: &Clients, a: &ChildArgs, i: usize, op: Op) -> Resul
             }
             let (provider, target, option_id) = crate::plan::TOPUP_OPTIONS[option];
             // Fetching is a read: when it fails nothing was recorded, and the op is done later.
-            let Ok(offer) = c.topup.fetch_options(provider, target).await else {
+            let Ok(offer) = c
+                .topup
+                .fetch_options(whish::topup::ProviderId::new(provider), target)
+                .await
+            else {
                 return Err(format!("fetch options of op {i} failed"));
             };
             let chosen = offer.option(option_id).ok_or("option not on offer")?;

@@ -736,7 +736,11 @@ async fn pay(
     drop_first: bool,
 ) -> Option<(String, Belief)> {
     let (provider, target_phone, option_id) = TOPUP_OPTIONS[option % TOPUP_OPTIONS.len()];
-    let offer = c.topup.fetch_options(provider, target_phone).await.ok()?;
+    let offer = c
+        .topup
+        .fetch_options(whish::topup::ProviderId::new(provider), target_phone)
+        .await
+        .ok()?;
     let prepared = c.topup.prepare_pay(offer.option(option_id)?).ok()?;
     let id = prepared.external_id().to_string();
     let target = Target {

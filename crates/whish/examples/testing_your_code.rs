@@ -23,7 +23,9 @@ pub async fn sell_topup(
     option_id: &str,
     tries: u32,
 ) -> Result<String, Error> {
-    let offer = client.fetch_options(provider, number).await?;
+    let offer = client
+        .fetch_options(whish::topup::ProviderId::new(provider), number)
+        .await?;
     let Some(option) = offer.option(option_id) else {
         return Err(whish::ValidationError::invalid("optionId", "not on offer").into());
     };

@@ -26,7 +26,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         balance.balance, balance.void_balance
     );
 
-    let offer = client.fetch_options("du-ae", "971501234567").await?;
+    let offer = client
+        .fetch_options(whish::topup::ProviderId::new("du-ae"), "971501234567")
+        .await?;
     for o in offer.options() {
         let name = o.display_name().unwrap_or("");
         println!("option {}: {name} (pays {})", o.id(), o.amount());

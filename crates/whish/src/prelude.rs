@@ -30,4 +30,4 @@ pub use whish_hosted_collect::{
 
 #[cfg(feature = "intl-topup")]
 #[cfg_attr(docsrs, doc(cfg(feature = "intl-topup")))]
-pub use whish_intl_topup::{PayOutcome, PayRequest, TopupClient, TopupCode};
+pub use whish_intl_topup::{PayOutcome, PayRequest, ProviderId, TopupClient, TopupCode};

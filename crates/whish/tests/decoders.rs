@@ -350,7 +350,9 @@ fn topup_replies_never_panic() {
     .build()
     .expect("client");
     let offer = rt
-        .block_on(client.fetch_options("etisalat-ae", "971501234567"))
+        .block_on(
+            client.fetch_options(whish::topup::ProviderId::new("etisalat-ae"), "971501234567"),
+        )
         .expect("fetch");
     let option = offer.options().first().expect("an option").clone();
     let prepared: PreparedPay = client.prepare_pay(&option).expect("prepare");
@@ -358,7 +360,11 @@ fn topup_replies_never_panic() {
         rt.block_on(async {
             match endpoint % 3 {
                 0 => outcome(client.balance().await),
-                1 => outcome(client.fetch_options("etisalat-ae", "971501234567").await),
+                1 => outcome(
+                    client
+                        .fetch_options(whish::topup::ProviderId::new("etisalat-ae"), "971501234567")
+                        .await,
+                ),
                 _ => outcome(client.pay(&prepared).await),
             }
         })
