@@ -148,6 +148,11 @@ pub struct References {
     /// Money transfer: the status last read or returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transfer_status: Option<String>,
+    /// Money transfer: the fees the service applied (`charges` of the create answer), in the
+    /// sending currency. None when the answer did not carry them (a confirmation read through
+    /// status, or an entry recorded before 0.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charges: Option<whish_core::Amount>,
     /// Hosted collect: the hosted page the payer is sent to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collect_url: Option<String>,

@@ -12,6 +12,11 @@ pub(crate) fn transfer_refs(outcome: &SendOutcome) -> References {
     let mut refs = References {
         ltn_number: outcome.ltn_number().map(str::to_owned),
         transfer_id: outcome.transfer_id().map(str::to_owned),
+        charges: match outcome {
+            SendOutcome::Sent(s) => s.charges,
+            SendOutcome::Credited(c) => c.charges,
+            _ => None,
+        },
         ..References::default()
     };
     refs.transfer_status = Some(match outcome {

@@ -28,6 +28,7 @@ use crate::journal::ReceivedRequest;
 pub(crate) fn routes() -> Router<Arc<Shared>> {
     Router::new()
         .route("/transfer/collect", post(collect_cash))
+        .route("/transfer/collect-share", post(collect_share))
         .route("/collect/pay", post(pay))
         .route("/collect/fail", post(fail))
         .route("/collect/expire", post(expire))
@@ -146,6 +147,11 @@ struct ByExternalId {
 }
 
 #[derive(Deserialize)]
+struct ShareBody {
+    share: f64,
+}
+
+#[derive(Deserialize)]
 struct BalanceBody {
     service: String,
     currency: String,
@@ -172,6 +178,14 @@ struct AdvanceBody {
 
 async fn collect_cash(State(s): State<Arc<Shared>>, Body(b): Body<ByLtn>) -> Answer<CashCollected> {
     s.collect_cash(&b.ltn_number).await.map(Json)
+}
+
+async fn collect_share(State(s): State<Arc<Shared>>, Body(b): Body<ShareBody>) -> Answer<Value> {
+    if !(0.0..=1.0).contains(&b.share) {
+        return Err(ControlError::BadRequest("share must be between 0 and 1".into()));
+    }
+    let collected = s.collect_share(b.share).await;
+    Ok(Json(json!({"collected": collected})))
 }
 
 async fn pay(State(s): State<Arc<Shared>>, Body(b): Body<ByExternalId>) -> Answer<LinkAttempt> {

@@ -133,6 +133,30 @@ pub struct SaleRecord {
 }
 
 impl Shared {
+    /// See [`Sandbox::collect_share`].
+    pub(crate) async fn collect_share(&self, share: f64) -> Vec<String> {
+        let chosen: Vec<String> = {
+            let w = lock(&self.world);
+            w.transfer
+                .transfers
+                .iter()
+                .filter(|t| {
+                    t.mode == transfer::state::Mode::Cash
+                        && t.state == transfer::state::State::Sent
+                        && in_share(t.request_id, share)
+                })
+                .map(|t| t.ltn_number.clone())
+                .collect()
+        };
+        let mut collected = Vec::with_capacity(chosen.len());
+        for ltn in chosen {
+            if self.collect_cash(&ltn).await.is_ok() {
+                collected.push(ltn);
+            }
+        }
+        collected
+    }
+
     pub(crate) async fn collect_cash(&self, ltn: &str) -> Result<CashCollected, ControlError> {
         let now = self.clock.now();
         let collected = transfer::collect_cash(&mut lock(&self.world).transfer, ltn, now)?;
@@ -285,6 +309,40 @@ impl Sandbox {
     /// `ControlError::InvalidState` when its state does not allow this.
     pub async fn collect_cash(&self, ltn_number: &str) -> Result<CashCollected, ControlError> {
         self.shared.collect_cash(ltn_number).await
+    }
+
+    /// Receivers collect `share` (0.0 to 1.0) of the cash-collection transfers still SENT, each
+    /// as [`collect_cash`](Self::collect_cash) does (callbacks included), so that a batch's
+    /// follow-up and reconciliation have collections to find. Which transfers is decided by their
+    /// Request-id: the same share of the same transfers on every run. Returns the LTN numbers
+    /// collected.
+    pub async fn collect_share(&self, share: f64) -> Vec<String> {
+        self.shared.collect_share(share).await
+    }
+
+    /// A fault for reconciliation: from now on the service's records show `fee` for this
+    /// transfer instead of the fee its answer gave. Its activity-log events change fee and total
+    /// (amount plus fee); the statement keeps what was charged. A reconciliation must flag it.
+    ///
+    /// # Errors
+    ///
+    /// `ControlError::NotFound` when there is no transfer with this LTN number.
+    pub fn misreport_fee(&self, ltn_number: &str, fee: Decimal) -> Result<(), ControlError> {
+        let mut w = lock(&self.shared.world);
+        let t = w
+            .transfer
+            .transfers
+            .iter_mut()
+            .find(|t| t.ltn_number == ltn_number)
+            .ok_or_else(|| ControlError::NotFound(format!("no transfer with LTN {ltn_number}")))?;
+        t.fee = fee;
+        t.total = t.amount + fee;
+        let (id, total) = (t.transfer_id.clone(), t.total);
+        for e in w.transfer.activity.iter_mut().filter(|e| e.transfer_id == id) {
+            e.fee = fee;
+            e.total = total;
+        }
+        Ok(())
     }
 
     /// The test payer pays the link created with this externalId, as on the hosted page: the
@@ -470,4 +528,14 @@ fn sales(w: &World) -> Vec<SaleRecord> {
             pin: s.pin.clone(),
         })
         .collect()
+}
+
+/// Whether a Request-id falls in a share (0.0 to 1.0) of all: a fixed mix of its bits, so the
+/// choice is the same on every run and spread evenly over ids drawn in sequence or at random.
+fn in_share(request_id: i64, share: f64) -> bool {
+    let mut z = (request_id as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    ((z % 1_000_000) as f64) < share.clamp(0.0, 1.0) * 1_000_000.0
 }

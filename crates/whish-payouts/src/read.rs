@@ -1,0 +1,233 @@
+//! Reading a batch file as a stream of rows: CSV with a header, or JSON lines (one object a
+//! line). Nothing is loaded whole: a file of a million rows costs the memory of one row.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use crate::BatchError;
+use crate::row::{RawRow, RowError, column};
+
+/// The format of a batch file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// Comma-separated values (RFC 4180) with a header line naming the columns.
+    Csv,
+    /// One JSON object a line, its keys the column names; blank lines are skipped.
+    JsonLines,
+}
+
+impl Format {
+    /// The format a file's name says: `.csv`, or `.jsonl` / `.ndjson` / `.json`.
+    pub fn of_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "csv" => Some(Format::Csv),
+            "jsonl" | "ndjson" | "json" => Some(Format::JsonLines),
+            _ => None,
+        }
+    }
+}
+
+/// The rows of a file, in order, each read when asked for.
+pub(crate) enum Rows {
+    Csv {
+        reader: Box<csv::Reader<File>>,
+        /// Each header's column (None: unknown; reported once, on the header's line).
+        headers: Vec<&'static str>,
+        record: csv::StringRecord,
+    },
+    Json {
+        lines: std::io::Lines<BufReader<File>>,
+        line: u64,
+    },
+    /// The header was bad: its errors, then nothing.
+    Failed(Vec<RowError>),
+}
+
+pub(crate) fn open(path: &PathBuf, format: Format) -> Result<Rows, BatchError> {
+    let file = File::open(path).map_err(|e| BatchError::io(path, e))?;
+    let meta = file.metadata().map_err(|e| BatchError::io(path, e))?;
+    if !meta.is_file() {
+        return Err(BatchError::Input(format!(
+            "{} is not a regular file: a batch is read twice (checked whole, then sent), so it must be a file",
+            path.display()
+        )));
+    }
+    match format {
+        Format::Csv => {
+            let mut reader = csv::ReaderBuilder::new()
+                .has_headers(true)
+                .flexible(false)
+                .trim(csv::Trim::All)
+                .from_reader(file);
+            let raw = reader
+                .headers()
+                .map_err(|e| BatchError::Input(format!("{}: {e}", path.display())))?
+                .clone();
+            let mut errors = Vec::new();
+            let mut headers = Vec::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for h in raw.iter() {
+                let h = h.trim_start_matches('\u{feff}');
+                match column(h) {
+                    Some(c) => {
+                        if !seen.insert(c.name) {
+                            errors.push(RowError::new(1, h, "the column appears twice"));
+                        }
+                        headers.push(c.name);
+                    }
+                    None => errors.push(RowError::new(
+                        1,
+                        h,
+                        "is not a column of a batch file (see the documented header)",
+                    )),
+                }
+            }
+            for c in crate::row::COLUMNS.iter().filter(|c| c.required) {
+                if !seen.contains(c.name) {
+                    errors.push(RowError::new(1, c.name, "the header lacks this column"));
+                }
+            }
+            if !errors.is_empty() {
+                return Ok(Rows::Failed(errors));
+            }
+            Ok(Rows::Csv {
+                reader: Box::new(reader),
+                headers,
+                record: csv::StringRecord::new(),
+            })
+        }
+        Format::JsonLines => Ok(Rows::Json {
+            lines: BufReader::new(file).lines(),
+            line: 0,
+        }),
+    }
+}
+
+/// The longest value of one column: a name or a phone is far shorter; a longer one is a
+/// corrupt file, refused before it is held in memory as a row.
+const MAX_VALUE: usize = 1024;
+
+impl Rows {
+    /// The next row, or a bad line with why; `None` at the end.
+    pub(crate) fn next_row(&mut self) -> Option<Result<RawRow, Vec<RowError>>> {
+        match self {
+            Rows::Failed(errors) => {
+                if errors.is_empty() {
+                    None
+                } else {
+                    Some(Err(std::mem::take(errors)))
+                }
+            }
+            Rows::Csv {
+                reader,
+                headers,
+                record,
+            } => match reader.read_record(record) {
+                Ok(false) => None,
+                Ok(true) => {
+                    let line = record.position().map_or(0, |p| p.line());
+                    let mut values = BTreeMap::new();
+                    for (name, value) in headers.iter().zip(record.iter()) {
+                        if value.len() > MAX_VALUE {
+                            return Some(Err(vec![RowError::new(
+                                line,
+                                name,
+                                format!("is longer than {MAX_VALUE} bytes"),
+                            )]));
+                        }
+                        if !value.is_empty() {
+                            values.insert(*name, value.to_owned());
+                        }
+                    }
+                    Some(Ok(RawRow { line, values }))
+                }
+                Err(e) => {
+                    let line = e.position().map_or(0, |p| p.line());
+                    let message = match e.kind() {
+                        csv::ErrorKind::UnequalLengths {
+                            expected_len, len, ..
+                        } => format!("has {len} fields where the header has {expected_len}"),
+                        csv::ErrorKind::Utf8 { .. } => "is not UTF-8 text".to_owned(),
+                        _ => e.to_string(),
+                    };
+                    // A broken record may leave the reader unable to go on: an I/O error
+                    // ends the file.
+                    if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                        *self = Rows::Failed(Vec::new());
+                    }
+                    Some(Err(vec![RowError::new(line, "", message)]))
+                }
+            },
+            Rows::Json { lines, line } => loop {
+                *line += 1;
+                let text = match lines.next()? {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let at = *line;
+                        *self = Rows::Failed(Vec::new());
+                        return Some(Err(vec![RowError::new(at, "", e.to_string())]));
+                    }
+                };
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return Some(json_row(*line, &text));
+            },
+        }
+    }
+}
+
+fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| {
+            vec![RowError::new(
+                line,
+                "",
+                format!("is not a JSON object: {e}"),
+            )]
+        })?;
+    let mut values = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (key, value) in object {
+        let Some(c) = column(&key) else {
+            errors.push(RowError::new(
+                line,
+                &key,
+                "is not a column of a batch file (see the documented keys)",
+            ));
+            continue;
+        };
+        let text = match value {
+            serde_json::Value::Null => continue,
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            _ => {
+                errors.push(RowError::new(
+                    line,
+                    c.name,
+                    "must be a string, a number or a boolean",
+                ));
+                continue;
+            }
+        };
+        if text.len() > MAX_VALUE {
+            errors.push(RowError::new(
+                line,
+                c.name,
+                format!("is longer than {MAX_VALUE} bytes"),
+            ));
+        } else if !text.trim().is_empty() {
+            values.insert(c.name, text);
+        }
+    }
+    if errors.is_empty() {
+        Ok(RawRow { line, values })
+    } else {
+        Err(errors)
+    }
+}

@@ -1,0 +1,598 @@
+//! Running a batch: check the whole file, then send each row through the journal under its
+//! derived Request-id, a bounded number at a time.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use whish_core::{Amount, RequestId, Verdict};
+use whish_journal::{Entry, Journal, Operation, Service, State};
+use whish_money_transfer::{SendOutcome, TransferClient};
+
+use crate::result::{RowOutcome, RowResult};
+use crate::row::{Payout, RowError, payout};
+use crate::{Batch, BatchError, key};
+
+/// Refusals that created nothing and say nothing about the row itself (the account's balance
+/// or daily limit, the receiver's daily limit): the next run of the batch sends the row again,
+/// under the row's next Request-id. Every other refusal is final for the row.
+pub const RETRYABLE: &[&str] = &[
+    "transfer.account_reach_balance_limit",
+    "transfer.exceeds_account_daily_limit",
+    "transfer.exceeds_customer_daily_limit",
+];
+
+/// Refusals about the account, not the row: every row after would meet them too, so the batch
+/// stops sending (unless told not to) and leaves the rest unsent, saying so.
+pub const STOPPING: &[&str] = &[
+    "transfer.account_reach_balance_limit",
+    "transfer.exceeds_account_daily_limit",
+];
+
+/// The most attempts a row may take (each after a retryable refusal): a bound, not a plan.
+const MAX_ATTEMPTS: u32 = 64;
+
+/// Stops a running batch cleanly: no new row is sent; the rows in flight finish and are
+/// recorded; the rest are reported not sent. Clone it into a Ctrl-C handler.
+#[derive(Debug, Clone, Default)]
+pub struct StopSignal {
+    inner: Arc<StopInner>,
+}
+
+#[derive(Debug, Default)]
+struct StopInner {
+    stopped: AtomicBool,
+    why: std::sync::Mutex<Option<String>>,
+    notify: Notify,
+}
+
+impl StopSignal {
+    /// A signal not yet given.
+    pub fn new() -> StopSignal {
+        StopSignal::default()
+    }
+
+    /// Stop, saying why (the first reason given is kept).
+    pub fn stop(&self, why: impl Into<String>) {
+        if let Ok(mut w) = self.inner.why.lock()
+            && w.is_none()
+        {
+            *w = Some(why.into());
+        }
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// True once stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Why it was stopped.
+    pub fn reason(&self) -> Option<String> {
+        self.inner.why.lock().ok().and_then(|w| w.clone())
+    }
+}
+
+/// How a batch runs.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct RunOptions {
+    pub(crate) concurrency: usize,
+    pub(crate) rate: Option<f64>,
+    pub(crate) skip_bad_rows: bool,
+    pub(crate) stop_on_account_refusal: bool,
+    pub(crate) stop: StopSignal,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            concurrency: 8,
+            rate: None,
+            skip_bad_rows: false,
+            stop_on_account_refusal: true,
+            stop: StopSignal::new(),
+        }
+    }
+}
+
+impl RunOptions {
+    /// Eight rows in flight, no rate limit, nothing sent while any row is bad, a stop on an
+    /// account-level refusal.
+    pub fn new() -> RunOptions {
+        RunOptions::default()
+    }
+
+    /// At most this many rows in flight at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// At most this many rows started a second (the service's rate limits are not documented:
+    /// ask your account manager).
+    pub fn rate(mut self, per_second: f64) -> Self {
+        self.rate = (per_second.is_finite() && per_second > 0.0).then_some(per_second);
+        self
+    }
+
+    /// Send the good rows even when some are bad (the bad ones are reported, not sent).
+    pub fn skip_bad_rows(mut self, yes: bool) -> Self {
+        self.skip_bad_rows = yes;
+        self
+    }
+
+    /// Stop sending at the first account-level refusal ([`STOPPING`]); default true.
+    pub fn stop_on_account_refusal(mut self, yes: bool) -> Self {
+        self.stop_on_account_refusal = yes;
+        self
+    }
+
+    /// The signal that stops this run (Ctrl-C).
+    pub fn stop_signal(mut self, stop: StopSignal) -> Self {
+        self.stop = stop;
+        self
+    }
+}
+
+/// The check of a whole file, before anything is sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct CheckReport {
+    /// Rows read (good and bad).
+    pub rows: u64,
+    /// Every bad row, with its line and column. A row changed since an earlier run recorded it
+    /// is one (it would be refused by the journal, not sent).
+    pub errors: Vec<RowError>,
+}
+
+/// Totals of one currency.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Totals {
+    /// Rows accepted.
+    pub accepted: u64,
+    /// The sum of their amounts.
+    pub amount: rust_decimal::Decimal,
+    /// The sum of the fees the service reported for them (rows confirmed through status have
+    /// none: reconcile for the full figure).
+    pub fees: rust_decimal::Decimal,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct RunSummary {
+    /// Rows in the file.
+    pub rows: u64,
+    /// How many rows ended in each outcome.
+    pub outcomes: BTreeMap<RowOutcome, u64>,
+    /// Accepted totals per currency code.
+    pub totals: BTreeMap<String, Totals>,
+    /// Why the run stopped before the end, when it did.
+    pub stopped: Option<String>,
+}
+
+impl RunSummary {
+    /// How many rows ended in `outcome`.
+    pub fn count(&self, outcome: RowOutcome) -> u64 {
+        self.outcomes.get(&outcome).copied().unwrap_or(0)
+    }
+
+    /// True when every row was accepted.
+    pub fn all_accepted(&self) -> bool {
+        self.count(RowOutcome::Accepted) == self.rows
+    }
+
+    fn add(&mut self, r: &RowResult) {
+        *self.outcomes.entry(r.outcome).or_default() += 1;
+        if r.outcome == RowOutcome::Accepted
+            && let (Some(a), Some(c)) = (r.amount, &r.currency)
+        {
+            let t = self.totals.entry(c.code().to_owned()).or_default();
+            t.accepted += 1;
+            t.amount += a.value();
+            t.fees += r.fee.map(Amount::value).unwrap_or_default();
+        }
+    }
+}
+
+/// The row's Request-id and what the journal holds under it: the first attempt whose entry is
+/// not a retryable refusal.
+pub(crate) async fn resolve(
+    journal: &Journal,
+    batch: &str,
+    row_key: &str,
+    derive: fn(&str, &str, u32) -> RequestId,
+    operation: Operation,
+) -> Result<(RequestId, Option<Entry>), BatchError> {
+    for attempt in 0..MAX_ATTEMPTS {
+        let id = derive(batch, row_key, attempt);
+        let entry = journal
+            .entry(Service::MoneyTransfer, operation, &id.to_string())
+            .await
+            .map_err(BatchError::Journal)?;
+        match entry {
+            Some(e) if retryable(&e) => continue,
+            other => return Ok((id, other)),
+        }
+    }
+    Err(BatchError::Input(format!(
+        "row {row_key} was refused for account limits {MAX_ATTEMPTS} times: look at it by hand"
+    )))
+}
+
+fn retryable(e: &Entry) -> bool {
+    e.state == State::Refused
+        && e.outcome
+            .as_ref()
+            .and_then(|o| o.code.as_deref())
+            .is_some_and(|c| RETRYABLE.contains(&c))
+}
+
+/// A row's result as the journal holds it, when the journal already settles it (accepted,
+/// refused for good, waiting for an operator); `None` when the row is to be sent.
+fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
+    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::Accepted);
+    r.request_id = Some(id);
+    r.amount = Some(p.amount);
+    r.currency = Some(p.currency.clone());
+    r.earlier_run = true;
+    let outcome = entry.outcome.as_ref();
+    match entry.state {
+        State::Accepted => {
+            let refs = &entry.references;
+            r.result = Some(
+                match (
+                    outcome.map(|o| o.result.as_str()),
+                    refs.transfer_status.as_deref(),
+                ) {
+                    (Some("confirmed"), _) => "confirmed".to_owned(),
+                    (_, Some("CREDITED")) => "credited".to_owned(),
+                    _ => "sent".to_owned(),
+                },
+            );
+            r.ltn_number = refs.ltn_number.clone();
+            r.transfer_id = refs.transfer_id.clone();
+            r.fee = refs.charges;
+            Some(r)
+        }
+        State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => None,
+        State::Refused => {
+            r.outcome = RowOutcome::Refused;
+            r.code = outcome.and_then(|o| o.code.clone());
+            r.message = outcome.and_then(|o| o.message.clone());
+            Some(r)
+        }
+        State::NeedsOperator => {
+            r.outcome = RowOutcome::NeedsOperator;
+            r.message = outcome
+                .and_then(|o| o.message.clone())
+                .or_else(|| Some("the journal holds this row for an operator".into()));
+            Some(r)
+        }
+        // Open: sent again with the same Request-id and bytes (a resend: the service answers
+        // `transfer.already.done` if the first one arrived, and the status read confirms it).
+        _ => None,
+    }
+}
+
+/// One row, start to end: its key, the journal's word, and the send when one is due.
+pub(crate) async fn settle_row(
+    journal: Journal,
+    client: TransferClient,
+    batch: Arc<str>,
+    p: Payout,
+    may_send: Option<String>,
+) -> RowResult {
+    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
+    r.amount = Some(p.amount);
+    r.currency = Some(p.currency.clone());
+    let (id, entry) = match resolve(
+        &journal,
+        &batch,
+        &p.row_key(),
+        key::request_id,
+        Operation::Send,
+    )
+    .await
+    {
+        Ok(v) => v,
+        Err(e) => {
+            r.message = Some(e.to_string());
+            return r;
+        }
+    };
+    r.request_id = Some(id);
+    let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            r.message = Some(e.to_string());
+            return r;
+        }
+    };
+    if let Some(entry) = &entry {
+        if entry.request != prepared.body() {
+            r.message = Some(format!(
+                "the row changed since Request-id {id} recorded it: not sent (a changed row is a new payment: give it a new reference)"
+            ));
+            return r;
+        }
+        if let Some(done) = from_journal(&p, id, entry) {
+            return done;
+        }
+    }
+    if let Some(why) = may_send {
+        r.message = Some(why);
+        return r;
+    }
+    let answer = journal.transfer(client).send(&prepared).await;
+    match answer {
+        Ok(o) => {
+            r.outcome = RowOutcome::Accepted;
+            r.ltn_number = o.ltn_number().map(str::to_owned);
+            r.transfer_id = o.transfer_id().map(str::to_owned);
+            let (result, fee) = match &o {
+                SendOutcome::Sent(s) => ("sent", s.charges),
+                SendOutcome::Credited(c) => ("credited", c.charges),
+                _ => ("confirmed", None),
+            };
+            r.result = Some(result.to_owned());
+            r.fee = fee;
+        }
+        Err(e) => {
+            r.outcome = match e.verdict() {
+                Verdict::Accepted => RowOutcome::Accepted,
+                Verdict::Refused => RowOutcome::Refused,
+                Verdict::Pending => RowOutcome::Pending,
+                Verdict::NothingSent => RowOutcome::NotSent,
+                _ => RowOutcome::Unknown,
+            };
+            if let whish_core::Error::Failed(f) = &e {
+                r.code = Some(f.raw.clone());
+            }
+            r.message = Some(e.to_string());
+        }
+    }
+    r
+}
+
+impl Batch {
+    /// Check every row of the file, sending nothing: each bad row with its line and column, a
+    /// reference used twice, and a row changed since an earlier run recorded it under its
+    /// Request-id. Reads the file once, as a stream; keeps 8 bytes a row to find duplicates.
+    ///
+    /// # Errors
+    ///
+    /// A `BatchError` when the file cannot be read or the journal cannot be reached (bad rows
+    /// are in the report, not errors).
+    pub async fn check(
+        &self,
+        journal: &Journal,
+        client: &TransferClient,
+    ) -> Result<CheckReport, BatchError> {
+        let mut report = CheckReport::default();
+        let mut seen: HashSet<i64> = HashSet::new();
+        let mut rows = self.rows()?;
+        while let Some(row) = rows.next_row() {
+            report.rows += 1;
+            let raw = match row {
+                Ok(raw) => raw,
+                Err(errors) => {
+                    report.errors.extend(errors);
+                    continue;
+                }
+            };
+            let p = match payout(&raw, &self.defaults) {
+                Ok(p) => p,
+                Err(errors) => {
+                    report.errors.extend(errors);
+                    continue;
+                }
+            };
+            let first = key::request_id(&self.id, &p.row_key(), 0);
+            if !seen.insert(first.get()) {
+                report.errors.push(RowError::new(
+                    p.line,
+                    if p.reference.is_some() {
+                        "reference"
+                    } else {
+                        ""
+                    },
+                    "the same reference appears on an earlier line: each row needs its own",
+                ));
+                continue;
+            }
+            let (id, entry) = resolve(
+                journal,
+                &self.id,
+                &p.row_key(),
+                key::request_id,
+                Operation::Send,
+            )
+            .await?;
+            let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
+                Ok(prepared) => prepared,
+                Err(e) => {
+                    report.errors.push(RowError::new(p.line, "", e.to_string()));
+                    continue;
+                }
+            };
+            if let Some(entry) = entry
+                && entry.request != prepared.body()
+            {
+                report.errors.push(RowError::new(
+                    p.line,
+                    "",
+                    format!(
+                        "the row changed since an earlier run recorded it (Request-id {id}, {}): a changed row is refused; pay a correction as a new row with its own reference",
+                        entry.state
+                    ),
+                ));
+            }
+        }
+        Ok(report)
+    }
+
+    /// Run the batch: [`check`](Self::check) the whole file (nothing is sent while any row is
+    /// bad, unless [`RunOptions::skip_bad_rows`]), then send each row through the journal under
+    /// its derived Request-id, at most [`RunOptions::concurrency`] at a time, and hand each
+    /// row's result to `sink` as it comes (in the order rows finish).
+    ///
+    /// Every row is recorded in the journal before it is sent. Running the same file again
+    /// (after a crash, a Ctrl-C, or by mistake) pays no row twice: a row the journal holds as
+    /// accepted is reported from the journal without a call; an open one is sent again with
+    /// the same Request-id and bytes (a resend, which the service never turns into a second
+    /// transfer); a row refused for an account limit is sent under its next Request-id.
+    ///
+    /// # Errors
+    ///
+    /// [`BatchError::BadRows`] (nothing sent) when rows are bad; a `BatchError` when the file
+    /// or the journal cannot be read, or `sink` fails (the rows in flight finish first).
+    pub async fn run(
+        &self,
+        journal: &Journal,
+        client: &TransferClient,
+        options: &RunOptions,
+        sink: &mut (dyn FnMut(&RowResult) -> std::io::Result<()> + Send),
+    ) -> Result<RunSummary, BatchError> {
+        let check = self.check(journal, client).await?;
+        if !check.errors.is_empty() && !options.skip_bad_rows {
+            return Err(BatchError::BadRows(check));
+        }
+        let bad: BTreeMap<u64, String> = check
+            .errors
+            .iter()
+            .map(|e| (e.line, e.to_string()))
+            .collect();
+        let mut summary = RunSummary {
+            rows: check.rows,
+            ..RunSummary::default()
+        };
+        let batch: Arc<str> = Arc::from(self.id.as_str());
+        let stop = options.stop.clone();
+        let mut tasks: JoinSet<RowResult> = JoinSet::new();
+        let mut ticker = options.rate.map(|r| {
+            let mut t = tokio::time::interval(Duration::from_secs_f64(1.0 / r));
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            t
+        });
+        let mut sink_error: Option<std::io::Error> = None;
+        let mut deliver = |summary: &mut RunSummary, r: RowResult, stop: &StopSignal| {
+            if options.stop_on_account_refusal
+                && r.outcome == RowOutcome::Refused
+                && !r.earlier_run
+                && r.code.as_deref().is_some_and(|c| STOPPING.contains(&c))
+            {
+                stop.stop(format!(
+                    "line {} was refused with `{}`, a refusal of the account: the rows not yet sent were left unsent; run the batch again when it is lifted",
+                    r.line,
+                    r.code.as_deref().unwrap_or_default()
+                ));
+            }
+            summary.add(&r);
+            if sink_error.is_none()
+                && let Err(e) = sink(&r)
+            {
+                stop.stop(format!("the results could not be written: {e}"));
+                sink_error = Some(e);
+            }
+        };
+        let mut rows = self.rows()?;
+        while let Some(row) = rows.next_row() {
+            // A bad row (only with skip_bad_rows): reported, never sent.
+            let p = match row
+                .map_err(|e| e.first().map(ToString::to_string))
+                .and_then(|raw| {
+                    payout(&raw, &self.defaults).map_err(|e| e.first().map(ToString::to_string))
+                }) {
+                Ok(p) if !bad.contains_key(&p.line) => p,
+                Ok(p) => {
+                    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
+                    r.amount = Some(p.amount);
+                    r.currency = Some(p.currency.clone());
+                    r.code = Some("bad-row".into());
+                    r.message = bad.get(&p.line).cloned();
+                    deliver(&mut summary, r, &stop);
+                    continue;
+                }
+                Err(why) => {
+                    let line = why
+                        .as_deref()
+                        .and_then(|w| w.strip_prefix("line "))
+                        .and_then(|w| w.split([',', ':']).next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    let mut r = RowResult::new(line, None, RowOutcome::NotSent);
+                    r.code = Some("bad-row".into());
+                    r.message = why;
+                    deliver(&mut summary, r, &stop);
+                    continue;
+                }
+            };
+            while tasks.len() >= options.concurrency {
+                if let Some(done) = tasks.join_next().await {
+                    deliver(&mut summary, joined(done), &stop);
+                }
+            }
+            let held_back = if stop.is_stopped() {
+                Some(format!(
+                    "not sent: {}",
+                    stop.reason()
+                        .unwrap_or_else(|| "the batch was stopped".into())
+                ))
+            } else {
+                None
+            };
+            if held_back.is_none()
+                && let Some(t) = ticker.as_mut()
+            {
+                tokio::select! {
+                    _ = t.tick() => {}
+                    () = stop.inner.notify.notified() => {}
+                }
+            }
+            let held_back = held_back.or_else(|| {
+                stop.is_stopped().then(|| {
+                    format!(
+                        "not sent: {}",
+                        stop.reason()
+                            .unwrap_or_else(|| "the batch was stopped".into())
+                    )
+                })
+            });
+            tasks.spawn(settle_row(
+                journal.clone(),
+                client.clone(),
+                batch.clone(),
+                p,
+                held_back,
+            ));
+            // Hand over what finished meanwhile, without waiting.
+            while let Some(done) = tasks.try_join_next() {
+                deliver(&mut summary, joined(done), &stop);
+            }
+        }
+        while let Some(done) = tasks.join_next().await {
+            deliver(&mut summary, joined(done), &stop);
+        }
+        summary.stopped = stop.reason();
+        if let Some(e) = sink_error {
+            return Err(BatchError::Results(e));
+        }
+        Ok(summary)
+    }
+}
+
+/// A task's result; a task that panicked (a bug) is a row whose outcome is unknown, never lost.
+fn joined(done: Result<RowResult, tokio::task::JoinError>) -> RowResult {
+    done.unwrap_or_else(|e| {
+        let mut r = RowResult::new(0, None, RowOutcome::Unknown);
+        r.message = Some(format!("the row's task failed: {e}; run the batch again"));
+        r
+    })
+}

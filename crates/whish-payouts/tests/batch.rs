@@ -1,0 +1,459 @@
+//! A batch against the sandbox: the check, the run, a run again, a changed row, an account limit
+//! that stops the batch, faults and a dropped run, the follow-up, and the cancel of what was not
+//! collected. Real SQLite journals in temporary files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rust_decimal::Decimal;
+use whish_core::{ClientSettings, Policy, RetryPolicy, SecretString, Timeouts};
+use whish_journal::Journal;
+use whish_money_transfer::{CountryId, Customer, FirstName, LastName, TransferClient};
+use whish_payouts::{
+    Batch, BatchError, Collection, Defaults, FollowUpRow, ResultFormat, ResultWriter, RowOutcome,
+    RowResult, RunOptions, StopSignal,
+};
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+fn dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "whish-payouts-{test}-{}-{}",
+        std::process::id(),
+        fastrand_u64()
+    ));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn fastrand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(1);
+    h.finish()
+}
+
+async fn sandbox(balance: u64) -> Sandbox {
+    let plenty = Decimal::from(10_000_000u64);
+    Sandbox::builder()
+        .transfer_balance("USD", Decimal::from(balance))
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox")
+}
+
+fn client(sb: &Sandbox) -> TransferClient {
+    let c = sb.transfer_credentials();
+    TransferClient::builder(ClientSettings::new(sb.transfer_base_url()).policy(Policy {
+        retry: RetryPolicy {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(20),
+        },
+        timeouts: Timeouts {
+            connect: Duration::from_secs(2),
+            attempt: Duration::from_millis(400),
+        },
+    }))
+    .username(c.username.clone())
+    .key(SecretString::from(c.key.clone()))
+    .build()
+    .expect("client")
+}
+
+fn defaults() -> Defaults {
+    Defaults::new()
+        .from_country(CountryId::LEBANON)
+        .sender(Customer::new(
+            FirstName::new("Relief"),
+            LastName::new("Org"),
+            "+9611000000",
+        ))
+}
+
+const HEADER: &str = "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds";
+
+fn csv_rows(n: usize, amount: &str) -> String {
+    let mut s = format!("{HEADER}\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "AID-{i:05},Rami,Haddad,+9617012{i:04},07-03-1990,{amount},USD,Family Support,Savings\n"
+        ));
+    }
+    s
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::File::create(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .expect("write file");
+}
+
+async fn journal(d: &Path) -> Journal {
+    Journal::open(&format!("sqlite:{}", d.join("journal.sqlite").display()))
+        .await
+        .expect("journal")
+}
+
+async fn run(
+    batch: &Batch,
+    j: &Journal,
+    c: &TransferClient,
+    options: &RunOptions,
+) -> (
+    Result<whish_payouts::RunSummary, BatchError>,
+    Vec<RowResult>,
+) {
+    let mut results = Vec::new();
+    let summary = batch
+        .run(j, c, options, &mut |r| {
+            results.push(r.clone());
+            Ok(())
+        })
+        .await;
+    results.sort_by_key(|r| r.line);
+    (summary, results)
+}
+
+#[tokio::test]
+async fn the_whole_file_is_checked_before_anything_is_sent() {
+    let d = dir("check");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("bad.csv");
+    write(
+        &file,
+        &format!(
+            "{HEADER}\n\
+             A1,Rami,Haddad,+96170000001,07-03-1990,10,USD,Family Support,Savings\n\
+             A2,Rami,Haddad,+96170000002,31-02-1990,10,USD,Family Support,Savings\n\
+             A3,Rami,Haddad,+96170000003,07-03-1990,ten,USD,Family Support,Savings\n\
+             A4,Rami,Haddad,+96170000004,07-03-1990,10,EUR,Family Support,Savings\n\
+             A5,Rami,Haddad,+96170000005,07-03-1990,10,USD,Fun,Savings\n\
+             A1,Rami,Haddad,+96170000006,07-03-1990,10,USD,Family Support,Savings\n\
+             A7,Rami,Haddad,+96170000007\n"
+        ),
+    );
+    let batch = Batch::new("check-1", &file, defaults()).expect("batch");
+    let report = batch.check(&j, &c).await.expect("check");
+    assert_eq!(report.rows, 7);
+    let got: Vec<(u64, &str)> = report
+        .errors
+        .iter()
+        .map(|e| (e.line, e.field.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (3, "receiver_date_of_birth"),
+            (4, "amount"),
+            (5, "currency"),
+            (6, "reason"),
+            (7, "reference"),
+            (8, ""),
+        ],
+        "{:#?}",
+        report.errors
+    );
+    let (summary, _) = run(&batch, &j, &c, &RunOptions::new()).await;
+    assert!(
+        matches!(summary, Err(BatchError::BadRows(_))),
+        "{summary:?}"
+    );
+    assert!(
+        sb.transfers().is_empty(),
+        "nothing may be sent while a row is bad"
+    );
+    assert!(sb.requests().is_empty(), "not one request");
+
+    // An unknown column is refused on the header's line, before any row.
+    let typo = d.join("typo.csv");
+    write(&typo, "reference,ammount\nX,1\n");
+    let report = Batch::new("typo", &typo, defaults())
+        .expect("batch")
+        .check(&j, &c)
+        .await
+        .expect("check");
+    assert!(
+        report
+            .errors
+            .iter()
+            .any(|e| e.line == 1 && e.field == "ammount"),
+        "{:?}",
+        report.errors
+    );
+
+    // Skipping bad rows on purpose sends the good one only, and reports the others not sent.
+    let (summary, results) = run(&batch, &j, &c, &RunOptions::new().skip_bad_rows(true)).await;
+    let summary = summary.expect("run");
+    assert_eq!(summary.count(RowOutcome::Accepted), 1);
+    assert_eq!(summary.count(RowOutcome::NotSent), 6);
+    assert_eq!(sb.transfers().len(), 1);
+    assert!(
+        results
+            .iter()
+            .filter(|r| r.outcome == RowOutcome::NotSent)
+            .all(|r| r.code.as_deref() == Some("bad-row"))
+    );
+}
+
+#[tokio::test]
+async fn a_batch_run_again_pays_no_row_twice_and_a_changed_row_is_refused() {
+    let d = dir("again");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("aid.csv");
+    write(&file, &csv_rows(40, "25"));
+    let batch = Batch::new("aid-1", &file, defaults()).expect("batch");
+    let (summary, results) = run(&batch, &j, &c, &RunOptions::new().concurrency(8)).await;
+    let summary = summary.expect("run");
+    assert!(summary.all_accepted(), "{summary:?}");
+    assert_eq!(results.len(), 40);
+    assert!(
+        results
+            .iter()
+            .all(|r| r.ltn_number.is_some() && r.fee.is_some() && !r.earlier_run)
+    );
+    assert_eq!(summary.totals["USD"].amount, Decimal::from(1000));
+    assert_eq!(sb.transfers().len(), 40);
+    let sends = sb.requests().len();
+
+    // The same file again: every row from the journal, not one call.
+    let (summary, again) = run(&batch, &j, &c, &RunOptions::new()).await;
+    assert!(summary.expect("run").all_accepted());
+    assert!(again.iter().all(|r| r.earlier_run));
+    assert_eq!(
+        again
+            .iter()
+            .map(|r| (&r.request_id, &r.ltn_number))
+            .collect::<Vec<_>>(),
+        results
+            .iter()
+            .map(|r| (&r.request_id, &r.ltn_number))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(sb.requests().len(), sends, "a run again sends nothing");
+
+    // One row changed (its amount): refused before anything is sent.
+    let changed = csv_rows(40, "25").replace(
+        "AID-00007,Rami,Haddad,+96170120007,07-03-1990,25",
+        "AID-00007,Rami,Haddad,+96170120007,07-03-1990,30",
+    );
+    write(&file, &changed);
+    let (summary, _) = run(&batch, &j, &c, &RunOptions::new()).await;
+    match summary {
+        Err(BatchError::BadRows(report)) => {
+            assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+            assert_eq!(report.errors[0].line, 9);
+            assert!(report.errors[0].message.contains("changed"));
+        }
+        other => panic!("a changed row must be refused: {other:?}"),
+    }
+    assert_eq!(sb.transfers().len(), 40);
+
+    // The results file, as CSV: a header and a line per row.
+    let out = d.join("results.csv");
+    let mut w = ResultWriter::new(
+        std::fs::File::create(&out).expect("file"),
+        ResultFormat::Csv,
+    )
+    .expect("writer");
+    for r in &again {
+        w.write(r).expect("write");
+    }
+    drop(w);
+    let text = std::fs::read_to_string(&out).expect("read");
+    assert_eq!(text.lines().count(), 41);
+    assert!(text.starts_with("line,reference,request_id,outcome,"));
+}
+
+#[tokio::test]
+async fn an_account_refusal_stops_the_batch_and_the_next_run_sends_the_rest() {
+    let d = dir("limit");
+    // Room for about ten transfers of 100 (plus fees).
+    let sb = sandbox(1_050).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("payroll.csv");
+    write(&file, &csv_rows(30, "100"));
+    let batch = Batch::new("payroll-1", &file, defaults()).expect("batch");
+    let (summary, results) = run(&batch, &j, &c, &RunOptions::new().concurrency(1)).await;
+    let summary = summary.expect("run");
+    let stopped = summary.stopped.clone().expect("the batch says it stopped");
+    assert!(
+        stopped.contains("transfer.account_reach_balance_limit"),
+        "{stopped}"
+    );
+    let accepted = summary.count(RowOutcome::Accepted);
+    assert!((5..=11).contains(&accepted), "{summary:?}");
+    assert_eq!(summary.count(RowOutcome::Refused), 1);
+    assert_eq!(summary.count(RowOutcome::NotSent), 30 - accepted - 1);
+    assert_eq!(results.len(), 30, "every row is in the results");
+    assert_eq!(sb.transfers().len() as u64, accepted);
+
+    // Funded again: the refused row goes out under its next Request-id, the rest under theirs.
+    sb.set_transfer_balance("USD", Decimal::from(1_000_000))
+        .expect("balance");
+    let (summary, results) = run(&batch, &j, &c, &RunOptions::new().concurrency(4)).await;
+    let summary = summary.expect("run");
+    assert!(summary.all_accepted(), "{summary:?}");
+    let transfers = sb.transfers();
+    assert_eq!(transfers.len(), 30, "every row paid once");
+    let mut ids: Vec<i64> = transfers.iter().map(|t| t.request_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 30);
+    let refused_line = results
+        .iter()
+        .find(|r| {
+            !r.earlier_run
+                && r.request_id.map(|i| i.get())
+                    != Some(
+                        whish_payouts::key::request_id(
+                            "payroll-1",
+                            &format!("ref:AID-{:05}", r.line - 2),
+                            0,
+                        )
+                        .get(),
+                    )
+        })
+        .expect("the refused row went out under its second Request-id");
+    assert_eq!(
+        refused_line.request_id.map(|i| i.get()),
+        Some(
+            whish_payouts::key::request_id(
+                "payroll-1",
+                &format!("ref:AID-{:05}", refused_line.line - 2),
+                1
+            )
+            .get()
+        )
+    );
+}
+
+#[tokio::test]
+async fn faults_and_a_dropped_run_pay_every_row_exactly_once() {
+    let d = dir("faults");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("aid.jsonl");
+    let mut text = String::new();
+    for i in 0..60 {
+        text.push_str(&format!(
+            "{{\"reference\":\"J{i}\",\"receiver_first_name\":\"Maya\",\"receiver_last_name\":\"Khoury\",\"receiver_phone\":\"+961701{i:05}\",\"receiver_date_of_birth\":\"01-01-1985\",\"amount\":12.5,\"currency\":\"USD\",\"reason\":\"Family Support\",\"source_of_funds\":\"Salary\"}}\n"
+        ));
+    }
+    write(&file, &text);
+    for (i, fault) in [
+        Fault::DropReply,
+        Fault::DropRequest,
+        Fault::Delay(Duration::from_millis(600)),
+        Fault::Pending,
+        Fault::DropReply,
+        Fault::Pending,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        sb.inject(Endpoint::TransferSend, fault, 1 + (i as u32 % 2));
+    }
+    let batch = Batch::new("faults-1", &file, defaults()).expect("batch");
+    // The first run is dropped part way (a crash of the caller's task).
+    let stop = StopSignal::new();
+    let options = RunOptions::new().concurrency(6).stop_signal(stop.clone());
+    let first =
+        tokio::time::timeout(Duration::from_millis(150), run(&batch, &j, &c, &options)).await;
+    drop(first);
+    // Run again until nothing is open.
+    let mut last = None;
+    for _ in 0..6 {
+        let (summary, results) = run(&batch, &j, &c, &RunOptions::new().concurrency(6)).await;
+        let summary = summary.expect("run");
+        assert_eq!(results.len(), 60);
+        let done = summary.all_accepted();
+        last = Some(summary);
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    let summary = last.expect("ran");
+    assert!(summary.all_accepted(), "{summary:?}");
+    let transfers = sb.transfers();
+    assert_eq!(transfers.len(), 60, "every row paid exactly once");
+    let mut ids: Vec<i64> = transfers.iter().map(|t| t.request_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 60);
+}
+
+#[tokio::test]
+async fn follow_up_finds_collections_and_cancels_what_waits() {
+    let d = dir("follow");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("aid.csv");
+    write(&file, &csv_rows(40, "20"));
+    let batch = Batch::new("aid-follow", &file, defaults()).expect("batch");
+    assert!(
+        run(&batch, &j, &c, &RunOptions::new())
+            .await
+            .0
+            .expect("run")
+            .all_accepted()
+    );
+    let collected = sb.collect_share(0.5).await;
+    assert!((8..=32).contains(&collected.len()), "{}", collected.len());
+
+    let follow = |cancel: Option<time::OffsetDateTime>| {
+        let (batch, j, c) = (batch.clone(), j.clone(), c.clone());
+        async move {
+            let mut rows: Vec<FollowUpRow> = Vec::new();
+            let mut sink = |r: &FollowUpRow| {
+                rows.push(r.clone());
+                Ok(())
+            };
+            match cancel {
+                None => batch.follow_up(&j, &c, 8, &mut sink).await,
+                Some(before) => {
+                    batch
+                        .cancel_uncollected(&j, &c, before, "not collected in time", 8, &mut sink)
+                        .await
+                }
+            }
+            .expect("follow-up");
+            rows.sort_by_key(|r| r.line);
+            rows
+        }
+    };
+    let rows = follow(None).await;
+    assert_eq!(rows.len(), 40);
+    let count =
+        |rows: &[FollowUpRow], c: Collection| rows.iter().filter(|r| r.collection == c).count();
+    assert_eq!(count(&rows, Collection::Collected), collected.len());
+    assert_eq!(count(&rows, Collection::Waiting), 40 - collected.len());
+
+    // Cancel what still waits: a date before every send cancels nothing; after, every waiting one.
+    let past = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    assert_eq!(count(&follow(Some(past)).await, Collection::Cancelled), 0);
+    let later = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let rows = follow(Some(later)).await;
+    assert_eq!(count(&rows, Collection::Cancelled), 40 - collected.len());
+    assert_eq!(count(&rows, Collection::Collected), collected.len());
+    let cancelled = sb
+        .transfers()
+        .iter()
+        .filter(|t| t.status == "CANCELED_FULL")
+        .count();
+    assert_eq!(cancelled, 40 - collected.len());
+    // Again: nothing more is cancelled, every cancel is the journal's.
+    let before = sb.requests().last().map_or(0, |r| r.seq);
+    let rows = follow(Some(later)).await;
+    assert_eq!(count(&rows, Collection::Cancelled), 40 - collected.len());
+    let cancels_sent = sb
+        .requests()
+        .iter()
+        .filter(|r| r.seq > before && r.path.contains("cancel"))
+        .count();
+    assert_eq!(cancels_sent, 0, "a cancel run again is not sent again");
+}
