@@ -30,9 +30,10 @@ pub const TLS: [(&str, &str); 3] = [
 pub const DEFAULT_TLS: &str = "rustls-ring";
 
 /// Every crate of this workspace that a facade build may contain.
-const SDK_CRATES: [&str; 8] = [
+const SDK_CRATES: [&str; 9] = [
     "whish",
     "whish-journal",
+    "whish-payouts",
     "whish-callbacks",
     "whish-core",
     "whish-money-transfer",
@@ -66,6 +67,17 @@ pub fn run(root: &Path) -> Result<(), String> {
             "whish-core",
             "whish-journal",
             "whish-money-transfer",
+        ]),
+    ));
+    // Payouts on one backend: the transfer service, the journal and the payouts crate.
+    cases.push((
+        Some("payouts,journal-sqlite"),
+        BTreeSet::from([
+            "whish",
+            "whish-core",
+            "whish-journal",
+            "whish-money-transfer",
+            "whish-payouts",
         ]),
     ));
     // The sandbox for the user's tests: whish-sandbox and the core only (it is no SDK crate).

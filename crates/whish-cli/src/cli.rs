@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit status: 0 success, 1 the service answered a failure code (or an HTTP error such as 403),
 /// 2 bad usage, configuration or input (nothing was sent), 3 Pending (outcome unknown, not
-/// failed), 4 transport failure.
+/// failed), 4 transport failure, 5 a payouts batch stopped before its end, 6 a reconciliation
+/// found differences.
 #[derive(Debug, Parser)]
 #[command(name = "whish", version, about, long_about = None)]
 pub struct Cli {
@@ -191,6 +192,11 @@ pub enum Command {
     Topup(ServiceArgs<TopupCmd>),
     /// The journal of money-moving requests: list, show, recover.
     Journal(ServiceArgs<JournalCmd>),
+    /// Payouts at scale: a file of transfers sent as one resumable, journaled batch; its
+    /// follow-up; the cancel of what was not collected.
+    Payouts(ServiceArgs<PayoutsCmd>),
+    /// End-of-day reconciliation: the journal against the service's own records.
+    Reconcile(ServiceArgs<ReconcileCmd>),
     /// The local sandbox of all three services.
     #[command(subcommand)]
     Sandbox(SandboxCmd),
@@ -303,6 +309,118 @@ pub struct Report {
     /// Only this currency (both when absent).
     #[arg(long, value_enum)]
     pub currency: Option<Cur>,
+}
+
+/// The batch a payouts command works on: its file, its name and its defaults.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The batch file: CSV with a header (`.csv`) or JSON lines (`.jsonl`); see `whish payouts
+    /// columns`.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The batch's name: part of every row's Request-id, so the same file under the same name
+    /// is the same payments (default: the file's name without its extension).
+    #[arg(long, value_name = "NAME")]
+    pub batch: Option<String>,
+    /// The sending country of rows without `from_country`.
+    #[arg(long, value_name = "ID", allow_negative_numbers = true)]
+    pub from_country: Option<i64>,
+    /// The sender of rows without sender columns: first name.
+    #[arg(long, value_name = "NAME", requires_all = ["sender_last_name", "sender_phone"])]
+    pub sender_first_name: Option<String>,
+    /// The default sender's last name.
+    #[arg(long, value_name = "NAME")]
+    pub sender_last_name: Option<String>,
+    /// The default sender's phone.
+    #[arg(long, value_name = "PHONE")]
+    pub sender_phone: Option<String>,
+    /// The default sender's date of birth, dd-MM-yyyy (optional).
+    #[arg(long, value_name = "DATE")]
+    pub sender_date_of_birth: Option<String>,
+    /// The address the service calls when a cash-collection row is collected.
+    #[arg(long, value_name = "URL")]
+    pub callback_url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PayoutsCmd {
+    /// Check every row of a batch file and send nothing: each bad row with its line and column.
+    Check {
+        #[command(flatten)]
+        batch: BatchArgs,
+    },
+    /// Send a batch: checked whole first, each row journaled before it is sent under a
+    /// Request-id derived from the batch and the row. Run it again after a crash, a Ctrl-C or
+    /// an account refusal: no row is paid twice.
+    ///
+    /// Exit status: 0 every row accepted, 1 some row refused (none open), 2 bad rows or usage
+    /// (nothing sent), 3 some row pending or unknown (run it again later), 5 stopped before the
+    /// end (an account refusal or Ctrl-C: run it again).
+    Send {
+        #[command(flatten)]
+        batch: BatchArgs,
+        /// The results file, one line per row as it finishes: `.csv` or `.jsonl` (default:
+        /// FILE's name with `.results.csv`).
+        #[arg(long, value_name = "FILE")]
+        results: Option<PathBuf>,
+        /// At most this many rows in flight.
+        #[arg(long, value_name = "N", default_value_t = 8)]
+        concurrency: usize,
+        /// At most this many rows started a second.
+        #[arg(long, value_name = "N")]
+        rate: Option<f64>,
+        /// Send the good rows even when some are bad (the bad ones are reported, not sent).
+        #[arg(long)]
+        skip_bad_rows: bool,
+        /// Go on after an account-level refusal (balance, daily limit) instead of stopping.
+        #[arg(long)]
+        no_stop_on_account_refusal: bool,
+    },
+    /// Where each row's money is: collected, waiting, cancelled, credited, not paid (status
+    /// reads by Request-id). Sends nothing.
+    FollowUp {
+        #[command(flatten)]
+        batch: BatchArgs,
+        /// Write every row's follow-up here: `.csv` or `.jsonl` (default: FILE's name with
+        /// `.follow-up.csv`).
+        #[arg(long, value_name = "FILE")]
+        results: Option<PathBuf>,
+    },
+    /// Cancel the rows still uncollected that were sent before a time, each cancel journaled
+    /// under its own derived Request-id.
+    Cancel {
+        #[command(flatten)]
+        batch: BatchArgs,
+        /// Cancel what was sent before this time (UTC), `yyyy-MM-dd HH:mm:ss`.
+        #[arg(long, value_name = "DATE")]
+        uncollected_before: String,
+        /// Why (kept in the account's audit log).
+        #[arg(long, value_name = "TEXT", default_value = "not collected in time")]
+        reason: String,
+        /// Write every row's follow-up here (default: FILE's name with `.cancel.csv`).
+        #[arg(long, value_name = "FILE")]
+        results: Option<PathBuf>,
+    },
+    /// The columns of a batch file.
+    Columns,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReconcileCmd {
+    /// The transfer service: the journal's sends against the activity log and the statement,
+    /// joined by Request-id, per currency. Exit 0 when everything matches, 6 when something
+    /// does not.
+    Transfer {
+        /// From this time, `yyyy-MM-dd HH:mm:ss` (the service's time; the journal's is read as UTC).
+        #[arg(long, value_name = "DATE")]
+        from: String,
+        /// To this time, `yyyy-MM-dd HH:mm:ss`.
+        #[arg(long, value_name = "DATE")]
+        to: String,
+        /// Also write the findings and the totals as CSV to this file.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

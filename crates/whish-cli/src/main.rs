@@ -8,6 +8,8 @@ mod input;
 mod journal;
 mod locations;
 mod output;
+mod payouts;
+mod reconcile;
 mod settings;
 mod topup;
 mod transfer;
@@ -92,6 +94,8 @@ async fn run(cli: Cli) -> u8 {
         Command::Collect(a) => collect::run(&ctx(a.settings), a.command).await,
         Command::Topup(a) => topup::topup(&ctx(a.settings), a.command).await,
         Command::Journal(a) => journal::run(&ctx(a.settings), a.command).await,
+        Command::Payouts(a) => payouts::run(&ctx(a.settings), a.command).await,
+        Command::Reconcile(a) => reconcile::run(&ctx(a.settings), a.command).await,
         Command::Sandbox(SandboxCmd::Serve(args)) => serve(args).await,
         Command::Demo => demo::run(std::io::stdout().is_terminal()).await,
     };

@@ -12,6 +12,8 @@ pub const FAILED: u8 = 1;
 pub const USAGE: u8 = 2;
 pub const PENDING: u8 = 3;
 pub const TRANSPORT: u8 = 4;
+pub const STOPPED: u8 = 5;
+pub const DIFFERENCES: u8 = 6;
 
 /// Where and how results go.
 #[derive(Debug, Clone, Copy)]

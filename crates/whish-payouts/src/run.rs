@@ -175,6 +175,11 @@ pub struct RunSummary {
     pub totals: BTreeMap<String, Totals>,
     /// Why the run stopped before the end, when it did.
     pub stopped: Option<String>,
+    /// Journal entries the start-up recovery settled (left open by an earlier run that died).
+    pub recovered: u64,
+    /// Open entries another live process holds (another run of the same batch?): their rows
+    /// are reported unknown by this run.
+    pub held_elsewhere: u64,
 }
 
 impl RunSummary {
@@ -461,9 +466,38 @@ impl Batch {
         sink: &mut (dyn FnMut(&RowResult) -> std::io::Result<()> + Send),
     ) -> Result<RunSummary, BatchError> {
         let check = self.check(journal, client).await?;
+        self.run_checked(journal, client, check, options, sink)
+            .await
+    }
+
+    /// [`run`](Self::run) with the check already made (to show it, or the number of rows, before
+    /// sending). The file must not have changed since: each row is checked again as it is sent
+    /// (a row changed since the journal recorded it is never sent).
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub async fn run_checked(
+        &self,
+        journal: &Journal,
+        client: &TransferClient,
+        check: CheckReport,
+        options: &RunOptions,
+        sink: &mut (dyn FnMut(&RowResult) -> std::io::Result<()> + Send),
+    ) -> Result<RunSummary, BatchError> {
         if !check.errors.is_empty() && !options.skip_bad_rows {
             return Err(BatchError::BadRows(check));
         }
+        // First, finish what a run that died left open (the journal's start-up recovery, for the
+        // transfer service): an entry a dead process of this host held is taken at once, so
+        // that its row is settled, not reported unknown because a dead process "holds" it.
+        let recovered = journal
+            .recover(
+                &whish_journal::Clients::new().transfer(client.clone()),
+                &whish_journal::Recovery::new(),
+            )
+            .await
+            .map_err(BatchError::Journal)?;
         let bad: BTreeMap<u64, String> = check
             .errors
             .iter()
@@ -471,6 +505,8 @@ impl Batch {
             .collect();
         let mut summary = RunSummary {
             rows: check.rows,
+            recovered: recovered.changes.len() as u64,
+            held_elsewhere: recovered.held_elsewhere.len() as u64,
             ..RunSummary::default()
         };
         let batch: Arc<str> = Arc::from(self.id.as_str());

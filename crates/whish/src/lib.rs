@@ -52,8 +52,9 @@
 //!
 //! Off by default: `journal-sqlite`, `journal-postgres` or both as `journal` (the durable record
 //! of every money-moving request, [`journal`], for the services whose features are on),
-//! `callbacks` (the callback receiver, [`callbacks`]) and `testing` (the in-process sandbox for
-//! your own tests, [`testing`]).
+//! `callbacks` (the callback receiver, [`callbacks`]), `payouts` (a resumable, journaled batch of
+//! transfers from a file and end-of-day reconciliation, [`payouts`]; with a journal backend) and
+//! `testing` (the in-process sandbox for your own tests, [`testing`]).
 //!
 //! The guides (`docs/` in the repository) walk each service end to end, and `docs/testing.md`
 //! shows how to test an integration; `docs/errors.md` lists every documented error code. The
@@ -94,6 +95,11 @@
 #![cfg_attr(
     not(feature = "callbacks"),
     doc = "[`callbacks`]: https://docs.rs/whish-callbacks"
+)]
+#![cfg_attr(feature = "payouts", doc = "[`payouts`]: crate::payouts")]
+#![cfg_attr(
+    not(feature = "payouts"),
+    doc = "[`payouts`]: https://docs.rs/whish-payouts"
 )]
 #![cfg_attr(feature = "testing", doc = "[`testing`]: crate::testing")]
 #![cfg_attr(
@@ -141,6 +147,13 @@ pub use whish_intl_topup as topup;
     doc(cfg(any(feature = "journal-sqlite", feature = "journal-postgres")))
 )]
 pub use whish_journal as journal;
+
+/// Payouts at scale: a resumable, journaled batch of transfers from a CSV or JSON-lines file, its
+/// follow-up, and end-of-day reconciliation (re-export of `whish-payouts`; feature `payouts` with a
+/// journal backend, off by default).
+#[cfg(feature = "payouts")]
+#[cfg_attr(docsrs, doc(cfg(feature = "payouts")))]
+pub use whish_payouts as payouts;
 
 /// Receiving the services' callbacks: axum routes, the poller, redirect confirmation (re-export
 /// of `whish-callbacks`; feature `callbacks`, off by default).

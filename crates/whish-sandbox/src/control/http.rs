@@ -182,7 +182,9 @@ async fn collect_cash(State(s): State<Arc<Shared>>, Body(b): Body<ByLtn>) -> Ans
 
 async fn collect_share(State(s): State<Arc<Shared>>, Body(b): Body<ShareBody>) -> Answer<Value> {
     if !(0.0..=1.0).contains(&b.share) {
-        return Err(ControlError::BadRequest("share must be between 0 and 1".into()));
+        return Err(ControlError::BadRequest(
+            "share must be between 0 and 1".into(),
+        ));
     }
     let collected = s.collect_share(b.share).await;
     Ok(Json(json!({"collected": collected})))

@@ -338,7 +338,12 @@ impl Sandbox {
         t.fee = fee;
         t.total = t.amount + fee;
         let (id, total) = (t.transfer_id.clone(), t.total);
-        for e in w.transfer.activity.iter_mut().filter(|e| e.transfer_id == id) {
+        for e in w
+            .transfer
+            .activity
+            .iter_mut()
+            .filter(|e| e.transfer_id == id)
+        {
             e.fee = fee;
             e.total = total;
         }

@@ -1,0 +1,449 @@
+//! `whish payouts ...`: a batch file sent as one resumable, journaled batch; its follow-up and
+//! the cancel of what was not collected.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use whish::payouts::{
+    Batch, COLUMNS, Collection, Defaults, FollowUpRow, ResultFormat, ResultWriter, RowOutcome,
+    RunOptions, RunSummary, StopSignal,
+};
+use whish::transfer::{CountryId, Customer, DateOfBirth, FirstName, Identity, LastName};
+
+use crate::cli::{BatchArgs, PayoutsCmd};
+use crate::output::{self, Done, FAILED, OK, PENDING, STOPPED, USAGE, usage};
+use crate::settings::Ctx;
+
+pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
+    match cmd {
+        PayoutsCmd::Columns => {
+            let columns: Vec<Value> = COLUMNS
+                .iter()
+                .map(|c| json!({"column": c.name, "required": c.required, "about": c.about}))
+                .collect();
+            Ok(ctx.out.success(&Value::Array(columns)))
+        }
+        PayoutsCmd::Check { batch } => {
+            let b = batch_of(&batch)?;
+            let client = ctx.transfer()?;
+            let journal = ctx.journal().await?;
+            let report = b
+                .check(&journal, &client)
+                .await
+                .map_err(|e| usage(e.to_string()))?;
+            let bad = !report.errors.is_empty();
+            ctx.out.print(&json!({
+                "batch": b.name(),
+                "rows": report.rows,
+                "badRows": report.errors,
+            }));
+            if bad {
+                eprintln!(
+                    "whish: {} problem(s) in {} rows; nothing was sent",
+                    report.errors.len(),
+                    report.rows
+                );
+                Ok(USAGE)
+            } else {
+                Ok(OK)
+            }
+        }
+        PayoutsCmd::Send {
+            batch,
+            results,
+            concurrency,
+            rate,
+            skip_bad_rows,
+            no_stop_on_account_refusal,
+        } => {
+            let b = batch_of(&batch)?;
+            let client = ctx.transfer()?;
+            let journal = ctx.journal().await?;
+            let path = results.unwrap_or_else(|| beside(&batch.file, "results.csv"));
+            let mut writer = results_writer(&path)?;
+            let stop = StopSignal::new();
+            ctrl_c(stop.clone());
+            let mut options = RunOptions::new()
+                .concurrency(concurrency)
+                .skip_bad_rows(skip_bad_rows)
+                .stop_on_account_refusal(!no_stop_on_account_refusal)
+                .stop_signal(stop);
+            if let Some(r) = rate {
+                options = options.rate(r);
+            }
+            eprintln!(
+                "whish: batch `{}`: every row is recorded in the journal before it is sent; results go to {}",
+                b.name(),
+                path.display()
+            );
+            let check = b
+                .check(&journal, &client)
+                .await
+                .map_err(|e| usage(e.to_string()))?;
+            if !check.errors.is_empty() && !skip_bad_rows {
+                ctx.out.print(&json!({
+                    "batch": b.name(),
+                    "rows": check.rows,
+                    "badRows": check.errors,
+                }));
+                return Err(usage(format!(
+                    "{} problem(s) in {} rows (fix them, or --skip-bad-rows)",
+                    check.errors.len(),
+                    check.rows
+                )));
+            }
+            let mut progress = Progress::new(check.rows);
+            let summary = b
+                .run_checked(&journal, &client, check, &options, &mut |r| {
+                    progress.row(r.outcome);
+                    writer.write(r)
+                })
+                .await;
+            progress.done();
+            match summary {
+                Ok(summary) => Ok(report_run(ctx, &b, &summary, &path)),
+                Err(e) => Err(usage(e.to_string())),
+            }
+        }
+        PayoutsCmd::FollowUp { batch, results } => {
+            let path = results.unwrap_or_else(|| beside(&batch.file, "follow-up.csv"));
+            follow(ctx, &batch, &path, None).await
+        }
+        PayoutsCmd::Cancel {
+            batch,
+            uncollected_before,
+            reason,
+            results,
+        } => {
+            let format =
+                time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+            let before = time::PrimitiveDateTime::parse(uncollected_before.trim(), &format)
+                .map_err(|e| usage(format!("--uncollected-before: {e} (yyyy-MM-dd HH:mm:ss)")))?
+                .assume_utc();
+            let path = results.unwrap_or_else(|| beside(&batch.file, "cancel.csv"));
+            follow(ctx, &batch, &path, Some((before, reason))).await
+        }
+    }
+}
+
+/// Ctrl-C stops the batch cleanly (the rows in flight finish and are recorded); a second one
+/// ends the process at once (the journal holds every row sent: run the batch again).
+fn ctrl_c(stop: StopSignal) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        eprintln!(
+            "\nwhish: stopping: the rows in flight finish and are recorded; Ctrl-C again to quit now"
+        );
+        stop.stop("stopped by Ctrl-C: run the batch again to send the rest");
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("whish: quit; the journal holds every row sent: run the batch again");
+            std::process::exit(i32::from(STOPPED));
+        }
+    });
+}
+
+fn batch_of(a: &BatchArgs) -> Result<Batch, u8> {
+    let mut defaults = Defaults::new();
+    if let Some(c) = a.from_country {
+        defaults = defaults
+            .from_country(CountryId::new(c).map_err(|e| usage(format!("--from-country: {e}")))?);
+    }
+    if let (Some(first), Some(last), Some(phone)) =
+        (&a.sender_first_name, &a.sender_last_name, &a.sender_phone)
+    {
+        let mut sender = Customer::new(FirstName::new(first), LastName::new(last), phone);
+        if let Some(d) = &a.sender_date_of_birth {
+            sender = sender.identity(Identity::new(
+                DateOfBirth::parse(d).map_err(|e| usage(format!("--sender-date-of-birth: {e}")))?,
+            ));
+        }
+        defaults = defaults.sender(sender);
+    }
+    if let Some(u) = &a.callback_url {
+        defaults = defaults.callback_url(u.clone());
+    }
+    let name = match &a.batch {
+        Some(n) => n.clone(),
+        None => a
+            .file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_owned)
+            .ok_or_else(|| usage("--batch: the file has no name to use; name the batch"))?,
+    };
+    Batch::new(name, &a.file, defaults).map_err(|e| usage(e.to_string()))
+}
+
+/// `payroll.csv` -> `payroll.results.csv`, beside it.
+fn beside(file: &Path, suffix: &str) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "batch".into());
+    file.with_file_name(format!("{stem}.{suffix}"))
+}
+
+fn results_writer(path: &Path) -> Result<ResultWriter<std::fs::File>, u8> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+    ResultWriter::new(file, format_of(path)).map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+fn format_of(path: &Path) -> ResultFormat {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("jsonl" | "ndjson" | "json") => ResultFormat::JsonLines,
+        _ => ResultFormat::Csv,
+    }
+}
+
+fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
+    let outcomes: serde_json::Map<String, Value> = RowOutcome::ALL
+        .iter()
+        .map(|o| (o.as_str().to_owned(), json!(s.count(*o))))
+        .collect();
+    let totals: serde_json::Map<String, Value> = s
+        .totals
+        .iter()
+        .map(|(c, t)| {
+            (
+                c.clone(),
+                json!({"accepted": t.accepted, "amount": t.amount.to_string(), "fees": t.fees.to_string()}),
+            )
+        })
+        .collect();
+    ctx.out.print(&json!({
+        "batch": b.name(),
+        "rows": s.rows,
+        "outcomes": outcomes,
+        "totals": totals,
+        "stopped": s.stopped,
+        "recovered": s.recovered,
+        "heldElsewhere": s.held_elsewhere,
+        "results": path.display().to_string(),
+    }));
+    if s.held_elsewhere > 0 {
+        eprintln!(
+            "whish: {} journal entries are held by another live process (another run of this batch?): their rows are reported unknown",
+            s.held_elsewhere
+        );
+    }
+    let open = s.count(RowOutcome::Pending)
+        + s.count(RowOutcome::Unknown)
+        + s.count(RowOutcome::NeedsOperator);
+    if let Some(why) = &s.stopped {
+        eprintln!("whish: {}", output::printable(why));
+        STOPPED
+    } else if open > 0 || s.count(RowOutcome::NotSent) > 0 {
+        eprintln!(
+            "whish: {open} row(s) still open: run the same command again later (the same Request-ids are read again, never new transfers)"
+        );
+        PENDING
+    } else if s.count(RowOutcome::Refused) > 0 {
+        eprintln!(
+            "whish: {} row(s) refused: see `code` and `message` in {}",
+            s.count(RowOutcome::Refused),
+            path.display()
+        );
+        FAILED
+    } else {
+        OK
+    }
+}
+
+async fn follow(
+    ctx: &Ctx,
+    a: &BatchArgs,
+    path: &Path,
+    cancel: Option<(time::OffsetDateTime, String)>,
+) -> Done {
+    let b = batch_of(a)?;
+    let client = ctx.transfer()?;
+    let journal = ctx.journal().await?;
+    let file = std::fs::File::create(path)
+        .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+    let mut writer = FollowWriter::new(file, format_of(path))
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
+    let mut cancelled_now = 0u64;
+    let mut sink = |r: &FollowUpRow| {
+        *counts.entry(r.collection.as_str()).or_default() += 1;
+        if r.cancelled_now {
+            cancelled_now += 1;
+        }
+        writer.write(r)
+    };
+    let done = match &cancel {
+        None => b.follow_up(&journal, &client, 8, &mut sink).await,
+        Some((before, reason)) => {
+            b.cancel_uncollected(&journal, &client, *before, reason, 8, &mut sink)
+                .await
+        }
+    };
+    done.map_err(|e| usage(e.to_string()))?;
+    let unknown = counts
+        .get(Collection::Unknown.as_str())
+        .copied()
+        .unwrap_or(0);
+    ctx.out.print(&json!({
+        "batch": b.name(),
+        "rows": counts,
+        "cancelled": cancel.as_ref().map(|_| cancelled_now),
+        "results": path.display().to_string(),
+    }));
+    Ok(if unknown > 0 { PENDING } else { OK })
+}
+
+/// Follow-up rows as CSV or JSON lines, flushed one by one.
+struct FollowWriter {
+    file: std::io::BufWriter<std::fs::File>,
+    format: ResultFormat,
+}
+
+impl FollowWriter {
+    const HEADER: &'static str = "line,reference,request_id,collection,status,ltn_number,transfer_id,sent_at,cancelled_now,message";
+
+    fn new(file: std::fs::File, format: ResultFormat) -> std::io::Result<FollowWriter> {
+        let mut w = FollowWriter {
+            file: std::io::BufWriter::new(file),
+            format,
+        };
+        if format == ResultFormat::Csv {
+            writeln!(w.file, "{}", Self::HEADER)?;
+        }
+        Ok(w)
+    }
+
+    fn write(&mut self, r: &FollowUpRow) -> std::io::Result<()> {
+        match self.format {
+            ResultFormat::JsonLines => {
+                serde_json::to_writer(&mut self.file, r).map_err(std::io::Error::other)?;
+                writeln!(self.file)?;
+            }
+            _ => {
+                let field = |v: Option<String>| csv_field(&v.unwrap_or_default());
+                writeln!(
+                    self.file,
+                    "{},{},{},{},{},{},{},{},{},{}",
+                    r.line,
+                    field(r.reference.clone()),
+                    r.request_id.map(|i| i.to_string()).unwrap_or_default(),
+                    r.collection,
+                    field(r.status.clone()),
+                    field(r.ltn_number.clone()),
+                    field(r.transfer_id.clone()),
+                    r.sent_at
+                        .and_then(|t| t
+                            .format(&time::format_description::well_known::Rfc3339)
+                            .ok())
+                        .unwrap_or_default(),
+                    r.cancelled_now,
+                    field(r.message.clone()),
+                )?;
+            }
+        }
+        self.file.flush()
+    }
+}
+
+/// One CSV field, quoted when it must be (RFC 4180).
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_owned()
+    }
+}
+
+/// The progress of a run on stderr: a line redrawn in place on a terminal, a plain line every
+/// thousand rows (and at the end) otherwise.
+struct Progress {
+    terminal: bool,
+    total: u64,
+    rows: u64,
+    accepted: u64,
+    refused: u64,
+    open: u64,
+    started: Instant,
+    drawn: Instant,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        let now = Instant::now();
+        Progress {
+            terminal: std::io::stderr().is_terminal(),
+            total,
+            rows: 0,
+            accepted: 0,
+            refused: 0,
+            open: 0,
+            started: now,
+            drawn: now,
+        }
+    }
+
+    fn row(&mut self, outcome: RowOutcome) {
+        self.rows += 1;
+        match outcome {
+            RowOutcome::Accepted => self.accepted += 1,
+            RowOutcome::Refused => self.refused += 1,
+            _ => self.open += 1,
+        }
+        if self.terminal {
+            if self.drawn.elapsed() >= Duration::from_millis(100) {
+                self.draw();
+            }
+        } else if self.rows.is_multiple_of(1000) {
+            eprintln!("{}", self.line());
+        }
+    }
+
+    fn line(&self) -> String {
+        let secs = self.started.elapsed().as_secs_f64().max(0.001);
+        let bar = if self.terminal {
+            const WIDTH: u64 = 30;
+            let done = (self.rows * WIDTH)
+                .checked_div(self.total)
+                .unwrap_or(WIDTH)
+                .min(WIDTH);
+            format!(
+                "[{}{}] ",
+                "#".repeat(done as usize),
+                ".".repeat((WIDTH - done) as usize)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "whish: {bar}{}/{} rows: {} accepted, {} refused, {} open or not sent ({:.0} rows/s)",
+            self.rows,
+            self.total,
+            self.accepted,
+            self.refused,
+            self.open,
+            self.rows as f64 / secs
+        )
+    }
+
+    fn draw(&mut self) {
+        eprint!("\r\x1b[2K{}", self.line());
+        let _ = std::io::stderr().flush();
+        self.drawn = Instant::now();
+    }
+
+    fn done(&mut self) {
+        if self.rows == 0 {
+            return;
+        }
+        if self.terminal {
+            self.draw();
+            eprintln!();
+        } else if !self.rows.is_multiple_of(1000) {
+            eprintln!("{}", self.line());
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! `whish reconcile ...`: the journal against the service's own records, with a documented exit
+//! status (0 everything matches, 6 something does not).
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use whish::payouts::reconcile::{self, TransferReport};
+use whish::transfer::ReportRange;
+
+use crate::cli::ReconcileCmd;
+use crate::output::{self, DIFFERENCES, Done, OK, usage};
+use crate::settings::Ctx;
+
+pub async fn run(ctx: &Ctx, cmd: ReconcileCmd) -> Done {
+    match cmd {
+        ReconcileCmd::Transfer { from, to, csv } => {
+            let range = ReportRange::starting(&from)
+                .and_then(|s| s.until(&to))
+                .map_err(usage)?;
+            let format =
+                time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+            let utc = |v: &str, flag: &str| {
+                time::PrimitiveDateTime::parse(v.trim(), &format)
+                    .map(time::PrimitiveDateTime::assume_utc)
+                    .map_err(|e| usage(format!("--{flag}: {e}")))
+            };
+            let (start, end) = (utc(&from, "from")?, utc(&to, "to")?);
+            let client = ctx.transfer()?;
+            let journal = ctx.journal().await?;
+            let report = reconcile::transfers(&journal, &client, &range, start, end)
+                .await
+                .map_err(|e| match e {
+                    reconcile::ReconcileError::Service(e) => output::error(&ctx.out, &e),
+                    other => usage(other.to_string()),
+                })?;
+            if let Some(path) = csv {
+                write_csv(&path, &report)
+                    .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+            }
+            print(ctx, &report);
+            if report.is_clean() {
+                Ok(OK)
+            } else {
+                eprintln!(
+                    "whish: {} difference(s) over {} transfer(s): see `findings`",
+                    report.findings.len(),
+                    report.flagged().len()
+                );
+                Ok(DIFFERENCES)
+            }
+        }
+    }
+}
+
+fn print(ctx: &Ctx, r: &TransferReport) {
+    let currencies: serde_json::Map<String, Value> = r
+        .currencies
+        .iter()
+        .map(|(code, t)| {
+            (
+                code.clone(),
+                json!({
+                    "sent": t.sent,
+                    "sentAmount": t.sent_amount.to_string(),
+                    "fees": t.fees.to_string(),
+                    "collected": t.collected,
+                    "cancelled": t.cancelled,
+                    "cancelledAmount": t.cancelled_amount.to_string(),
+                    "matched": t.matched,
+                    "openingBalance": t.opening_balance.map(|b| b.to_string()),
+                    "closingBalance": t.closing_balance.map(|b| b.to_string()),
+                    "statementLines": t.statement_lines,
+                }),
+            )
+        })
+        .collect();
+    let findings: Vec<Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            json!({
+                "kind": f.kind.as_str(),
+                "currency": f.currency,
+                "requestId": f.request_id.map(|i| i.get()),
+                "transferId": f.transfer_id,
+                "journal": f.journal,
+                "service": f.service,
+                "message": f.message,
+            })
+        })
+        .collect();
+    ctx.out.print(&json!({
+        "matches": r.is_clean(),
+        "journalSends": r.journal_sends,
+        "currencies": currencies,
+        "findings": findings,
+        "cancellations": r.cancellations.len(),
+    }));
+}
+
+/// One table: a `total` line per currency, then a `finding` line per difference; each column
+/// is empty where it does not apply.
+fn write_csv(path: &Path, r: &TransferReport) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let field = |v: &str| {
+        if v.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", v.replace('"', "\"\""))
+        } else {
+            v.to_owned()
+        }
+    };
+    let opt = |v: Option<whish::Decimal>| v.map(|b| b.to_string()).unwrap_or_default();
+    writeln!(
+        f,
+        "record,currency,kind,request_id,transfer_id,journal,service,sent,sent_amount,fees,collected,cancelled,cancelled_amount,matched,opening_balance,closing_balance,message"
+    )?;
+    for (code, t) in &r.currencies {
+        writeln!(
+            f,
+            "total,{},,,,,,{},{},{},{},{},{},{},{},{},",
+            field(code),
+            t.sent,
+            t.sent_amount,
+            t.fees,
+            t.collected,
+            t.cancelled,
+            t.cancelled_amount,
+            t.matched,
+            opt(t.opening_balance),
+            opt(t.closing_balance),
+        )?;
+    }
+    for x in &r.findings {
+        writeln!(
+            f,
+            "finding,{},{},{},{},{},{},,,,,,,,,,{}",
+            field(&x.currency),
+            x.kind,
+            x.request_id.map(|i| i.to_string()).unwrap_or_default(),
+            field(x.transfer_id.as_deref().unwrap_or_default()),
+            field(x.journal.as_deref().unwrap_or_default()),
+            field(x.service.as_deref().unwrap_or_default()),
+            field(&x.message),
+        )?;
+    }
+    f.flush()
+}

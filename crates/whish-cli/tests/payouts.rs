@@ -1,0 +1,210 @@
+//! `whish payouts` and `whish reconcile` against the sandbox, as an operator runs them: a batch of
+//! a few hundred rows killed with SIGKILL part way and run again (every row paid once, the results
+//! file complete), its follow-up after receivers collect, and the reconciliation (exit 0, then 6
+//! after a transfer made outside the journal).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use whish::Decimal;
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+const ROWS: usize = 300;
+
+fn batch_file() -> std::path::PathBuf {
+    let mut text = String::from(
+        "reference,payment_mode,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
+    );
+    for i in 0..ROWS {
+        text.push_str(&format!(
+            "P{i:04},CASH_COLLECTION,Hiba,Mansour,+9617033{i:04},05-06-1991,{},USD,Family Support,Savings\n",
+            20 + i % 7
+        ));
+    }
+    temp_file("aid-2026-11-24.csv", &text)
+}
+
+const SENDER: [&str; 8] = [
+    "--from-country",
+    "1",
+    "--sender-first-name",
+    "Relief",
+    "--sender-last-name",
+    "Org",
+    "--sender-phone",
+    "+9611000000",
+];
+
+fn lines(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconciles() {
+    let plenty = Decimal::from(10_000_000u64);
+    let sb = Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let dir = temp_file("journal-here", "")
+        .parent()
+        .expect("dir")
+        .to_owned();
+    env.push((
+        "WHISH_JOURNAL".into(),
+        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
+    ));
+    let file = batch_file();
+    let results = dir.join("results.csv");
+    let file_arg = file.display().to_string();
+    let results_arg = results.display().to_string();
+    let mut send: Vec<&str> = vec!["payouts", "send", &file_arg, "--results", &results_arg];
+    send.extend(SENDER);
+    send.extend(["--concurrency", "4"]);
+
+    // Slow sends, so that the kill lands in the middle of the batch.
+    sb.inject(
+        Endpoint::TransferSend,
+        Fault::Delay(Duration::from_millis(25)),
+        ROWS as u32,
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_whish"))
+        .args(&send)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn whish");
+    let started = Instant::now();
+    while lines(&results) < 60 && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL"); // SIGKILL on Unix
+    let _ = child.wait();
+    let paid_at_kill = sb.transfers().len();
+    assert!(
+        paid_at_kill > 0 && paid_at_kill < ROWS,
+        "the kill must land part way: {paid_at_kill} of {ROWS} paid"
+    );
+
+    // Run again: every row, each paid once; the results file complete.
+    let again = whish(&send, &env).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    let summary = again.json();
+    assert_eq!(summary["outcomes"]["accepted"], ROWS);
+    let text = std::fs::read_to_string(&results).expect("results");
+    assert_eq!(
+        text.lines().count(),
+        ROWS + 1,
+        "a header and one line per row"
+    );
+    assert_eq!(
+        text.lines()
+            .skip(1)
+            .filter(|l| l.contains(",accepted,"))
+            .count(),
+        ROWS
+    );
+    let transfers = sb.transfers();
+    assert_eq!(transfers.len(), ROWS, "every row paid exactly once");
+    let mut ids: Vec<i64> = transfers.iter().map(|t| t.request_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), ROWS);
+
+    // A third run sends nothing and says so.
+    let before = sb.requests().last().map_or(0, |r| r.seq);
+    let third = whish(&send, &env).await;
+    assert_eq!(third.code, 0, "{third:?}");
+    assert!(
+        !sb.requests().iter().any(|r| r.seq > before),
+        "a finished batch run again sends nothing"
+    );
+
+    // Receivers collect a third; the follow-up finds them.
+    let collected = sb.collect_share(0.3).await.len();
+    let follow_file = dir.join("follow.csv").display().to_string();
+    let mut follow: Vec<&str> = vec!["payouts", "follow-up", &file_arg, "--results", &follow_file];
+    follow.extend(SENDER);
+    let followed = whish(&follow, &env).await;
+    assert_eq!(followed.code, 0, "{followed:?}");
+    let rows = followed.json()["rows"].clone();
+    assert_eq!(rows["collected"], collected);
+    assert_eq!(rows["waiting"], ROWS - collected);
+
+    // The reconciliation of the day matches; a transfer made outside the journal does not.
+    let day = |d: time::OffsetDateTime| {
+        d.format(time::macros::format_description!(
+            "[year]-[month]-[day] [hour]:[minute]:[second]"
+        ))
+        .expect("format")
+    };
+    let now = time::OffsetDateTime::now_utc();
+    let (from, to) = (
+        day(now - time::Duration::hours(2)),
+        day(now + time::Duration::hours(2)),
+    );
+    let reconcile = ["reconcile", "transfer", "--from", &from, "--to", &to];
+    let clean = whish(&reconcile, &env).await;
+    assert_eq!(clean.code, 0, "{clean:?}");
+    assert_eq!(clean.json()["matches"], true);
+    assert_eq!(clean.json()["currencies"]["USD"]["matched"], ROWS);
+
+    let body = temp_file("outside.json", &cash_body("33"))
+        .display()
+        .to_string();
+    let mut outside_env = env.clone();
+    outside_env.retain(|(k, _)| k != "WHISH_JOURNAL");
+    outside_env.push((
+        "WHISH_JOURNAL".into(),
+        format!("sqlite:{}", dir.join("another.sqlite").display()),
+    ));
+    let sent = whish(&["transfer", "send", "--body", &body], &outside_env).await;
+    assert_eq!(sent.code, 0, "{sent:?}");
+    let csv = dir.join("reconcile.csv").display().to_string();
+    let mut with_csv = reconcile.to_vec();
+    with_csv.extend(["--csv", &csv]);
+    let differs = whish(&with_csv, &env).await;
+    assert_eq!(differs.code, 6, "{differs:?}");
+    let findings = differs.json()["findings"].clone();
+    assert_eq!(findings.as_array().map(Vec::len), Some(1), "{findings}");
+    assert_eq!(findings[0]["kind"], "not-in-journal");
+    let table = std::fs::read_to_string(&csv).expect("csv");
+    assert!(table.starts_with("record,currency,kind,"));
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("finding,")).count(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_a_bad_row_sends_nothing_and_names_the_line() {
+    let sb = Sandbox::start().await.expect("sandbox");
+    let env = sandbox_env(&sb);
+    let file = temp_file(
+        "bad.csv",
+        "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n\
+         A,Hiba,Mansour,+96170330001,05-06-1991,20,USD,Family Support,Savings\n\
+         B,Hiba,Mansour,+96170330002,05-06-1991,-5,USD,Family Support,Savings\n",
+    );
+    let f = file.display().to_string();
+    let mut args: Vec<&str> = vec!["payouts", "send", &f];
+    args.extend(SENDER);
+    let run = whish(&args, &env).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    let bad = run.json()["badRows"].clone();
+    assert_eq!(bad[0]["line"], 3, "{bad}");
+    assert_eq!(bad[0]["field"], "amount");
+    assert!(sb.transfers().is_empty());
+    assert!(run.stderr.contains("nothing was sent"), "{}", run.stderr);
+
+    let columns = whish(&["payouts", "columns"], &env).await;
+    assert_eq!(columns.code, 0);
+    assert!(columns.json().as_array().is_some_and(|c| c.len() > 10));
+}

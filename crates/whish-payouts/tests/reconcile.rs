@@ -1,0 +1,185 @@
+//! Reconciliation against the sandbox: after a batch (with collections and cancellations) it finds
+//! nothing wrong; with a transfer made outside the journal, one the service never had, and a fee
+//! the service records differently from its answer, it finds exactly those three.
+
+use std::io::Write;
+use std::time::Duration;
+
+use rust_decimal::Decimal;
+use time::OffsetDateTime;
+use time::macros::format_description;
+use whish_core::{Amount, ClientSettings, Currency, SecretString};
+use whish_journal::Journal;
+use whish_money_transfer::{
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+    LastName, Reason, ReportRange, Sender, SourceOfFunds, TransferClient,
+};
+use whish_payouts::reconcile::{self, FindingKind};
+use whish_payouts::{Batch, Defaults, RunOptions};
+use whish_sandbox::Sandbox;
+
+async fn sandbox() -> Sandbox {
+    let plenty = Decimal::from(10_000_000u64);
+    Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox")
+}
+
+fn client(sb: &Sandbox) -> TransferClient {
+    let c = sb.transfer_credentials();
+    TransferClient::builder(ClientSettings::new(sb.transfer_base_url()))
+        .username(c.username.clone())
+        .key(SecretString::from(c.key.clone()))
+        .build()
+        .expect("client")
+}
+
+fn one_send(amount: u32) -> CashCollectionSend {
+    CashCollectionSend::new(
+        CountryId::LEBANON,
+        Currency::Usd,
+        Amount::new(Decimal::from(amount)),
+        Sender::new(Customer::new(
+            FirstName::new("Other"),
+            LastName::new("System"),
+            "+9611999999",
+        )),
+        CashReceiver::new(
+            Customer::new(
+                FirstName::new("Nour"),
+                LastName::new("Saad"),
+                "+96170999999",
+            ),
+            Identity::new(DateOfBirth::parse("02-02-1992").expect("date")),
+        ),
+        Reason::FamilySupport,
+        SourceOfFunds::Savings,
+    )
+}
+
+fn range(from: OffsetDateTime, to: OffsetDateTime) -> ReportRange {
+    let f = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    ReportRange::starting(&from.format(&f).expect("format"))
+        .expect("from")
+        .until(&to.format(&f).expect("format"))
+        .expect("to")
+}
+
+#[tokio::test]
+async fn reconciliation_finds_nothing_after_a_batch_and_exactly_the_three_faults_after() {
+    let d = std::env::temp_dir().join(format!("whish-payouts-reconcile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("dir");
+    let sb = sandbox().await;
+    let c = client(&sb);
+    let j = Journal::open(&format!("sqlite:{}", d.join("journal.sqlite").display()))
+        .await
+        .expect("journal");
+    let file = d.join("aid.csv");
+    let mut text = String::from(
+        "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds,deduct_fees\n",
+    );
+    for i in 0..30 {
+        let deduct = i % 5 == 0;
+        text.push_str(&format!(
+            "R{i},Lina,Hajj,+9617055{i:04},03-04-1988,{},USD,Family Support,Salary,{deduct}\n",
+            40 + i
+        ));
+    }
+    std::fs::File::create(&file)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .expect("write");
+    let from = OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let batch = Batch::new(
+        "aid-reconcile",
+        &file,
+        Defaults::new()
+            .from_country(CountryId::LEBANON)
+            .sender(Customer::new(
+                FirstName::new("Relief"),
+                LastName::new("Org"),
+                "+9611000000",
+            )),
+    )
+    .expect("batch");
+    let summary = batch
+        .run(&j, &c, &RunOptions::new(), &mut |_| Ok(()))
+        .await
+        .expect("run");
+    assert!(summary.all_accepted());
+    sb.collect_share(0.4).await;
+    let later = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    batch
+        .cancel_uncollected(&j, &c, later, "end of programme", 4, &mut |_| Ok(()))
+        .await
+        .expect("cancel");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let to = OffsetDateTime::now_utc() + time::Duration::hours(1);
+
+    let report = reconcile::transfers(&j, &c, &range(from, to), from, to)
+        .await
+        .expect("reconcile");
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    let usd = &report.currencies["USD"];
+    assert_eq!(usd.sent, 30);
+    assert_eq!(usd.matched, 30);
+    assert_eq!(usd.collected + usd.cancelled, 30, "{usd:?}");
+    assert_eq!(report.cancellations.len() as u64, usd.cancelled);
+    assert_eq!(report.journal_sends, 30);
+    assert!(usd.opening_balance.is_some() && usd.closing_balance.is_some());
+
+    // 1. A transfer made outside the journal.
+    let outside = c.prepare_send(one_send(77)).expect("prepare");
+    let _ = c.send(&outside).await.expect("sent outside the journal");
+    // 2. One the journal holds as accepted that this service never had (sent to another).
+    let elsewhere = sandbox().await;
+    let lost = client(&elsewhere)
+        .prepare_send(one_send(55))
+        .expect("prepare");
+    let _ = j
+        .transfer(client(&elsewhere))
+        .send(&lost)
+        .await
+        .expect("sent elsewhere");
+    // 3. A fee the service records differently from its answer.
+    let row = j
+        .find(&whish_payouts::key::request_id("aid-reconcile", "ref:R3", 0).to_string())
+        .await
+        .expect("find")
+        .pop()
+        .expect("row 3 in the journal");
+    let ltn = row.references.ltn_number.clone().expect("ltn");
+    sb.misreport_fee(&ltn, Decimal::new(999, 2))
+        .expect("misreport");
+
+    let to = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let report = reconcile::transfers(&j, &c, &range(from, to), from, to)
+        .await
+        .expect("reconcile");
+    let flagged = report.flagged();
+    let expected: std::collections::BTreeSet<_> = [
+        outside.request_id(),
+        lost.request_id(),
+        row.key.parse().expect("id"),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(flagged, expected, "{:#?}", report.findings);
+    let kinds: Vec<(FindingKind, _)> = report
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.request_id))
+        .collect();
+    assert!(kinds.contains(&(FindingKind::NotInJournal, Some(outside.request_id()))));
+    assert!(kinds.contains(&(FindingKind::MissingAtService, Some(lost.request_id()))));
+    assert!(kinds.contains(&(FindingKind::FeeDiffers, Some(row.key.parse().expect("id")))));
+    assert!(
+        !report
+            .findings
+            .iter()
+            .any(|f| f.kind == FindingKind::BalanceRule)
+    );
+}
