@@ -8,7 +8,11 @@
 //!
 //! `--crash K [--journal URL] [--workers W]` runs the crash soak instead (see [`crash`]): the
 //! client as W child processes on one journal, killed with SIGKILL K times in all.
+//!
+//! `--batch N --kills K [--workers W]` runs the batch soak (see [`batch`]): a payouts file of N
+//! rows, W in flight, its child process killed with SIGKILL K times and run again.
 
+mod batch;
 mod crash;
 mod plan;
 mod receive;
@@ -30,6 +34,8 @@ struct Args {
     workers: usize,
     crash: Option<usize>,
     journal: Option<String>,
+    batch: Option<usize>,
+    kills: usize,
 }
 
 fn args() -> Result<Args, String> {
@@ -39,6 +45,8 @@ fn args() -> Result<Args, String> {
         workers: 16,
         crash: None,
         journal: None,
+        batch: None,
+        kills: 0,
     };
     let mut workers_given = false;
     let mut it = std::env::args().skip(1);
@@ -56,12 +64,14 @@ fn args() -> Result<Args, String> {
                 workers_given = true;
             }
             "--crash" => a.crash = Some(value()? as usize),
+            "--batch" => a.batch = Some(value()? as usize),
+            "--kills" => a.kills = value()? as usize,
             "--journal" => {
                 a.journal = Some(it.next().ok_or("--journal needs a URL")?);
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other}; use --ops N --seed S [--workers W] [--crash K [--journal URL]]"
+                    "unknown argument {other}; use --ops N --seed S [--workers W] [--crash K [--journal URL]] | --batch N --kills K [--workers W]"
                 ));
             }
         }
@@ -116,6 +126,15 @@ fn fault_summary(plan: &[plan::Op]) -> String {
 #[tokio::main]
 async fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("batch-child") {
+        return match batch::child(&argv[1..]).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("whish-soak batch child: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if argv.first().map(String::as_str) == Some("crash-child") {
         let run = match crash::ChildArgs::parse(&argv[1..]) {
             Ok(c) => crash::child(c).await,
@@ -143,6 +162,22 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(rows) = a.batch {
+        let args = batch::BatchArgs {
+            rows,
+            kills: a.kills,
+            seed: a.seed,
+            concurrency: a.workers,
+        };
+        return match batch::parent(sb, args).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("whish-soak: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(kills) = a.crash {
         let crash = crash::CrashArgs {
             kills,
