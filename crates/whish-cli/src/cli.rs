@@ -421,6 +421,17 @@ pub enum ReconcileCmd {
         #[arg(long, value_name = "FILE")]
         csv: Option<PathBuf>,
     },
+    /// The hosted-collect service: each payment the journal created in the range, its status
+    /// read from the service, against the journal's refunds. Exit 0 when everything matches, 6
+    /// when something does not.
+    Collect {
+        /// From this time (UTC), `yyyy-MM-dd HH:mm:ss`.
+        #[arg(long, value_name = "DATE")]
+        from: String,
+        /// To this time (UTC), `yyyy-MM-dd HH:mm:ss`.
+        #[arg(long, value_name = "DATE")]
+        to: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

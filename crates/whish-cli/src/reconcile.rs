@@ -12,19 +12,64 @@ use crate::cli::ReconcileCmd;
 use crate::output::{self, DIFFERENCES, Done, OK, usage};
 use crate::settings::Ctx;
 
+fn utc(v: &str, flag: &str) -> Result<time::OffsetDateTime, u8> {
+    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    time::PrimitiveDateTime::parse(v.trim(), &format)
+        .map(time::PrimitiveDateTime::assume_utc)
+        .map_err(|e| usage(format!("--{flag}: {e} (yyyy-MM-dd HH:mm:ss)")))
+}
+
 pub async fn run(ctx: &Ctx, cmd: ReconcileCmd) -> Done {
     match cmd {
+        ReconcileCmd::Collect { from, to } => {
+            let (start, end) = (utc(&from, "from")?, utc(&to, "to")?);
+            let client = ctx.collect()?;
+            let journal = ctx.journal().await?;
+            let report = reconcile::collect(&journal, &client, start, end)
+                .await
+                .map_err(|e| usage(e.to_string()))?;
+            let currencies: serde_json::Map<String, Value> = report
+                .currencies
+                .iter()
+                .map(|(code, t)| {
+                    (
+                        code.clone(),
+                        json!({
+                            "created": t.created,
+                            "createdAmount": t.created_amount.to_string(),
+                            "paid": t.paid,
+                            "paidAmount": t.paid_amount.to_string(),
+                            "refunded": t.refunded,
+                            "refundedAmount": t.refunded_amount.to_string(),
+                            "pending": t.pending,
+                            "failed": t.failed,
+                        }),
+                    )
+                })
+                .collect();
+            let findings: Vec<Value> = report
+                .findings
+                .iter()
+                .map(|f| {
+                    json!({
+                        "kind": f.kind.as_str(),
+                        "currency": f.currency,
+                        "externalId": f.external_id,
+                        "message": f.message,
+                    })
+                })
+                .collect();
+            ctx.out.print(&json!({
+                "matches": report.is_clean(),
+                "currencies": currencies,
+                "findings": findings,
+            }));
+            Ok(if report.is_clean() { OK } else { DIFFERENCES })
+        }
         ReconcileCmd::Transfer { from, to, csv } => {
             let range = ReportRange::starting(&from)
                 .and_then(|s| s.until(&to))
                 .map_err(usage)?;
-            let format =
-                time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
-            let utc = |v: &str, flag: &str| {
-                time::PrimitiveDateTime::parse(v.trim(), &format)
-                    .map(time::PrimitiveDateTime::assume_utc)
-                    .map_err(|e| usage(format!("--{flag}: {e}")))
-            };
             let (start, end) = (utc(&from, "from")?, utc(&to, "to")?);
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;

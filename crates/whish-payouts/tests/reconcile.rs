@@ -183,3 +183,90 @@ async fn reconciliation_finds_nothing_after_a_batch_and_exactly_the_three_faults
             .any(|f| f.kind == FindingKind::BalanceRule)
     );
 }
+
+#[cfg(feature = "hosted-collect")]
+#[tokio::test]
+async fn collect_reconciliation_flags_a_refund_made_outside_the_journal() {
+    use whish_hosted_collect::{
+        CollectClient, CollectUrls, FailureCallbackUrl, FailureRedirectUrl, NewPayment,
+        SuccessCallbackUrl, SuccessRedirectUrl,
+    };
+    use whish_payouts::reconcile::CollectFindingKind;
+
+    let d = std::env::temp_dir().join(format!("whish-payouts-collect-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("dir");
+    // Lenient: the test's callback addresses are on loopback.
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .collect_balance("USD", Decimal::from(1_000_000u64))
+        .start()
+        .await
+        .expect("sandbox");
+    let c = sb.collect_credentials();
+    let client = CollectClient::builder(
+        ClientSettings::new(sb.collect_base_url())
+            .user_agent(
+                "PayoutsTests/1.0 (https://shop.example.com; dev@shop.example.com)"
+                    .parse()
+                    .expect("ua"),
+            )
+            .allow_local_callbacks(),
+    )
+    .channel(c.channel.clone())
+    .secret(SecretString::from(c.secret.clone()))
+    .website_url(c.website_url.clone())
+    .build()
+    .expect("collect client");
+    let j = Journal::open(&format!("sqlite:{}", d.join("journal.sqlite").display()))
+        .await
+        .expect("journal");
+    let from = OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let journaled = j.collect(client.clone());
+    let mut ids = Vec::new();
+    for cents in [1500, 2500, 3500, 4500] {
+        let p = client
+            .prepare_payment(NewPayment::new(
+                Amount::new(Decimal::new(cents, 2)),
+                Currency::Usd,
+                CollectUrls::new(
+                    SuccessCallbackUrl::new("http://127.0.0.1:9/ok").expect("url"),
+                    FailureCallbackUrl::new("http://127.0.0.1:9/ko").expect("url"),
+                    SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+                    FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
+                ),
+            ))
+            .expect("prepare");
+        let _ = journaled.create_payment(&p).await.expect("created");
+        ids.push(p.external_id().clone());
+    }
+    for id in &ids[..3] {
+        sb.pay_link(id.as_str()).await.expect("paid");
+    }
+    // One refund through the journal, one made by something else.
+    let r = client
+        .prepare_refund(Currency::Usd, &ids[0], Some("returned"))
+        .expect("refund");
+    let _ = journaled.refund(&r).await.expect("refunded");
+    let outside = client
+        .prepare_refund(Currency::Usd, &ids[1], Some("by hand"))
+        .expect("refund");
+    let _ = client.refund(&outside).await.expect("refunded outside");
+    let to = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let report = whish_payouts::reconcile::collect(&j, &client, from, to)
+        .await
+        .expect("reconcile");
+    let usd = &report.currencies["USD"];
+    assert_eq!(
+        (usd.created, usd.paid, usd.refunded, usd.pending),
+        (4, 1, 2, 1),
+        "{usd:?}"
+    );
+    assert_eq!(usd.created_amount, Decimal::from(120));
+    assert_eq!(report.findings.len(), 1, "{:#?}", report.findings);
+    assert_eq!(
+        report.findings[0].kind,
+        CollectFindingKind::RefundedOutsideJournal
+    );
+    assert_eq!(report.findings[0].external_id, ids[1].as_str());
+}

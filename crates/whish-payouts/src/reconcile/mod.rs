@@ -13,6 +13,9 @@
 //!   statement's charge against the activity's total; a transfer without its statement line;
 //! - the statement's balance rule (balance = previous + debit - credit), line by line.
 //!
+//! With the feature `hosted-collect`, `collect` does the same for hosted payments: each
+//! payment the journal created, its status read from the service, against the journal's refunds.
+//!
 //! Cancellations (SENT then CANCELLED in the activity log) are listed, not flagged. Totals per
 //! currency: sent, fees, collected, cancelled, the opening and the closing balance.
 //!
@@ -20,6 +23,12 @@
 //! journal time and service time fall on either side of a range edge is matched anyway (every
 //! Request-id the service lists is looked up in the journal by key); only "missing at the
 //! service" depends on the journal's time, so reconcile whole days with a margin.
+
+#[cfg(feature = "hosted-collect")]
+mod collect;
+
+#[cfg(feature = "hosted-collect")]
+pub use collect::{CollectFinding, CollectFindingKind, CollectReport, CollectTotals, collect};
 
 use std::collections::{BTreeMap, BTreeSet};
 

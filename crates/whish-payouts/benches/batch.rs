@@ -1,0 +1,175 @@
+//! What the journal costs a batch: the same rows sent at 16 in flight through `Batch::run` (every
+//! row journaled before it is sent, its outcome recorded after) and as plain sends with the
+//! client (no journal, no file), against the same in-process sandbox, in interleaved rounds
+//! (plain first in even rounds, the batch first in odd ones).
+//!
+//! `cargo bench -p whish-payouts --bench batch [-- ROWS ROUNDS]` prints the median of the
+//! per-round throughput ratios batch/plain (goal: at least 0.8) with their spread.
+//! docs/performance.md holds the latest figures.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use rust_decimal::Decimal;
+use tokio::task::JoinSet;
+use whish_core::{Amount, ClientSettings, Currency, SecretString};
+use whish_journal::Journal;
+use whish_money_transfer::{
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+    LastName, Reason, Sender, SourceOfFunds, TransferClient,
+};
+use whish_payouts::{Batch, Defaults, RowOutcome, RunOptions};
+use whish_sandbox::Sandbox;
+
+const IN_FLIGHT: usize = 16;
+
+fn sender() -> Customer {
+    Customer::new(
+        FirstName::new("Relief"),
+        LastName::new("Org"),
+        "+9611000000",
+    )
+}
+
+fn plain_send(i: usize) -> CashCollectionSend {
+    CashCollectionSend::new(
+        CountryId::LEBANON,
+        Currency::Usd,
+        Amount::new(Decimal::from(10 + i % 90)),
+        Sender::new(sender()),
+        CashReceiver::new(
+            Customer::new(
+                FirstName::new("Karim"),
+                LastName::new("Nassar"),
+                format!("+9617{i:07}"),
+            ),
+            Identity::new(DateOfBirth::parse("09-09-1989").expect("date")),
+        ),
+        Reason::FamilySupport,
+        SourceOfFunds::Savings,
+    )
+}
+
+async fn plain(client: &TransferClient, rows: usize) -> Duration {
+    let started = Instant::now();
+    let mut tasks = JoinSet::new();
+    for i in 0..rows {
+        while tasks.len() >= IN_FLIGHT {
+            tasks.join_next().await;
+        }
+        let c = client.clone();
+        tasks.spawn(async move {
+            let p = c.prepare_send(plain_send(i)).expect("prepare");
+            c.send(&p).await.expect("send")
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    started.elapsed()
+}
+
+async fn batch(
+    client: &TransferClient,
+    dir: &std::path::Path,
+    round: usize,
+    rows: usize,
+) -> Duration {
+    let file = dir.join(format!("round-{round}.csv"));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("file"));
+    writeln!(f, "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds").expect("w");
+    for i in 0..rows {
+        writeln!(
+            f,
+            "B{i},Karim,Nassar,+9617{i:07},09-09-1989,{},USD,Family Support,Savings",
+            10 + i % 90
+        )
+        .expect("w");
+    }
+    drop(f);
+    let journal = Journal::open(&format!(
+        "sqlite:{}",
+        dir.join(format!("journal-{round}.sqlite")).display()
+    ))
+    .await
+    .expect("journal");
+    let b = Batch::new(
+        format!("bench-{round}"),
+        &file,
+        Defaults::new()
+            .from_country(CountryId::LEBANON)
+            .sender(sender()),
+    )
+    .expect("batch");
+    let started = Instant::now();
+    let summary = b
+        .run(
+            &journal,
+            client,
+            &RunOptions::new().concurrency(IN_FLIGHT),
+            &mut |_| Ok(()),
+        )
+        .await
+        .expect("run");
+    let took = started.elapsed();
+    assert_eq!(summary.count(RowOutcome::Accepted), summary.rows);
+    journal.close().await;
+    took
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let rows = args.first().copied().unwrap_or(2000);
+    let rounds = args.get(1).copied().unwrap_or(7);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let plenty = Decimal::from(1_000_000_000u64);
+        let sb = Sandbox::builder()
+            .transfer_balance("USD", plenty)
+            .limits("USD", plenty, plenty)
+            .start()
+            .await
+            .expect("sandbox");
+        let c = sb.transfer_credentials();
+        let client = TransferClient::builder(ClientSettings::new(sb.transfer_base_url()))
+            .username(c.username.clone())
+            .key(SecretString::from(c.key.clone()))
+            .build()
+            .expect("client");
+        let dir = std::env::temp_dir().join(format!("whish-batch-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        // Warm up both paths.
+        let _ = plain(&client, 200).await;
+        let _ = batch(&client, &dir, 999, 200).await;
+        let mut ratios = Vec::new();
+        let (mut p_total, mut b_total) = (Duration::ZERO, Duration::ZERO);
+        for round in 0..rounds {
+            let (p, b) = if round % 2 == 0 {
+                let p = plain(&client, rows).await;
+                (p, batch(&client, &dir, round, rows).await)
+            } else {
+                let b = batch(&client, &dir, round, rows).await;
+                (plain(&client, rows).await, b)
+            };
+            p_total += p;
+            b_total += b;
+            // Throughput ratio batch/plain = time plain / time batch.
+            ratios.push(p.as_secs_f64() / b.as_secs_f64());
+        }
+        ratios.sort_by(|a, b| a.total_cmp(b));
+        let per_s = |d: Duration| (rows * rounds) as f64 / d.as_secs_f64();
+        println!(
+            "batch of {rows} rows at {IN_FLIGHT} in flight: plain {:.0} rows/s, journaled batch {:.0} rows/s; throughput ratio batch/plain median {:.2} (spread {:.2}..{:.2}, {rounds} interleaved rounds; goal at least 0.8)",
+            per_s(p_total),
+            per_s(b_total),
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1],
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
