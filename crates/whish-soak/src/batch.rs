@@ -236,10 +236,7 @@ pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
                 continue;
             }
         }
-        let out = proc
-            .wait_with_output()
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = proc.wait_with_output().await.map_err(|e| e.to_string())?;
         last_line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         if !out.status.success() {
             return Err(format!("a batch child failed: {}", out.status));
@@ -293,7 +290,10 @@ pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
             };
             if falsehood {
                 false_reports += 1;
-                eprintln!("false report: {} line {line}: {outcome} {id:?}", path.display());
+                eprintln!(
+                    "false report: {} line {line}: {outcome} {id:?}",
+                    path.display()
+                );
             }
         }
     }
