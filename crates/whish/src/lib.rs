@@ -216,6 +216,11 @@ pub mod guides {
     #[doc = include_str!("../../../docs/journal.md")]
     pub struct Journal;
 
+    /// docs/payouts.md
+    #[cfg(all(feature = "payouts", feature = "journal-sqlite"))]
+    #[doc = include_str!("../../../docs/payouts.md")]
+    pub struct Payouts;
+
     /// docs/callbacks.md
     #[cfg(all(feature = "callbacks", feature = "journal", feature = "hosted-collect"))]
     #[doc = include_str!("../../../docs/callbacks.md")]
