@@ -8,7 +8,10 @@
 //! with the same key and the same bytes. A second transfer or a second charge cannot come out
 //! of a restart.
 //!
-//! - SQLite by default: one file, WAL, every commit synchronous (`synchronous = FULL`).
+//! - SQLite by default: one file, WAL. The write of a request before it is sent is synchronous
+//!   (`synchronous = FULL`), and the intents of concurrent sends share one such commit (group
+//!   commit); the write of an outcome is not waited for (see
+//!   [`JournalBuilder::durable_outcomes`]): a journaled call costs one durable write.
 //! - PostgreSQL for several processes or machines on one journal: entries are leased while
 //!   they are worked on (`FOR UPDATE SKIP LOCKED`, with an expiry), so two recovering
 //!   processes never work on the same entry.
@@ -60,6 +63,8 @@ compile_error!(
 
 mod entry;
 mod error;
+#[cfg(feature = "sqlite")]
+mod group;
 mod journaled;
 mod owner;
 mod recover;
@@ -189,6 +194,7 @@ pub struct JournalBuilder {
     url: String,
     lease: Duration,
     claim_window: Option<Duration>,
+    durable_outcomes: bool,
 }
 
 impl JournalBuilder {
@@ -210,6 +216,22 @@ impl JournalBuilder {
         self
     }
 
+    /// Wait for the disk on every write, outcomes included (default false).
+    ///
+    /// The write of a request **before** it is sent is always durable: it is on disk before
+    /// the first byte leaves. The write of its outcome after the answer, and the lease's
+    /// renewals, are by default committed without waiting for the disk (SQLite
+    /// `synchronous = NORMAL` on a connection of their own; PostgreSQL
+    /// `synchronous_commit = off`): they are durable with the next durable write, and a crash
+    /// before that leaves the entry open, so recovery reads its outcome again with the same key
+    /// and the same bytes (a resend the service answers without acting twice). That halves the
+    /// durable writes of a journaled call. Set this when something outside the journal reads
+    /// its outcomes right after a power cut and must find them.
+    pub fn durable_outcomes(mut self, yes: bool) -> Self {
+        self.durable_outcomes = yes;
+        self
+    }
+
     /// Open (and create, or bring up to date) the journal.
     ///
     /// # Errors
@@ -225,10 +247,10 @@ impl JournalBuilder {
                 {
                     std::fs::create_dir_all(dir).map_err(JournalError::open)?;
                 }
-                Db::open_sqlite(Path::new(&path)).await?
+                Db::open_sqlite(Path::new(&path), self.durable_outcomes).await?
             }
             #[cfg(feature = "postgres")]
-            Target::Postgres(url) => Db::open_postgres(&url).await?,
+            Target::Postgres(url) => Db::open_postgres(&url, self.durable_outcomes).await?,
             #[allow(unreachable_patterns)]
             other => {
                 return Err(JournalError::new(
@@ -320,6 +342,7 @@ impl Journal {
             url: url.into(),
             lease: DEFAULT_LEASE,
             claim_window: None,
+            durable_outcomes: false,
         }
     }
 

@@ -40,9 +40,29 @@ pub enum Backend {
 #[derive(Debug, Clone)]
 pub(crate) enum Db {
     #[cfg(feature = "sqlite")]
-    Sqlite(SqlitePool, FileId),
+    Sqlite(SqliteDb),
     #[cfg(feature = "postgres")]
-    Postgres(PgPool),
+    Postgres(PgDb),
+}
+
+/// A SQLite journal: the synchronous pool (every commit fsynced: the intents), the relaxed pool
+/// (`synchronous = NORMAL`: the outcomes, durable with the next synchronous commit), the file,
+/// and the group-commit writer of the intents.
+#[cfg(feature = "sqlite")]
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteDb {
+    pool: SqlitePool,
+    relaxed: SqlitePool,
+    file: FileId,
+    writer: crate::group::Writer,
+}
+
+/// A PostgreSQL journal: the synchronous pool and the relaxed one (`synchronous_commit = off`).
+#[cfg(feature = "postgres")]
+#[derive(Debug, Clone)]
+pub(crate) struct PgDb {
+    pool: PgPool,
+    relaxed: PgPool,
 }
 
 #[cfg(feature = "sqlite")]
@@ -92,14 +112,41 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|_| (0, 0))
 }
 
-/// Run the same statement on whichever pool holds the journal.
+/// Run the same statement on whichever pool holds the journal: its synchronous pool.
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
             #[cfg(feature = "sqlite")]
-            Db::Sqlite($pool, _) => $body,
+            Db::Sqlite(d) => {
+                let $pool = &d.pool;
+                $body
+            }
             #[cfg(feature = "postgres")]
-            Db::Postgres($pool) => $body,
+            Db::Postgres(d) => {
+                let $pool = &d.pool;
+                $body
+            }
+        }
+    };
+}
+
+/// The same, on the relaxed pool: a write whose loss in a crash only leaves an entry open for
+/// recovery to read again (an outcome, a lease's renewal), committed without waiting for the
+/// disk. It is still executed before the call returns (the caller learns whether its lease
+/// held), and it is durable with the next synchronous commit.
+macro_rules! on_relaxed {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(d) => {
+                let $pool = &d.relaxed;
+                $body
+            }
+            #[cfg(feature = "postgres")]
+            Db::Postgres(d) => {
+                let $pool = &d.relaxed;
+                $body
+            }
         }
     };
 }
@@ -140,6 +187,10 @@ const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
         "fencing",
         include_str!("../migrations/postgres/0002_fencing.sql"),
     ),
+    (
+        "unknown-states",
+        include_str!("../migrations/postgres/0003_unknown_states.sql"),
+    ),
 ];
 
 /// The SQLite migrations, in order; `PRAGMA user_version` records how many ran.
@@ -147,6 +198,7 @@ const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
 const SQLITE_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_entries.sql"),
     include_str!("../migrations/sqlite/0002_fencing.sql"),
+    include_str!("../migrations/sqlite/0003_unknown_states.sql"),
 ];
 
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two
@@ -195,8 +247,27 @@ fn time_of(ms: i64) -> OffsetDateTime {
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
+/// The most rows one statement of [`Db::prune`] deletes.
+pub(crate) const PRUNE_BATCH: i64 = 1000;
+
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// SQLite's clock in epoch milliseconds, as SQL.
+#[cfg(feature = "sqlite")]
+const SQLITE_NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+
+/// The insert of an intent: `$1` service, `$2` operation, `$3` key, `$4` context, `$5` body,
+/// `$6` owner, `$7` lease in ms; returns the id, or no row when the key is recorded already.
+fn insert_sql(now: &str) -> String {
+    format!(
+        "INSERT INTO whish_journal_entries \
+         (service, operation, idem_key, context, request, state, attempts, created_ms, \
+          updated_ms, lease_owner, lease_until_ms, lease_token) \
+         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, 1) \
+         ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id"
+    )
 }
 
 const COLUMNS: &str = "id, service, operation, idem_key, context, request, state, attempts, \
@@ -211,7 +282,10 @@ pub(crate) struct Lease {
 
 impl Db {
     #[cfg(feature = "sqlite")]
-    pub(crate) async fn open_sqlite(path: &Path) -> Result<Db, JournalError> {
+    pub(crate) async fn open_sqlite(
+        path: &Path,
+        durable_outcomes: bool,
+    ) -> Result<Db, JournalError> {
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -238,7 +312,24 @@ impl Db {
             }
             .await;
             match opened {
-                Ok(pool) => return Ok(Db::Sqlite(pool, FileId::of(path))),
+                Ok(pool) => {
+                    let relaxed = if durable_outcomes {
+                        pool.clone()
+                    } else {
+                        SqlitePoolOptions::new()
+                            .max_connections(2)
+                            .connect_with(options.clone().synchronous(SqliteSynchronous::Normal))
+                            .await
+                            .map_err(JournalError::open)?
+                    };
+                    let writer = crate::group::Writer::start(pool.clone(), insert_sql(SQLITE_NOW));
+                    return Ok(Db::Sqlite(SqliteDb {
+                        pool,
+                        relaxed,
+                        file: FileId::of(path),
+                        writer,
+                    }));
+                }
                 Err((e, _)) if is_busy(&e) && started.elapsed() < Duration::from_secs(30) => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(500));
@@ -249,7 +340,10 @@ impl Db {
     }
 
     #[cfg(feature = "postgres")]
-    pub(crate) async fn open_postgres(url: &str) -> Result<Db, JournalError> {
+    pub(crate) async fn open_postgres(
+        url: &str,
+        durable_outcomes: bool,
+    ) -> Result<Db, JournalError> {
         let options =
             sqlx::postgres::PgConnectOptions::from_str(url).map_err(JournalError::open)?;
         // One connection first: a server that is not there fails now, plainly, instead of
@@ -264,14 +358,31 @@ impl Db {
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(JournalError::open)?;
         migrator(POSTGRES_MIGRATIONS)
             .run(&pool)
             .await
             .map_err(JournalError::migrate)?;
-        Ok(Db::Postgres(pool))
+        let relaxed = if durable_outcomes {
+            pool.clone()
+        } else {
+            PgPoolOptions::new()
+                .max_connections(4)
+                .acquire_timeout(Duration::from_secs(30))
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        use sqlx::Executor;
+                        conn.execute("SET synchronous_commit = off").await?;
+                        Ok(())
+                    })
+                })
+                .connect_with(options)
+                .await
+                .map_err(JournalError::open)?
+        };
+        Ok(Db::Postgres(PgDb { pool, relaxed }))
     }
 
     /// The database's clock in epoch milliseconds, as SQL: every lease is compared with it,
@@ -280,7 +391,7 @@ impl Db {
     fn now_sql(&self) -> &'static str {
         match self {
             #[cfg(feature = "sqlite")]
-            Db::Sqlite(..) => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+            Db::Sqlite(..) => SQLITE_NOW,
             #[cfg(feature = "postgres")]
             Db::Postgres(_) => "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
         }
@@ -303,7 +414,7 @@ impl Db {
     pub(crate) fn check_file(&self) -> Result<(), JournalError> {
         match self {
             #[cfg(feature = "sqlite")]
-            Db::Sqlite(_, file) => file.check(),
+            Db::Sqlite(d) => d.file.check(),
             #[allow(unreachable_patterns)]
             _ => Ok(()),
         }
@@ -319,25 +430,44 @@ impl Db {
     }
 
     pub(crate) async fn close(&self) {
+        on_relaxed!(self, pool => pool.close().await);
         on_db!(self, pool => pool.close().await)
     }
 
     /// Insert a new entry for `request`, leased to `owner` for `lease_ms` with token 1; `None`
-    /// when the key is already recorded.
+    /// when the key is already recorded. On SQLite, through the group-commit writer: concurrent
+    /// intents share one durable commit.
     pub(crate) async fn insert(
         &self,
         request: &Request<'_>,
         owner: &str,
         lease_ms: i64,
     ) -> Result<Option<Lease>, JournalError> {
-        let now = self.now_sql();
-        let sql = format!(
-            "INSERT INTO whish_journal_entries \
-             (service, operation, idem_key, context, request, state, attempts, created_ms, \
-              updated_ms, lease_owner, lease_until_ms, lease_token) \
-             VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, 1) \
-             ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id"
-        );
+        #[cfg(feature = "sqlite")]
+        #[allow(irrefutable_let_patterns)]
+        if let Db::Sqlite(d) = self {
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let job = crate::group::Job {
+                service: request.service.as_str(),
+                operation: request.operation.as_str(),
+                key: request.key.to_owned(),
+                context: request.context.map(str::to_owned),
+                body: request.body.to_vec(),
+                owner: owner.to_owned(),
+                lease_ms,
+                answer,
+            };
+            if d.writer.submit(job) {
+                return answered.await.unwrap_or_else(|_| {
+                    Err(JournalError::new(
+                        crate::JournalErrorKind::Write,
+                        "the journal's writer stopped before it answered",
+                    ))
+                });
+            }
+            // The writer's runtime is gone: insert here, alone.
+        }
+        let sql = insert_sql(self.now_sql());
         on_db!(self, pool => {
             let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(request.service.as_str())
@@ -441,7 +571,7 @@ impl Db {
             "UPDATE whish_journal_entries SET lease_until_ms = {now} + $3 \
              WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
         );
-        on_db!(self, pool => {
+        on_relaxed!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
                 .bind(owner)
@@ -473,7 +603,7 @@ impl Db {
         );
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
         let refs = serde_json::to_string(refs).map_err(JournalError::encode)?;
-        on_db!(self, pool => {
+        on_relaxed!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
                 .bind(owner)
@@ -494,7 +624,7 @@ impl Db {
         const SQL: &str = "UPDATE whish_journal_entries \
             SET lease_owner = NULL, lease_until_ms = NULL \
             WHERE id = $1 AND lease_owner = $2 AND lease_token = $3";
-        on_db!(self, pool => {
+        on_relaxed!(self, pool => {
             let done = sqlx::query(SQL)
                 .bind(lease.id)
                 .bind(owner)
@@ -706,8 +836,13 @@ impl Db {
                 "state IN ('intended', 'may-have-arrived', 'pending', 'needs-operator')".to_owned(),
             );
         }
-        // Parameters in a fixed order; an absent one is bound as a value that selects all.
-        conditions.push("($1 = '' OR state = $1)".to_owned());
+        // Parameters in a fixed order; an absent state is bound as '' and not compared (a
+        // condition `state = $1` of its own lets the database use the state index).
+        conditions.push(if listing.state.is_some() {
+            "state = $1".to_owned()
+        } else {
+            "$1 = ''".to_owned()
+        });
         conditions.push("created_ms >= $2".to_owned());
         let sql = format!(
             "SELECT {COLUMNS} FROM whish_journal_entries WHERE {} ORDER BY id DESC LIMIT $3",
@@ -783,7 +918,7 @@ impl Db {
              WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
         );
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
-        on_db!(self, pool => {
+        on_relaxed!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
                 .bind(owner)
@@ -797,29 +932,48 @@ impl Db {
     }
 
     /// Delete final entries (and delivered status changes) last changed more than `age_ms` ago
-    /// by the database's clock.
+    /// by the database's clock, [`PRUNE_BATCH`] rows a statement, so that no statement holds the
+    /// write lock for long (other writers, the sends among them, go between two batches).
     pub(crate) async fn prune(&self, age_ms: i64) -> Result<u64, JournalError> {
         let now = self.now_sql();
         let entries = format!(
-            "DELETE FROM whish_journal_entries \
-             WHERE state IN ('accepted', 'refused') AND updated_ms < {now} - $1"
+            "DELETE FROM whish_journal_entries WHERE id IN ( \
+                 SELECT id FROM whish_journal_entries \
+                 WHERE state IN ('accepted', 'refused') AND updated_ms < {now} - $1 LIMIT $2)"
         );
         let changes = format!(
-            "DELETE FROM whish_journal_notifications \
-             WHERE delivered_ms IS NOT NULL AND delivered_ms < {now} - $1"
+            "DELETE FROM whish_journal_notifications WHERE (subject, status) IN ( \
+                 SELECT subject, status FROM whish_journal_notifications \
+                 WHERE delivered_ms IS NOT NULL AND delivered_ms < {now} - $1 LIMIT $2)"
         );
+        let mut pruned = 0u64;
         on_db!(self, pool => {
-            let n = sqlx::query(sqlx::AssertSqlSafe(entries))
-                .bind(age_ms)
-                .execute(pool)
-                .await
-                .map_err(JournalError::write)?;
-            sqlx::query(sqlx::AssertSqlSafe(changes))
-                .bind(age_ms)
-                .execute(pool)
-                .await
-                .map_err(JournalError::write)?;
-            Ok(n.rows_affected())
+            loop {
+                let n = sqlx::query(sqlx::AssertSqlSafe(entries.as_str()))
+                    .bind(age_ms)
+                    .bind(PRUNE_BATCH)
+                    .execute(pool)
+                    .await
+                    .map_err(JournalError::write)?
+                    .rows_affected();
+                pruned += n;
+                if n < PRUNE_BATCH as u64 {
+                    break;
+                }
+            }
+            loop {
+                let n = sqlx::query(sqlx::AssertSqlSafe(changes.as_str()))
+                    .bind(age_ms)
+                    .bind(PRUNE_BATCH)
+                    .execute(pool)
+                    .await
+                    .map_err(JournalError::write)?
+                    .rows_affected();
+                if n < PRUNE_BATCH as u64 {
+                    break;
+                }
+            }
+            Ok(pruned)
         })
     }
 
