@@ -156,6 +156,9 @@ use whish_money_transfer::TransferClient;
 /// host: see [`Journal::recover`]).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
+/// How many keys one query of [`Journal::entries`] looks up.
+pub const MANY_KEYS: usize = 500;
+
 /// The default claim window of a notification handed to a handler: a claim neither completed
 /// nor released within it (its process died in the handler) is claimed again.
 pub const DEFAULT_CLAIM_WINDOW: Duration = Duration::from_secs(120);
@@ -458,6 +461,26 @@ impl Journal {
         key: &str,
     ) -> Result<Option<Entry>, JournalError> {
         self.inner.db.get(service, operation, key).await
+    }
+
+    /// The entries of many requests of one service and operation at once, in one query per
+    /// [`MANY_KEYS`] keys (a batch reads its rows' entries this way, not one by one). Keys with
+    /// no entry are left out; the order is the database's.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or read.
+    pub async fn entries(
+        &self,
+        service: Service,
+        operation: Operation,
+        keys: &[&str],
+    ) -> Result<Vec<Entry>, JournalError> {
+        let mut out = Vec::new();
+        for chunk in keys.chunks(MANY_KEYS) {
+            out.extend(self.inner.db.get_many(service, operation, chunk).await?);
+        }
+        Ok(out)
     }
 
     /// Delete the final entries (`accepted`, `refused`) last changed more than `older_than`

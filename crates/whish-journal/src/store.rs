@@ -903,6 +903,34 @@ impl Db {
         })
     }
 
+    /// The entries of these keys (of one service and operation), one query.
+    pub(crate) async fn get_many(
+        &self,
+        service: Service,
+        operation: Operation,
+        keys: &[&str],
+    ) -> Result<Vec<Entry>, JournalError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 3)).collect();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM whish_journal_entries \
+             WHERE service = $1 AND operation = $2 AND idem_key IN ({})",
+            marks.join(", ")
+        );
+        on_db!(self, pool => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(service.as_str())
+                .bind(operation.as_str());
+            for k in keys {
+                q = q.bind(*k);
+            }
+            let rows = q.fetch_all(pool).await.map_err(JournalError::read)?;
+            rows.iter().map(entry_of).collect()
+        })
+    }
+
     /// Move an entry this process holds to `needs-operator`.
     pub(crate) async fn mark_needs_operator(
         &self,

@@ -140,7 +140,10 @@ fn main() {
             .key(SecretString::from(c.key.clone()))
             .build()
             .expect("client");
-        let dir = std::env::temp_dir().join(format!("whish-batch-bench-{}", std::process::id()));
+        let dir = std::env::var("WHISH_BENCH_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| std::env::temp_dir())
+            .join(format!("whish-batch-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         // Warm up both paths.
         let _ = plain(&client, 200).await;

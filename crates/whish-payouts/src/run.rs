@@ -206,8 +206,8 @@ impl RunSummary {
     }
 }
 
-/// The row's Request-id and what the journal holds under it: the first attempt whose entry is
-/// not a retryable refusal.
+/// The row's Request-id and what the journal holds under it: the first attempt (from `from`)
+/// whose entry is not a retryable refusal.
 pub(crate) async fn resolve(
     journal: &Journal,
     batch: &str,
@@ -215,7 +215,18 @@ pub(crate) async fn resolve(
     derive: fn(&str, &str, u32) -> RequestId,
     operation: Operation,
 ) -> Result<(RequestId, Option<Entry>), BatchError> {
-    for attempt in 0..MAX_ATTEMPTS {
+    resolve_from(journal, batch, row_key, derive, operation, 0).await
+}
+
+async fn resolve_from(
+    journal: &Journal,
+    batch: &str,
+    row_key: &str,
+    derive: fn(&str, &str, u32) -> RequestId,
+    operation: Operation,
+    from: u32,
+) -> Result<(RequestId, Option<Entry>), BatchError> {
+    for attempt in from..MAX_ATTEMPTS {
         let id = derive(batch, row_key, attempt);
         let entry = journal
             .entry(Service::MoneyTransfer, operation, &id.to_string())
@@ -230,6 +241,40 @@ pub(crate) async fn resolve(
         "row {row_key} was refused for account limits {MAX_ATTEMPTS} times: look at it by hand"
     )))
 }
+
+/// [`resolve`] for many rows at once: one journal query for their first attempts, and one more
+/// per row only when its first attempt was refused for an account limit.
+pub(crate) async fn resolve_many(
+    journal: &Journal,
+    batch: &str,
+    row_keys: &[String],
+    derive: fn(&str, &str, u32) -> RequestId,
+    operation: Operation,
+) -> Result<Vec<(RequestId, Option<Entry>)>, BatchError> {
+    let ids: Vec<RequestId> = row_keys.iter().map(|k| derive(batch, k, 0)).collect();
+    let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let mut found: std::collections::HashMap<String, Entry> = journal
+        .entries(Service::MoneyTransfer, operation, &refs)
+        .await
+        .map_err(BatchError::Journal)?
+        .into_iter()
+        .map(|e| (e.key.clone(), e))
+        .collect();
+    let mut out = Vec::with_capacity(row_keys.len());
+    for (i, row_key) in row_keys.iter().enumerate() {
+        match found.remove(&keys[i]) {
+            Some(e) if retryable(&e) => {
+                out.push(resolve_from(journal, batch, row_key, derive, operation, 1).await?);
+            }
+            other => out.push((ids[i], other)),
+        }
+    }
+    Ok(out)
+}
+
+/// How many rows are read, and looked up in the journal, at a time.
+const CHUNK: usize = 256;
 
 fn retryable(e: &Entry) -> bool {
     e.state == State::Refused
@@ -290,25 +335,17 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
 pub(crate) async fn settle_row(
     journal: Journal,
     client: TransferClient,
-    batch: Arc<str>,
     p: Payout,
+    resolved: Result<(RequestId, Option<Entry>), String>,
     may_send: Option<String>,
 ) -> RowResult {
     let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
     r.amount = Some(p.amount);
     r.currency = Some(p.currency.clone());
-    let (id, entry) = match resolve(
-        &journal,
-        &batch,
-        &p.row_key(),
-        key::request_id,
-        Operation::Send,
-    )
-    .await
-    {
+    let (id, entry) = match resolved {
         Ok(v) => v,
         Err(e) => {
-            r.message = Some(e.to_string());
+            r.message = Some(e);
             return r;
         }
     };
@@ -383,63 +420,64 @@ impl Batch {
         let mut report = CheckReport::default();
         let mut seen: HashSet<i64> = HashSet::new();
         let mut rows = self.rows()?;
-        while let Some(row) = rows.next_row() {
-            report.rows += 1;
-            let raw = match row {
-                Ok(raw) => raw,
-                Err(errors) => {
-                    report.errors.extend(errors);
-                    continue;
+        let mut chunk: Vec<Payout> = Vec::with_capacity(CHUNK);
+        loop {
+            let row = rows.next_row();
+            let end = row.is_none();
+            if let Some(row) = row {
+                report.rows += 1;
+                match row.and_then(|raw| payout(&raw, &self.defaults)) {
+                    Ok(p) => {
+                        let first = key::request_id(&self.id, &p.row_key(), 0);
+                        if seen.insert(first.get()) {
+                            chunk.push(p);
+                        } else {
+                            report.errors.push(RowError::new(
+                                p.line,
+                                if p.reference.is_some() {
+                                    "reference"
+                                } else {
+                                    ""
+                                },
+                                "the same reference appears on an earlier line: each row needs its own",
+                            ));
+                        }
+                    }
+                    Err(errors) => report.errors.extend(errors),
                 }
-            };
-            let p = match payout(&raw, &self.defaults) {
-                Ok(p) => p,
-                Err(errors) => {
-                    report.errors.extend(errors);
-                    continue;
-                }
-            };
-            let first = key::request_id(&self.id, &p.row_key(), 0);
-            if !seen.insert(first.get()) {
-                report.errors.push(RowError::new(
-                    p.line,
-                    if p.reference.is_some() {
-                        "reference"
-                    } else {
-                        ""
-                    },
-                    "the same reference appears on an earlier line: each row needs its own",
-                ));
+            }
+            if chunk.len() < CHUNK && !end {
                 continue;
             }
-            let (id, entry) = resolve(
-                journal,
-                &self.id,
-                &p.row_key(),
-                key::request_id,
-                Operation::Send,
-            )
-            .await?;
-            let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
-                Ok(prepared) => prepared,
-                Err(e) => {
-                    report.errors.push(RowError::new(p.line, "", e.to_string()));
-                    continue;
+            let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
+            let resolved =
+                resolve_many(journal, &self.id, &keys, key::request_id, Operation::Send).await?;
+            for (p, (id, entry)) in chunk.drain(..).zip(resolved) {
+                let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
+                    Ok(prepared) => prepared,
+                    Err(e) => {
+                        report.errors.push(RowError::new(p.line, "", e.to_string()));
+                        continue;
+                    }
+                };
+                if let Some(entry) = entry
+                    && entry.request != prepared.body()
+                {
+                    report.errors.push(RowError::new(
+                        p.line,
+                        "",
+                        format!(
+                            "the row changed since an earlier run recorded it (Request-id {id}, {}): a changed row is refused; pay a correction as a new row with its own reference",
+                            entry.state
+                        ),
+                    ));
                 }
-            };
-            if let Some(entry) = entry
-                && entry.request != prepared.body()
-            {
-                report.errors.push(RowError::new(
-                    p.line,
-                    "",
-                    format!(
-                        "the row changed since an earlier run recorded it (Request-id {id}, {}): a changed row is refused; pay a correction as a new row with its own reference",
-                        entry.state
-                    ),
-                ));
+            }
+            if end {
+                break;
             }
         }
+        report.errors.sort_by_key(|e| e.line);
         Ok(report)
     }
 
@@ -539,24 +577,29 @@ impl Batch {
             }
         };
         let mut rows = self.rows()?;
-        while let Some(row) = rows.next_row() {
+        let mut chunk: Vec<Payout> = Vec::with_capacity(CHUNK);
+        loop {
+            let row = rows.next_row();
+            let end = row.is_none();
             // A bad row (only with skip_bad_rows): reported, never sent.
-            let p = match row
-                .map_err(|e| e.first().map(ToString::to_string))
-                .and_then(|raw| {
-                    payout(&raw, &self.defaults).map_err(|e| e.first().map(ToString::to_string))
-                }) {
-                Ok(p) if !bad.contains_key(&p.line) => p,
-                Ok(p) => {
+            match row.map(|row| {
+                row.map_err(|e| e.first().map(ToString::to_string))
+                    .and_then(|raw| {
+                        payout(&raw, &self.defaults)
+                            .map_err(|e| e.first().map(ToString::to_string))
+                    })
+            }) {
+                None => {}
+                Some(Ok(p)) if !bad.contains_key(&p.line) => chunk.push(p),
+                Some(Ok(p)) => {
                     let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
                     r.amount = Some(p.amount);
                     r.currency = Some(p.currency.clone());
                     r.code = Some("bad-row".into());
                     r.message = bad.get(&p.line).cloned();
                     deliver(&mut summary, r, &stop);
-                    continue;
                 }
-                Err(why) => {
+                Some(Err(why)) => {
                     let line = why
                         .as_deref()
                         .and_then(|w| w.strip_prefix("line "))
@@ -567,50 +610,66 @@ impl Batch {
                     r.code = Some("bad-row".into());
                     r.message = why;
                     deliver(&mut summary, r, &stop);
-                    continue;
-                }
-            };
-            while tasks.len() >= options.concurrency {
-                if let Some(done) = tasks.join_next().await {
-                    deliver(&mut summary, joined(done), &stop);
                 }
             }
-            let held_back = if stop.is_stopped() {
-                Some(format!(
-                    "not sent: {}",
-                    stop.reason()
-                        .unwrap_or_else(|| "the batch was stopped".into())
-                ))
-            } else {
-                None
-            };
-            if held_back.is_none()
-                && let Some(t) = ticker.as_mut()
-            {
-                tokio::select! {
-                    _ = t.tick() => {}
-                    () = stop.inner.notify.notified() => {}
-                }
+            if chunk.len() < CHUNK && !end {
+                continue;
             }
-            let held_back = held_back.or_else(|| {
-                stop.is_stopped().then(|| {
-                    format!(
+            // The journal's word on the whole chunk in one query: the entries may still change
+            // before a row is sent (another process), and the journal's own hold decides then.
+            let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
+            let resolved: Vec<Result<(RequestId, Option<Entry>), String>> =
+                match resolve_many(journal, &batch, &keys, key::request_id, Operation::Send).await
+                {
+                    Ok(v) => v.into_iter().map(Ok).collect(),
+                    Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
+                };
+            for (p, resolved) in chunk.drain(..).zip(resolved) {
+                while tasks.len() >= options.concurrency {
+                    if let Some(done) = tasks.join_next().await {
+                        deliver(&mut summary, joined(done), &stop);
+                    }
+                }
+                let held_back = if stop.is_stopped() {
+                    Some(format!(
                         "not sent: {}",
                         stop.reason()
                             .unwrap_or_else(|| "the batch was stopped".into())
-                    )
-                })
-            });
-            tasks.spawn(settle_row(
-                journal.clone(),
-                client.clone(),
-                batch.clone(),
-                p,
-                held_back,
-            ));
-            // Hand over what finished meanwhile, without waiting.
-            while let Some(done) = tasks.try_join_next() {
-                deliver(&mut summary, joined(done), &stop);
+                    ))
+                } else {
+                    None
+                };
+                if held_back.is_none()
+                    && let Some(t) = ticker.as_mut()
+                {
+                    tokio::select! {
+                        _ = t.tick() => {}
+                        () = stop.inner.notify.notified() => {}
+                    }
+                }
+                let held_back = held_back.or_else(|| {
+                    stop.is_stopped().then(|| {
+                        format!(
+                            "not sent: {}",
+                            stop.reason()
+                                .unwrap_or_else(|| "the batch was stopped".into())
+                        )
+                    })
+                });
+                tasks.spawn(settle_row(
+                    journal.clone(),
+                    client.clone(),
+                    p,
+                    resolved,
+                    held_back,
+                ));
+                // Hand over what finished meanwhile, without waiting.
+                while let Some(done) = tasks.try_join_next() {
+                    deliver(&mut summary, joined(done), &stop);
+                }
+            }
+            if end {
+                break;
             }
         }
         while let Some(done) = tasks.join_next().await {

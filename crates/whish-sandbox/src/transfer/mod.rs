@@ -151,7 +151,8 @@ pub(crate) fn send(
     }
     let index = w.transfers.len();
     w.used_request_ids.insert(request_id, index);
-    w.transfers.push(t.clone());
+    let added = w.add(t.clone());
+    debug_assert_eq!(added, index);
     let mut data = json!({
         "ltnNumber": t.ltn_number,
         "transferId": t.transfer_id,
@@ -176,9 +177,9 @@ pub(crate) fn status(w: &TransferWorld, body: &[u8]) -> Reply {
         return Reply::fail(BAD_REQUEST, "The body is not a JSON object.");
     };
     let found = if let Some(id) = text(&b, "transferId") {
-        w.find(|t| t.transfer_id == id)
+        w.by_transfer_id(id)
     } else if let Some(ltn) = text(&b, "ltnNumber") {
-        w.find(|t| t.ltn_number == ltn)
+        w.by_ltn(ltn)
     } else if let Some(rid) = int(&b, "requestId") {
         match w.used_request_ids.get(&rid) {
             Some(i) => Some(*i),
@@ -212,7 +213,7 @@ pub(crate) fn cancel(
     let Some(ltn) = text(&b, "ltnNumber") else {
         return Reply::fail(BAD_REQUEST, "ltnNumber is required.");
     };
-    let Some(i) = w.find(|t| t.ltn_number == ltn) else {
+    let Some(i) = w.by_ltn(ltn) else {
         return Reply::fail("transfer.not_exists", "Transfer does not exist.");
     };
     if w.transfers[i].mode == Mode::Wallet || w.transfers[i].state != State::Sent {
@@ -221,6 +222,7 @@ pub(crate) fn cancel(
             "The transfer is already cancelled or received, or is a mobile-wallet transfer.",
         );
     }
+    w.cancelled(i);
     let t = &mut w.transfers[i];
     t.state = State::CanceledFull;
     t.cancel_reason = text(&b, "reason").map(str::to_owned);
@@ -314,7 +316,8 @@ pub(crate) fn collect_cash(
     now: OffsetDateTime,
 ) -> Result<Collected, crate::ControlError> {
     let i = w
-        .find(|t| t.ltn_number == ltn && t.mode == Mode::Cash)
+        .by_ltn(ltn)
+        .filter(|i| w.transfers[*i].mode == Mode::Cash)
         .ok_or_else(|| {
             crate::ControlError::NotFound(format!("no cash-collection transfer with LTN {ltn}"))
         })?;

@@ -96,6 +96,13 @@ pub(crate) struct TransferWorld {
     pub activity: Vec<ActivityEvent>,
     pub statements: HashMap<&'static str, Vec<StatementLine>>,
     pub next: u64,
+    /// Where each transfer is in `transfers`, by LTN number and by transfer id: a batch of ten
+    /// thousand sends, its statuses and its collections stay in constant time each.
+    pub by_ltn: HashMap<String, usize>,
+    pub by_transfer_id: HashMap<String, usize>,
+    /// The total sent (not cancelled) per currency and UTC day: the daily limit's check, kept as
+    /// transfers are sent and cancelled instead of summed over every transfer on each send.
+    pub sent_by_day: HashMap<(&'static str, time::Date), Decimal>,
 }
 
 /// `USD` or `LBP` for a currency id, as the service numbers them.
@@ -127,6 +134,9 @@ impl TransferWorld {
             activity: Vec::new(),
             statements: HashMap::new(),
             next: 1,
+            by_ltn: HashMap::new(),
+            by_transfer_id: HashMap::new(),
+            sent_by_day: HashMap::new(),
         };
         for (currency, amount) in &s.transfer_balances {
             if let Some(c) = static_currency(currency) {
@@ -201,14 +211,45 @@ impl TransferWorld {
         self.limits.iter().find(|l| l.currency == currency)
     }
 
-    /// The sum sent today (UTC day of `now`) in a currency.
+    /// The sum sent today (UTC day of `now`) in a currency, cancelled transfers left out.
     pub(crate) fn sent_today(&self, currency: &str, now: OffsetDateTime) -> Decimal {
-        self.transfers
-            .iter()
-            .filter(|t| t.currency == currency && t.created.date() == now.date())
-            .filter(|t| t.state != State::CanceledFull)
-            .map(|t| t.total)
-            .sum()
+        static_currency(currency)
+            .and_then(|c| self.sent_by_day.get(&(c, now.date())))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Add a transfer to the world and its indexes.
+    pub(crate) fn add(&mut self, t: Transfer) -> usize {
+        let index = self.transfers.len();
+        self.by_ltn.insert(t.ltn_number.clone(), index);
+        self.by_transfer_id.insert(t.transfer_id.clone(), index);
+        if t.state != State::CanceledFull {
+            *self
+                .sent_by_day
+                .entry((t.currency, t.created.date()))
+                .or_default() += t.total;
+        }
+        self.transfers.push(t);
+        index
+    }
+
+    /// A transfer was cancelled: its total no longer counts against its day's limit.
+    pub(crate) fn cancelled(&mut self, index: usize) {
+        let t = &self.transfers[index];
+        if let Some(sum) = self.sent_by_day.get_mut(&(t.currency, t.created.date())) {
+            *sum -= t.total;
+        }
+    }
+
+    /// The transfer with this LTN number.
+    pub(crate) fn by_ltn(&self, ltn: &str) -> Option<usize> {
+        self.by_ltn.get(ltn).copied()
+    }
+
+    /// The transfer with this id.
+    pub(crate) fn by_transfer_id(&self, id: &str) -> Option<usize> {
+        self.by_transfer_id.get(id).copied()
     }
 
     pub(crate) fn record(&mut self, t: &Transfer, status: &'static str, at: OffsetDateTime) {
@@ -230,9 +271,6 @@ impl TransferWorld {
         n
     }
 
-    pub(crate) fn find(&self, f: impl Fn(&Transfer) -> bool) -> Option<usize> {
-        self.transfers.iter().position(f)
-    }
 
     pub(crate) fn countries_json(&self) -> Value {
         let created = (self.countries_created.unix_timestamp_nanos() / 1_000_000) as i64;
