@@ -322,7 +322,8 @@ impl Db {
                             .await
                             .map_err(JournalError::open)?
                     };
-                    let writer = crate::group::Writer::start(pool.clone(), insert_sql(SQLITE_NOW));
+                    let writer =
+                        crate::group::Writer::start(pool.clone(), relaxed.clone(), SQLITE_NOW);
                     return Ok(Db::Sqlite(SqliteDb {
                         pool,
                         relaxed,
@@ -603,6 +604,27 @@ impl Db {
         );
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
         let refs = serde_json::to_string(refs).map_err(JournalError::encode)?;
+        #[cfg(feature = "sqlite")]
+        #[allow(irrefutable_let_patterns)]
+        if let Db::Sqlite(d) = self {
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let finish = crate::group::Finish {
+                lease,
+                owner: owner.to_owned(),
+                state: state.as_str(),
+                outcome: outcome.clone(),
+                refs: refs.clone(),
+                answer,
+            };
+            if d.writer.finish(finish) {
+                return answered.await.unwrap_or_else(|_| {
+                    Err(JournalError::new(
+                        crate::JournalErrorKind::Write,
+                        "the journal's writer stopped before it answered",
+                    ))
+                });
+            }
+        }
         on_relaxed!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
