@@ -3,8 +3,10 @@
 //! client (no journal, no file), against the same in-process sandbox, in interleaved rounds
 //! (plain first in even rounds, the batch first in odd ones).
 //!
-//! `cargo bench -p whish-payouts --bench batch [-- ROWS ROUNDS]` prints the median of the
-//! per-round throughput ratios batch/plain (goal: at least 0.8) with their spread.
+//! `cargo bench -p whish-payouts --bench batch [-- ROWS ROUNDS [LATENCY_MS]]` prints the median
+//! of the per-round throughput ratios batch/plain (goal: at least 0.8) with their spread.
+//! LATENCY_MS makes the sandbox answer every send that much later, as a real service over the
+//! network does (default 0: the loopback sandbox answers at once).
 //! docs/performance.md holds the latest figures.
 
 use std::io::Write;
@@ -122,6 +124,7 @@ fn main() {
         .collect();
     let rows = args.first().copied().unwrap_or(2000);
     let rounds = args.get(1).copied().unwrap_or(7);
+    let latency = Duration::from_millis(args.get(2).copied().unwrap_or(0) as u64);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -150,7 +153,18 @@ fn main() {
         let _ = batch(&client, &dir, 999, 200).await;
         let mut ratios = Vec::new();
         let (mut p_total, mut b_total) = (Duration::ZERO, Duration::ZERO);
+        let slow = |n: usize| {
+            if !latency.is_zero() {
+                sb.inject(
+                    whish_sandbox::Endpoint::TransferSend,
+                    whish_sandbox::Fault::Delay(latency),
+                    n as u32,
+                );
+            }
+        };
         for round in 0..rounds {
+            // Every send of the round answers `latency` later (both ways alike).
+            slow(2 * rows);
             let (p, b) = if round % 2 == 0 {
                 let p = plain(&client, rows).await;
                 (p, batch(&client, &dir, round, rows).await)
@@ -166,7 +180,8 @@ fn main() {
         ratios.sort_by(|a, b| a.total_cmp(b));
         let per_s = |d: Duration| (rows * rounds) as f64 / d.as_secs_f64();
         println!(
-            "batch of {rows} rows at {IN_FLIGHT} in flight: plain {:.0} rows/s, journaled batch {:.0} rows/s; throughput ratio batch/plain median {:.2} (spread {:.2}..{:.2}, {rounds} interleaved rounds; goal at least 0.8)",
+            "batch of {rows} rows at {IN_FLIGHT} in flight, sends answered after {} ms: plain {:.0} rows/s, journaled batch {:.0} rows/s; throughput ratio batch/plain median {:.2} (spread {:.2}..{:.2}, {rounds} interleaved rounds; goal at least 0.8)",
+            latency.as_millis(),
             per_s(p_total),
             per_s(b_total),
             ratios[ratios.len() / 2],
