@@ -100,6 +100,7 @@ async fn run(cli: Cli) -> u8 {
         Command::Demo => demo::run(std::io::stdout().is_terminal()).await,
     };
     let status = done.unwrap_or_else(|status| status);
+    settings::flush_journal().await;
     settings::check_journal_at_exit();
     status
 }

@@ -195,6 +195,14 @@ impl Ctx {
 /// The journal this run opened, checked once more when the command ends.
 static OPENED: std::sync::OnceLock<whish::journal::Journal> = std::sync::OnceLock::new();
 
+/// Before the command exits: the outcomes the journal records in the background are written
+/// (a crash would leave them open for recovery, which is safe; an exit on purpose does not).
+pub async fn flush_journal() {
+    if let Some(j) = OPENED.get() {
+        j.flush().await;
+    }
+}
+
 /// After the command: a journal whose file was deleted or replaced while it ran did not record
 /// what the command did. Say so loudly (the exit status stays the outcome's: a script that
 /// treated it as a failure could send the request again with a new key).

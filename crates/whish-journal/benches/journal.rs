@@ -75,7 +75,13 @@ async fn journaled_round(client: &TransferClient, journal: &Journal) -> Duration
 }
 
 async fn measure(name: &str, url: &str, client: &TransferClient) {
-    let journal = Journal::open(url).await.expect("journal");
+    // WHISH_BENCH_DURABLE_OUTCOMES=1: every write waits for the disk (the outcome's too).
+    let durable = std::env::var("WHISH_BENCH_DURABLE_OUTCOMES").is_ok_and(|v| v == "1");
+    let journal = Journal::builder(url)
+        .durable_outcomes(durable)
+        .open()
+        .await
+        .expect("journal");
     // Warm both paths (connections, the journal's tables).
     plain_round(client).await;
     journaled_round(client, &journal).await;
@@ -97,10 +103,9 @@ async fn measure(name: &str, url: &str, client: &TransferClient) {
         ratios.iter().copied().fold(f64::MAX, f64::min),
         ratios.iter().copied().fold(0.0, f64::max),
     );
+    let (plain_median, journal_median) = (median(&mut plain_us), median(&mut journal_us));
     println!(
-        "{name:<10} send: plain {:>7.0} us, journaled {:>7.0} us; ratio journaled/plain median {:.2} (spread {lo:.2}..{hi:.2}, {ROUNDS} interleaved rounds of {PER_ROUND})",
-        median(&mut plain_us),
-        median(&mut journal_us),
+        "{name:<10} send: plain {plain_median:>7.0} us, journaled {journal_median:>7.0} us; ratio journaled/plain median {:.2} (spread {lo:.2}..{hi:.2}, {ROUNDS} interleaved rounds of {PER_ROUND})",
         median(&mut ratios),
     );
     // One durable write: the status-change record (a read, then an insert committed to disk).
@@ -115,13 +120,80 @@ async fn measure(name: &str, url: &str, client: &TransferClient) {
             .expect("write");
         writes.push(started.elapsed().as_secs_f64() * 1e6);
     }
+    let write_median = percentile(&mut writes, 0.5);
     println!(
-        "{name:<10} one journal write: median {:.0} us, p90 {:.0} us, p99 {:.0} us ({WRITES} writes)",
-        percentile(&mut writes, 0.5),
+        "{name:<10} one journal write: median {write_median:.0} us, p90 {:.0} us, p99 {:.0} us ({WRITES} writes)",
         percentile(&mut writes, 0.9),
         percentile(&mut writes, 0.99),
     );
+    println!(
+        "{name:<10} journaled minus plain = {:.2} x one journal write (goal: at most 1.2: one durable write a send, not two)",
+        (journal_median - plain_median) / write_median
+    );
     journal.close().await;
+}
+
+/// A SQLite journal of `finals` final entries and `open` open ones, built with one statement.
+async fn built(dir: &std::path::Path, finals: i64, open: i64) -> Journal {
+    use sqlx::Connection;
+    let path = dir.join(format!("scale-{finals}.sqlite"));
+    let url = format!("sqlite:{}", path.display());
+    Journal::open(&url).await.expect("journal").close().await;
+    let mut c = sqlx::SqliteConnection::connect(&url)
+        .await
+        .expect("connect");
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) \
+         INSERT INTO whish_journal_entries (service, operation, idem_key, context, request, \
+             state, attempts, created_ms, updated_ms, outcome, lease_token) \
+         SELECT 'money-transfer', 'send', 'bulk-' || i, NULL, x'7b7d', \
+             CASE WHEN i % ($1 / $2) = 0 THEN 'intended' ELSE 'accepted' END, 1, i, i, NULL, 0 \
+         FROM n",
+    )
+    .bind(finals + open)
+    .bind(open)
+    .execute(&mut c)
+    .await
+    .expect("bulk insert");
+    Journal::open(&url).await.expect("journal")
+}
+
+/// `list --open` and `recover` over a small and a large journal with the same open entries.
+async fn scale() {
+    use whish_journal::{Clients, Listing, Recovery};
+    let dir = std::env::temp_dir().join(format!("whish-journal-scale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut times = Vec::new();
+    for finals in [1_000i64, 1_000_000] {
+        let journal = built(&dir, finals, 100).await;
+        let (mut lists, mut recovers) = (Vec::new(), Vec::new());
+        for _ in 0..15 {
+            let started = Instant::now();
+            let open = journal.list(&Listing::new().open()).await.expect("list");
+            lists.push(started.elapsed().as_secs_f64() * 1e3);
+            assert!(open.len() >= 100);
+            // No client: the open entries are examined and left as they are (the database's
+            // share of a recovery, without the calls).
+            let started = Instant::now();
+            let _ = journal
+                .recover(&Clients::new(), &Recovery::new())
+                .await
+                .expect("recover");
+            recovers.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+        let (l, r) = (median(&mut lists), median(&mut recovers));
+        println!(
+            "sqlite     {finals:>9} final + 100 open entries: list --open {l:.2} ms, recover {r:.2} ms (medians of 15)"
+        );
+        times.push((l, r));
+        journal.close().await;
+    }
+    println!(
+        "sqlite     1 000 000 against 1 000 final entries: list --open {:.2}x, recover {:.2}x (goal: within 2x)",
+        times[1].0 / times[0].0,
+        times[1].1 / times[0].1
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn main() {
@@ -162,6 +234,7 @@ fn main() {
             _ => println!("postgres   NOT RUN: WHISH_TEST_POSTGRES_URL is not set"),
         }
         let _ = std::fs::remove_dir_all(&dir);
+        scale().await;
         sb.shutdown().await;
     });
 }

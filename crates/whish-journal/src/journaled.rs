@@ -275,6 +275,21 @@ impl Journal {
         }
     }
 
+    /// Record an acceptance without waiting for it: [`Journal::flush`] waits for these.
+    fn settle_in_background(&self, held: Held, verdict: Verdict) {
+        use std::sync::atomic::Ordering;
+        self.inner.pending.fetch_add(1, Ordering::SeqCst);
+        let journal = self.clone();
+        tokio::spawn(async move {
+            // Logged by settle when it fails or the lease was lost: the entry then stays as
+            // another process or recovery leaves it.
+            let _ = journal.settle(&held, verdict).await;
+            if journal.inner.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+                journal.inner.idle.notify_waiters();
+            }
+        });
+    }
+
     /// A SQLite journal whose file was deleted or replaced under this process writes to a file
     /// nobody will read: say so instead of a silent success.
     pub(crate) async fn check_still_there(&self) -> Result<(), crate::JournalError> {
@@ -323,6 +338,14 @@ impl Journal {
     {
         let held = self.hold(&request).await?;
         let (result, lost) = self.while_held(&held, call(held.resend)).await;
+        if result.is_ok() && !lost && !self.inner.durable_outcomes {
+            // An acceptance: whatever the journal records, the answer stays the same, so it is
+            // recorded in the background (a crash before it lands leaves the entry open, and
+            // recovery confirms it again with the same key).
+            let recorded = verdict(&result, held.resend);
+            self.settle_in_background(held, recorded);
+            return result;
+        }
         let settled = if lost {
             Settled::Lost
         } else {

@@ -188,6 +188,11 @@ struct Inner {
     owner: String,
     lease: Duration,
     claim_window: Duration,
+    /// Every outcome written before the call returns (see [`JournalBuilder::durable_outcomes`]).
+    durable_outcomes: bool,
+    /// Outcome writes still under way in the background.
+    pending: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
 }
 
 /// Opens a [`Journal`] with settings other than the defaults.
@@ -219,17 +224,26 @@ impl JournalBuilder {
         self
     }
 
-    /// Wait for the disk on every write, outcomes included (default false).
+    /// Write every outcome before the call returns, and wait for the disk on it (default
+    /// false).
     ///
     /// The write of a request **before** it is sent is always durable: it is on disk before
-    /// the first byte leaves. The write of its outcome after the answer, and the lease's
-    /// renewals, are by default committed without waiting for the disk (SQLite
-    /// `synchronous = NORMAL` on a connection of their own; PostgreSQL
-    /// `synchronous_commit = off`): they are durable with the next durable write, and a crash
-    /// before that leaves the entry open, so recovery reads its outcome again with the same key
-    /// and the same bytes (a resend the service answers without acting twice). That halves the
-    /// durable writes of a journaled call. Set this when something outside the journal reads
-    /// its outcomes right after a power cut and must find them.
+    /// the first byte leaves. The write of its outcome after the answer need not be: if it is
+    /// lost, the entry stays open and recovery reads the outcome again with the same key and
+    /// the same bytes (a resend the service answers without acting twice). So by default:
+    ///
+    /// - outcomes and the lease's renewals are committed without waiting for the disk (SQLite
+    ///   `synchronous = NORMAL` on a connection of their own; PostgreSQL
+    ///   `synchronous_commit = off`), durable with the next durable write;
+    /// - an **acceptance** is recorded in the background and the call returns at once (what the
+    ///   journal records cannot change that answer); [`Journal::flush`] and [`Journal::close`]
+    ///   wait for those writes. Every other answer (a refusal, Pending, unknown, nothing sent)
+    ///   is recorded before the call returns, because whether this process still held the
+    ///   entry decides what it may report.
+    ///
+    /// A journaled call then costs one durable write, the one before the send. Set this when
+    /// something outside the journal reads its outcomes right after each call, or right after
+    /// a power cut, and must find them.
     pub fn durable_outcomes(mut self, yes: bool) -> Self {
         self.durable_outcomes = yes;
         self
@@ -278,6 +292,9 @@ impl JournalBuilder {
                 owner: owner::this_process(),
                 lease: self.lease,
                 claim_window,
+                durable_outcomes: self.durable_outcomes,
+                pending: std::sync::atomic::AtomicUsize::new(0),
+                idle: tokio::sync::Notify::new(),
             }),
         })
     }
@@ -519,8 +536,24 @@ impl Journal {
         self.inner.db.now().await.map(|_| ())
     }
 
-    /// Close the connections (waits for those in use).
+    /// Wait until every outcome recorded in the background has been written (see
+    /// [`JournalBuilder::durable_outcomes`]). Call it before a process exits on purpose, so its
+    /// last outcomes are not left for recovery; a crash leaves them open, which is safe.
+    pub async fn flush(&self) {
+        use std::sync::atomic::Ordering;
+        loop {
+            let idle = self.inner.idle.notified();
+            if self.inner.pending.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    /// Write the outcomes still under way ([`flush`](Self::flush)), then close the connections
+    /// (waits for those in use).
     pub async fn close(&self) {
+        self.flush().await;
         self.inner.db.close().await
     }
 }

@@ -28,6 +28,8 @@ async fn concurrent_intents_share_a_commit_and_each_gets_its_own_entry() {
         while let Some(done) = tasks.join_next().await {
             done.expect("join").expect("accepted");
         }
+        // Acceptances are recorded in the background: wait for them before reading.
+        journal.flush().await;
         let mut ids = Vec::new();
         for key in &keys {
             let e = journal
@@ -94,6 +96,7 @@ async fn outcomes_are_read_back_with_relaxed_and_durable_writes() {
             let t = journal.transfer(transfer(&sb, 0));
             let prepared = t.client().prepare_send(cash_send(21)).expect("prepare");
             let _ = t.send(&prepared).await.expect("sent");
+            journal.flush().await;
             // Another process (its own connections) reads the outcome.
             let other = place.open().await;
             let e = other
@@ -165,6 +168,7 @@ async fn prune_deletes_in_batches_everything_eligible_and_nothing_else() {
         assert!(t.send(&open).await.expect_err("lost").outcome_unknown());
         let fresh = t.client().prepare_send(cash_send(13)).expect("prepare");
         let _ = t.send(&fresh).await.expect("sent");
+        journal.flush().await;
         let pruned = journal
             .prune(Duration::from_secs(3600))
             .await

@@ -301,6 +301,7 @@ impl Batch {
         cancel_before: Option<(OffsetDateTime, Arc<str>)>,
         sink: &mut (dyn FnMut(&FollowUpRow) -> std::io::Result<()> + Send),
     ) -> Result<(), BatchError> {
+        journal.flush().await;
         let batch: Arc<str> = Arc::from(self.id.as_str());
         let mut tasks: JoinSet<FollowUpRow> = JoinSet::new();
         let mut rows = self.rows()?;

@@ -585,8 +585,7 @@ impl Batch {
             match row.map(|row| {
                 row.map_err(|e| e.first().map(ToString::to_string))
                     .and_then(|raw| {
-                        payout(&raw, &self.defaults)
-                            .map_err(|e| e.first().map(ToString::to_string))
+                        payout(&raw, &self.defaults).map_err(|e| e.first().map(ToString::to_string))
                     })
             }) {
                 None => {}
@@ -618,12 +617,18 @@ impl Batch {
             // The journal's word on the whole chunk in one query: the entries may still change
             // before a row is sent (another process), and the journal's own hold decides then.
             let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-            let resolved: Vec<Result<(RequestId, Option<Entry>), String>> =
-                match resolve_many(journal, &batch, &keys, key::request_id, Operation::Send).await
-                {
-                    Ok(v) => v.into_iter().map(Ok).collect(),
-                    Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
-                };
+            let resolved: Vec<Result<(RequestId, Option<Entry>), String>> = match resolve_many(
+                journal,
+                &batch,
+                &keys,
+                key::request_id,
+                Operation::Send,
+            )
+            .await
+            {
+                Ok(v) => v.into_iter().map(Ok).collect(),
+                Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
+            };
             for (p, resolved) in chunk.drain(..).zip(resolved) {
                 while tasks.len() >= options.concurrency {
                     if let Some(done) = tasks.join_next().await {
@@ -675,6 +680,9 @@ impl Batch {
         while let Some(done) = tasks.join_next().await {
             deliver(&mut summary, joined(done), &stop);
         }
+        // The acceptances the journal records in the background are written before the run says
+        // it is done (a run again then reads them from the journal).
+        journal.flush().await;
         summary.stopped = stop.reason();
         if let Some(e) = sink_error {
             return Err(BatchError::Results(e));

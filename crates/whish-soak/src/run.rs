@@ -504,6 +504,9 @@ where
             Ok(v) => accepted(v),
             Err(e) => (e.verdict(), None),
         };
+        // The journal's state agrees with the verdict once its background writes (acceptances)
+        // are done.
+        j.journal.flush().await;
         let state = j
             .journal
             .entry(target.service, target.operation, &target.journal_key)

@@ -117,6 +117,7 @@ pub async fn collect(
     from: OffsetDateTime,
     to: OffsetDateTime,
 ) -> Result<CollectReport, ReconcileError> {
+    journal.flush().await;
     let mut report = CollectReport::default();
     let to_ms = to.unix_timestamp_nanos();
     let entries = journal

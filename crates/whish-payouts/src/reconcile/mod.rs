@@ -228,6 +228,8 @@ pub async fn transfers(
     from: OffsetDateTime,
     to: OffsetDateTime,
 ) -> Result<TransferReport, ReconcileError> {
+    // This process's own acceptances still being written count too.
+    journal.flush().await;
     let activity = client
         .activity(range)
         .await
