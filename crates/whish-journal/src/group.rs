@@ -55,23 +55,57 @@ pub(crate) struct Finish {
 pub(crate) struct Writer {
     jobs: mpsc::UnboundedSender<Job>,
     finishes: mpsc::UnboundedSender<Finish>,
+    /// Intents being written now (by the writer, or by a caller alone).
+    busy: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// An intent written by its caller itself, counted while it is under way.
+pub(crate) struct Alone(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Writer {
     /// Start the writers: intents on `pool` (the synchronous pool), outcomes on `relaxed`; `now`
     /// is the database clock's SQL.
     pub(crate) fn start(pool: SqlitePool, relaxed: SqlitePool, now: &'static str) -> Writer {
+        let busy = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (jobs, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run_intents(pool, now, queue));
+        tokio::spawn(run_intents(pool, now, queue, busy.clone()));
         let (finishes, queue) = mpsc::unbounded_channel();
         tokio::spawn(run_finishes(relaxed, now, queue));
-        Writer { jobs, finishes }
+        Writer {
+            jobs,
+            finishes,
+            busy,
+        }
+    }
+
+    /// When no other intent is being written, the caller writes its own at once (no hop through
+    /// the writer task: a lone send's latency stays that of one insert); the guard counts it
+    /// while it is under way, so intents that come meanwhile are grouped by the writer.
+    pub(crate) fn alone(&self) -> Option<Alone> {
+        use std::sync::atomic::Ordering;
+        self.busy
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .ok()
+            .map(|_| Alone(self.busy.clone()))
     }
 
     /// Hand an intent to the writer. False when the writer is gone (its runtime ended): the
     /// caller inserts it itself.
     pub(crate) fn submit(&self, job: Job) -> bool {
-        self.jobs.send(job).is_ok()
+        self.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        match self.jobs.send(job) {
+            Ok(()) => true,
+            Err(_) => {
+                self.busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                false
+            }
+        }
     }
 
     /// Hand an outcome to the writer. False when the writer is gone: the caller writes it.
@@ -97,8 +131,14 @@ fn failed(message: &str) -> JournalError {
     JournalError::new(JournalErrorKind::Write, message.to_owned())
 }
 
-async fn run_intents(pool: SqlitePool, now: &'static str, mut queue: mpsc::UnboundedReceiver<Job>) {
+async fn run_intents(
+    pool: SqlitePool,
+    now: &'static str,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    busy: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
     while let Some(jobs) = next_group(&mut queue).await {
+        let n = jobs.len();
         // A caller that went away (its future dropped) still has its intent committed, as its
         // own insert would have been: recovery then finds it, as after a crash.
         match insert_all(&pool, now, &jobs).await {
@@ -113,6 +153,7 @@ async fn run_intents(pool: SqlitePool, now: &'static str, mut queue: mpsc::Unbou
                 }
             }
         }
+        busy.fetch_sub(n, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -445,8 +445,15 @@ impl Db {
         lease_ms: i64,
     ) -> Result<Option<Lease>, JournalError> {
         #[cfg(feature = "sqlite")]
+        let mut _alone = None;
+        #[cfg(feature = "sqlite")]
         #[allow(irrefutable_let_patterns)]
-        if let Db::Sqlite(d) = self {
+        if let Db::Sqlite(d) = self
+            && {
+                _alone = d.writer.alone();
+                _alone.is_none()
+            }
+        {
             let (answer, answered) = tokio::sync::oneshot::channel();
             let job = crate::group::Job {
                 service: request.service.as_str(),
