@@ -17,6 +17,7 @@ pub const PUBLISHED: &[&str] = &[
     "whish-intl-topup",
     "whish-journal",
     "whish-callbacks",
+    "whish-payouts",
     "whish",
     "whish-sandbox",
 ];

@@ -150,3 +150,8 @@ impl Batch {
         read::open(&self.path, self.format)
     }
 }
+
+/// The examples of this crate's README, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

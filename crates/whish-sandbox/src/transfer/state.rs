@@ -271,7 +271,6 @@ impl TransferWorld {
         n
     }
 
-
     pub(crate) fn countries_json(&self) -> Value {
         let created = (self.countries_created.unix_timestamp_nanos() / 1_000_000) as i64;
         json!({"list": self.countries.iter().map(|(id, name, code)| json!({
