@@ -278,15 +278,27 @@ impl Journal {
     /// Record an acceptance without waiting for it: [`Journal::flush`] waits for these.
     fn settle_in_background(&self, held: Held, verdict: Verdict) {
         use std::sync::atomic::Ordering;
-        self.inner.pending.fetch_add(1, Ordering::SeqCst);
-        let journal = self.clone();
+        let id = self.inner.next_background.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut b) = self.inner.background.lock() {
+            b.insert(id);
+        }
+        /// Takes the write off the list however the task ends (done, panicked, or dropped
+        /// with its runtime), so that a flush never waits for a write that will not come.
+        struct Done(Journal, u64);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                if let Ok(mut b) = self.0.inner.background.lock() {
+                    b.remove(&self.1);
+                }
+                self.0.inner.idle.notify_waiters();
+            }
+        }
+        let done = Done(self.clone(), id);
         tokio::spawn(async move {
             // Logged by settle when it fails or the lease was lost: the entry then stays as
             // another process or recovery leaves it.
-            let _ = journal.settle(&held, verdict).await;
-            if journal.inner.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
-                journal.inner.idle.notify_waiters();
-            }
+            let _ = done.0.settle(&held, verdict).await;
+            drop(done);
         });
     }
 

@@ -190,8 +190,9 @@ struct Inner {
     claim_window: Duration,
     /// Every outcome written before the call returns (see [`JournalBuilder::durable_outcomes`]).
     durable_outcomes: bool,
-    /// Outcome writes still under way in the background.
-    pending: std::sync::atomic::AtomicUsize,
+    /// Outcome writes under way in the background, by the order they started in.
+    background: std::sync::Mutex<std::collections::BTreeSet<u64>>,
+    next_background: std::sync::atomic::AtomicU64,
     idle: tokio::sync::Notify,
 }
 
@@ -237,7 +238,7 @@ impl JournalBuilder {
     ///   `synchronous_commit = off`), durable with the next durable write;
     /// - an **acceptance** is recorded in the background and the call returns at once (what the
     ///   journal records cannot change that answer); [`Journal::flush`] and [`Journal::close`]
-    ///   wait for those writes. Every other answer (a refusal, Pending, unknown, nothing sent)
+    ///   wait for those writes, and so do this process's reads of the journal. Every other answer (a refusal, Pending, unknown, nothing sent)
     ///   is recorded before the call returns, because whether this process still held the
     ///   entry decides what it may report.
     ///
@@ -293,7 +294,8 @@ impl JournalBuilder {
                 lease: self.lease,
                 claim_window,
                 durable_outcomes: self.durable_outcomes,
-                pending: std::sync::atomic::AtomicUsize::new(0),
+                background: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+                next_background: std::sync::atomic::AtomicU64::new(0),
                 idle: tokio::sync::Notify::new(),
             }),
         })
@@ -424,6 +426,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be read.
     pub async fn list(&self, listing: &Listing) -> Result<Vec<Entry>, JournalError> {
+        self.flush().await;
         self.inner.db.listing(listing).await
     }
 
@@ -463,6 +466,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn find(&self, key: &str) -> Result<Vec<Entry>, JournalError> {
+        self.flush().await;
         self.inner.db.by_key(key).await
     }
 
@@ -477,12 +481,15 @@ impl Journal {
         operation: Operation,
         key: &str,
     ) -> Result<Option<Entry>, JournalError> {
+        self.flush().await;
         self.inner.db.get(service, operation, key).await
     }
 
     /// The entries of many requests of one service and operation at once, in one query per
     /// [`MANY_KEYS`] keys (a batch reads its rows' entries this way, not one by one). Keys with
-    /// no entry are left out; the order is the database's.
+    /// no entry are left out; the order is the database's. Unlike [`entry`](Self::entry), it
+    /// does not wait for this process's background writes: an acceptance this process is still
+    /// recording reads as its open entry.
     ///
     /// # Errors
     ///
@@ -536,14 +543,25 @@ impl Journal {
         self.inner.db.now().await.map(|_| ())
     }
 
-    /// Wait until every outcome recorded in the background has been written (see
-    /// [`JournalBuilder::durable_outcomes`]). Call it before a process exits on purpose, so its
-    /// last outcomes are not left for recovery; a crash leaves them open, which is safe.
+    /// Wait until every outcome this process began to record in the background before this
+    /// call has been written (see [`JournalBuilder::durable_outcomes`]); writes that begin
+    /// meanwhile are not waited for, so a busy journal never keeps it waiting. The journal's
+    /// own reads ([`entry`](Self::entry), [`find`](Self::find), [`list`](Self::list)) and
+    /// [`recover`](Self::recover) do it first, so this process always reads what it did. Call it
+    /// before a process exits on purpose, so its last outcomes are not left for recovery (a
+    /// crash leaves them open, which is safe).
     pub async fn flush(&self) {
         use std::sync::atomic::Ordering;
+        let before = self.inner.next_background.load(Ordering::SeqCst);
         loop {
             let idle = self.inner.idle.notified();
-            if self.inner.pending.load(Ordering::SeqCst) == 0 {
+            let oldest = self
+                .inner
+                .background
+                .lock()
+                .map(|b| b.first().copied())
+                .unwrap_or(None);
+            if oldest.is_none_or(|o| o >= before) {
                 return;
             }
             idle.await;

@@ -262,3 +262,36 @@ async fn a_group_that_cannot_commit_sends_nothing_and_leaves_nothing_to_send() {
         journal.close().await;
     }
 }
+
+/// An acceptance is recorded in the background, yet this process's own reads see it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_reads_what_it_did_right_after_the_call() {
+    for place in places("reads-own-writes").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        for i in 0..20 {
+            let prepared = t.client().prepare_send(cash_send(60 + i)).expect("prepare");
+            let _ = t.send(&prepared).await.expect("sent");
+            let e = journal
+                .entry(
+                    Service::MoneyTransfer,
+                    Operation::Send,
+                    &prepared.request_id().to_string(),
+                )
+                .await
+                .expect("read")
+                .expect("recorded");
+            assert_eq!(e.state, State::Accepted, "send {i}");
+            assert_eq!(
+                journal
+                    .list(&Listing::new().open())
+                    .await
+                    .expect("list")
+                    .len(),
+                0
+            );
+        }
+        journal.close().await;
+    }
+}
