@@ -208,3 +208,78 @@ async fn a_batch_with_a_bad_row_sends_nothing_and_names_the_line() {
     assert_eq!(columns.code, 0);
     assert!(columns.json().as_array().is_some_and(|c| c.len() > 10));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results() {
+    let plenty = Decimal::from(10_000_000u64);
+    let sb = Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let dir = temp_file("ctrl-c-here", "")
+        .parent()
+        .expect("dir")
+        .to_owned();
+    env.push((
+        "WHISH_JOURNAL".into(),
+        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
+    ));
+    let file = batch_file();
+    let results = dir.join("results.csv");
+    let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
+    let mut send: Vec<&str> = vec!["payouts", "send", &file_arg, "--results", &results_arg];
+    send.extend(SENDER);
+    send.extend(["--concurrency", "2"]);
+    sb.inject(
+        Endpoint::TransferSend,
+        Fault::Delay(Duration::from_millis(20)),
+        ROWS as u32,
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_whish"))
+        .args(&send)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn whish");
+    let started = Instant::now();
+    while lines(&results) < 20 && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(interrupted.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Ctrl-C"));
+    let text = std::fs::read_to_string(&results).expect("results");
+    assert_eq!(
+        text.lines().count(),
+        ROWS + 1,
+        "every row is in the results"
+    );
+    let paid = sb.transfers().len();
+    assert!(paid < ROWS, "stopped part way: {paid}");
+    assert_eq!(
+        text.lines().filter(|l| l.contains(",accepted,")).count(),
+        paid,
+        "the results say exactly what was paid"
+    );
+    // Run again: the rest, nothing twice.
+    let again = whish(&send, &env).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(sb.transfers().len(), ROWS);
+}

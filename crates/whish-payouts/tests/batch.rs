@@ -457,3 +457,61 @@ async fn follow_up_finds_collections_and_cancels_what_waits() {
         .count();
     assert_eq!(cancels_sent, 0, "a cancel run again is not sent again");
 }
+
+#[tokio::test]
+async fn a_stop_signal_leaves_the_rest_unsent_and_a_run_again_sends_it() {
+    let d = dir("stop");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("aid.csv");
+    write(&file, &csv_rows(50, "10"));
+    let batch = Batch::new("stop-1", &file, defaults()).expect("batch");
+    let stop = StopSignal::new();
+    let options = RunOptions::new().concurrency(2).stop_signal(stop.clone());
+    // Stop once ten rows are done, as Ctrl-C would.
+    let out = d.join("results.jsonl");
+    let mut w = ResultWriter::new(
+        std::fs::File::create(&out).expect("file"),
+        ResultFormat::JsonLines,
+    )
+    .expect("writer");
+    let mut done = 0;
+    let summary = batch
+        .run(&j, &c, &options, &mut |r| {
+            done += 1;
+            if done == 10 {
+                stop.stop("stopped by the test");
+            }
+            w.write(r)
+        })
+        .await
+        .expect("run");
+    assert_eq!(summary.stopped.as_deref(), Some("stopped by the test"));
+    let accepted = summary.count(RowOutcome::Accepted);
+    assert!((10..=12).contains(&accepted), "{summary:?}");
+    assert_eq!(summary.count(RowOutcome::NotSent), 50 - accepted);
+    assert_eq!(sb.transfers().len() as u64, accepted);
+    // The results, as JSON lines: one object a line, every row.
+    let text = std::fs::read_to_string(&out).expect("results");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object"))
+        .collect();
+    assert_eq!(lines.len(), 50);
+    assert!(lines.iter().any(|l| {
+        l["outcome"] == "not-sent"
+            && l["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("stopped by the test"))
+    }));
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l["outcome"] == "accepted")
+            .all(|l| l["ltn_number"].is_string() && l["amount"] == "10")
+    );
+    // Run again: the rest is sent, nothing twice.
+    let (summary, _) = run(&batch, &j, &c, &RunOptions::new()).await;
+    assert!(summary.expect("run").all_accepted());
+    assert_eq!(sb.transfers().len(), 50);
+}
