@@ -119,6 +119,11 @@ impl Journal {
             }
             Ok(None) => {}
             Err(e) => {
+                // The file was deleted or replaced under this process: whatever the insert did
+                // went to a file nobody will read, so nothing can ever send it. Say that.
+                if let Err(gone) = self.check_still_there().await {
+                    return Err(record(gone.to_string(), Some(gone)));
+                }
                 let mut outcome = Outcome::new("not-sent");
                 outcome.message = Some(format!(
                     "the journal's write of this request failed ({e}); it was not sent"
