@@ -2,31 +2,45 @@
 //! outcomes one relaxed commit.
 //!
 //! SQLite has one writer, and every commit in `synchronous = FULL` waits for its fsync: sixteen
-//! sends starting at once queued sixteen fsyncs, one after the other. Here one task takes every
-//! intent waiting (up to [`GROUP`]), inserts them with one statement in one transaction and
-//! commits once, then answers each; a second task does the same for the outcomes (one `UPDATE`
-//! for the group, on the relaxed connection). An intent or an outcome alone is written at once:
-//! nothing waits for a timer, so a single send pays no added latency.
+//! sends starting at once queued sixteen fsyncs, one after the other. Here one task per journal
+//! takes every request waiting (up to [`GROUP`] intents and [`GROUP`] outcomes), writes the
+//! outcomes with one statement on the relaxed connection, then the intents with one statement in
+//! one transaction on the synchronous connection, committed once (its fsync covers the outcomes
+//! before it too: the WAL is appended to in order), and answers each.
+//!
+//! Every write of this process to the file takes the journal's write turn first (an async
+//! mutex): the writer task for each group, a caller writing alone, and every other write of the
+//! journal. SQLite lets one connection write at a time and makes the others sleep and try again
+//! (a millisecond at least); within one process the turn hands the file over instead.
+//!
+//! A request that finds the turn free writes itself at once, in its own future: nothing waits
+//! for a timer or a hop to the task, so a single send pays no added latency. Requests that find
+//! it taken wait in the queue and go in the next group.
 //!
 //! Failure is all or nothing: when a group's statement or commit fails, every request in it is
 //! answered with the error. An intent's caller then records its request as never sent (the
 //! journal's `abandon`), exactly as when its own insert failed; an outcome's caller leaves its
-//! entry open for recovery, exactly as when its own update failed. (PostgreSQL needs none of
-//! this: concurrent commits on its connections already share a WAL flush.)
+//! entry open for recovery, exactly as when its own update failed. A caller whose future is
+//! dropped while its request waits changes nothing for the group: its request is written with
+//! the others (an intent then stays open for recovery, as after a crash), its answer dropped.
+//! The task ends when the journal's last handle is dropped. (PostgreSQL needs none of this:
+//! concurrent commits on its connections already share a WAL flush, and it has no single
+//! writer.)
 
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Mutex, MutexGuard, mpsc, oneshot};
 
 use crate::error::{JournalError, JournalErrorKind};
 use crate::store::Lease;
 
-/// The most requests one statement carries.
+/// The most intents (and the most outcomes) one group carries.
 pub(crate) const GROUP: usize = 64;
 
-/// One intent to insert, with where its answer goes.
+/// One intent to insert.
 pub(crate) struct Job {
     pub service: &'static str,
     pub operation: &'static str,
@@ -35,144 +49,222 @@ pub(crate) struct Job {
     pub body: Vec<u8>,
     pub owner: String,
     pub lease_ms: i64,
-    pub answer: oneshot::Sender<Result<Option<Lease>, JournalError>>,
 }
 
-/// One outcome to record under a lease, with where its answer goes (false: the lease was no
-/// longer the caller's, nothing written).
+/// One outcome to record under a lease.
 pub(crate) struct Finish {
     pub lease: Lease,
     pub owner: String,
     pub state: &'static str,
     pub outcome: String,
     pub refs: String,
-    pub answer: oneshot::Sender<Result<bool, JournalError>>,
 }
 
-/// The handles of the two writer tasks; cheap to clone. The tasks end when every handle is
-/// dropped.
+/// An intent's answer: its lease, or None when its key is recorded already.
+type Inserted = Result<Option<Lease>, JournalError>;
+
+/// An outcome's answer: false when the lease was no longer the caller's (nothing written).
+type Finished = Result<bool, JournalError>;
+
+/// What the writer task is handed, with where its answer goes.
+enum Work {
+    Intent(Job, oneshot::Sender<Inserted>),
+    Outcome(Finish, oneshot::Sender<Finished>),
+}
+
+/// The handle of a journal's writer task and its write turn; cheap to clone. The task ends when
+/// every handle is dropped.
 #[derive(Debug, Clone)]
 pub(crate) struct Writer {
-    jobs: mpsc::UnboundedSender<Job>,
-    finishes: mpsc::UnboundedSender<Finish>,
-    /// Intents being written now (by the writer, or by a caller alone).
-    busy: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-/// An intent written by its caller itself, counted while it is under way.
-pub(crate) struct Alone(std::sync::Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for Alone {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
+    queue: mpsc::UnboundedSender<Work>,
+    turn: Arc<Mutex<()>>,
+    /// Requests handed to the task and not answered yet.
+    waiting: Arc<AtomicUsize>,
+    /// How many groups of intents the task wrote.
+    #[cfg_attr(not(test), allow(dead_code))]
+    groups: Arc<AtomicU64>,
+    /// Held by the task while it runs.
+    #[cfg_attr(not(test), allow(dead_code))]
+    alive: Weak<()>,
 }
 
 impl Writer {
-    /// Start the writers: intents on `pool` (the synchronous pool), outcomes on `relaxed`; `now`
+    /// Start the writer: intents on `pool` (the synchronous pool), outcomes on `relaxed`; `now`
     /// is the database clock's SQL.
     pub(crate) fn start(pool: SqlitePool, relaxed: SqlitePool, now: &'static str) -> Writer {
-        let busy = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (jobs, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run_intents(pool, now, queue, busy.clone()));
-        let (finishes, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run_finishes(relaxed, now, queue));
-        Writer {
-            jobs,
-            finishes,
-            busy,
-        }
+        let turn = Arc::new(Mutex::new(()));
+        let groups = Arc::new(AtomicU64::new(0));
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let (queue, work) = mpsc::unbounded_channel();
+        let alive = Arc::new(());
+        let writer = Writer {
+            queue,
+            turn: turn.clone(),
+            waiting: waiting.clone(),
+            groups: groups.clone(),
+            alive: Arc::downgrade(&alive),
+        };
+        let task = Task {
+            pool,
+            relaxed,
+            now,
+            turn,
+            waiting,
+            groups,
+            _alive: alive,
+        };
+        tokio::spawn(task.run(work));
+        writer
     }
 
-    /// When no other intent is being written, the caller writes its own at once (no hop through
-    /// the writer task: a lone send's latency stays that of one insert); the guard counts it
-    /// while it is under way, so intents that come meanwhile are grouped by the writer.
-    pub(crate) fn alone(&self) -> Option<Alone> {
-        use std::sync::atomic::Ordering;
-        self.busy
-            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-            .ok()
-            .map(|_| Alone(self.busy.clone()))
+    /// The write turn, when it is free now: the caller writes its own request at once.
+    pub(crate) fn try_turn(&self) -> Option<MutexGuard<'_, ()>> {
+        self.turn.try_lock().ok()
     }
 
-    /// Hand an intent to the writer. False when the writer is gone (its runtime ended): the
-    /// caller inserts it itself.
-    pub(crate) fn submit(&self, job: Job) -> bool {
-        self.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        match self.jobs.send(job) {
-            Ok(()) => true,
-            Err(_) => {
-                self.busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                false
+    /// The write turn, waited for: every write of this process to the file takes it.
+    pub(crate) async fn turn(&self) -> MutexGuard<'_, ()> {
+        self.turn.lock().await
+    }
+
+    /// Hand an intent to the writer; its answer. `Err(job)` when the writer is gone (its
+    /// runtime ended): the caller writes it itself.
+    pub(crate) async fn insert(&self, job: Job) -> Result<Inserted, Job> {
+        let (answer, answered) = oneshot::channel();
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        match self.queue.send(Work::Intent(job, answer)) {
+            Ok(()) => Ok(answered.await.unwrap_or_else(|_| Err(stopped()))),
+            Err(mpsc::error::SendError(Work::Intent(job, _))) => {
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                Err(job)
             }
+            Err(_) => unreachable!("an intent comes back as it was sent"),
         }
     }
 
-    /// Hand an outcome to the writer. False when the writer is gone: the caller writes it.
-    pub(crate) fn finish(&self, finish: Finish) -> bool {
-        self.finishes.send(finish).is_ok()
+    /// Hand an outcome to the writer; its answer. `Err(finish)` when the writer is gone.
+    pub(crate) async fn finish(&self, finish: Finish) -> Result<Finished, Finish> {
+        let (answer, answered) = oneshot::channel();
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        match self.queue.send(Work::Outcome(finish, answer)) {
+            Ok(()) => Ok(answered.await.unwrap_or_else(|_| Err(stopped()))),
+            Err(mpsc::error::SendError(Work::Outcome(finish, _))) => {
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                Err(finish)
+            }
+            Err(_) => unreachable!("an outcome comes back as it was sent"),
+        }
+    }
+
+    /// Requests handed to the writer task and not answered yet.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    /// How many groups of intents the writer task committed.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn groups(&self) -> u64 {
+        self.groups.load(Ordering::SeqCst)
+    }
+
+    /// Tells whether the writer task still runs.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn watch(&self) -> Weak<()> {
+        self.alive.clone()
     }
 }
 
-/// Every request waiting, up to [`GROUP`], after the first.
-async fn next_group<T>(queue: &mut mpsc::UnboundedReceiver<T>) -> Option<Vec<T>> {
-    let first = queue.recv().await?;
-    let mut group = vec![first];
-    while group.len() < GROUP {
-        match queue.try_recv() {
-            Ok(job) => group.push(job),
-            Err(_) => break,
-        }
-    }
-    Some(group)
+fn stopped() -> JournalError {
+    JournalError::new(
+        JournalErrorKind::Write,
+        "the journal's writer stopped before it answered",
+    )
 }
 
 fn failed(message: &str) -> JournalError {
     JournalError::new(JournalErrorKind::Write, message.to_owned())
 }
 
-async fn run_intents(
+/// The writer task's own.
+struct Task {
     pool: SqlitePool,
+    relaxed: SqlitePool,
     now: &'static str,
-    mut queue: mpsc::UnboundedReceiver<Job>,
-    busy: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-) {
-    while let Some(jobs) = next_group(&mut queue).await {
-        let n = jobs.len();
-        // A caller that went away (its future dropped) still has its intent committed, as its
-        // own insert would have been: recovery then finds it, as after a crash.
-        match insert_all(&pool, now, &jobs).await {
-            Ok(ids) => {
-                for (job, id) in jobs.into_iter().zip(ids) {
-                    let _ = job.answer.send(Ok(id.map(|id| Lease { id, token: 1 })));
-                }
-            }
-            Err(message) => {
-                for job in jobs {
-                    let _ = job.answer.send(Err(failed(&message)));
-                }
-            }
-        }
-        busy.fetch_sub(n, std::sync::atomic::Ordering::SeqCst);
-    }
+    turn: Arc<Mutex<()>>,
+    waiting: Arc<AtomicUsize>,
+    groups: Arc<AtomicU64>,
+    _alive: Arc<()>,
 }
 
-async fn run_finishes(
-    pool: SqlitePool,
-    now: &'static str,
-    mut queue: mpsc::UnboundedReceiver<Finish>,
-) {
-    while let Some(finishes) = next_group(&mut queue).await {
-        match update_all(&pool, now, &finishes).await {
-            Ok(done) => {
-                for f in finishes {
-                    let kept = done.contains(&f.lease.id);
-                    let _ = f.answer.send(Ok(kept));
+impl Task {
+    /// Wait for a request, take the turn, take every request waiting (up to [`GROUP`] of each
+    /// kind), write the outcomes, then the intents, answer, give the turn back; until every
+    /// handle is dropped.
+    async fn run(self, mut work: mpsc::UnboundedReceiver<Work>) {
+        let mut intents: Vec<(Job, oneshot::Sender<Inserted>)> = Vec::new();
+        let mut outcomes: Vec<(Finish, oneshot::Sender<Finished>)> = Vec::new();
+        // A request taken beyond a full group waits for the next one.
+        let mut held: Option<Work> = None;
+        loop {
+            let first = match held.take() {
+                Some(w) => w,
+                None => match work.recv().await {
+                    Some(w) => w,
+                    None => return,
+                },
+            };
+            let _turn = self.turn.lock().await;
+            let mut next = Some(first);
+            loop {
+                let w = match next.take() {
+                    Some(w) => w,
+                    None => match work.try_recv() {
+                        Ok(w) => w,
+                        Err(_) => break,
+                    },
+                };
+                match w {
+                    Work::Intent(j, a) if intents.len() < GROUP => intents.push((j, a)),
+                    Work::Outcome(o, a) if outcomes.len() < GROUP => outcomes.push((o, a)),
+                    full => {
+                        held = Some(full);
+                        break;
+                    }
                 }
             }
-            Err(message) => {
-                for f in finishes {
-                    let _ = f.answer.send(Err(failed(&message)));
+            if !outcomes.is_empty() {
+                let written = {
+                    let finishes: Vec<&Finish> = outcomes.iter().map(|(o, _)| o).collect();
+                    update_all(&self.relaxed, self.now, &finishes).await
+                };
+                for (o, answer) in outcomes.drain(..) {
+                    let _ = answer.send(match &written {
+                        Ok(kept) => Ok(kept.contains(&(o.lease.id, o.lease.token))),
+                        Err(message) => Err(failed(message)),
+                    });
+                    self.waiting.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            if !intents.is_empty() {
+                let written = {
+                    let jobs: Vec<&Job> = intents.iter().map(|(j, _)| j).collect();
+                    insert_all(&self.pool, self.now, &jobs).await
+                };
+                self.groups.fetch_add(1, Ordering::SeqCst);
+                match written {
+                    Ok(ids) => {
+                        for ((_, answer), id) in intents.drain(..).zip(ids) {
+                            let _ = answer.send(Ok(id.map(|id| Lease { id, token: 1 })));
+                            self.waiting.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }
+                    Err(message) => {
+                        for (_, answer) in intents.drain(..) {
+                            let _ = answer.send(Err(failed(&message)));
+                            self.waiting.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }
                 }
             }
         }
@@ -184,7 +276,7 @@ async fn run_finishes(
 async fn insert_all(
     pool: &SqlitePool,
     now: &str,
-    jobs: &[Job],
+    jobs: &[&Job],
 ) -> Result<Vec<Option<i64>>, String> {
     let values: Vec<String> = (0..jobs.len())
         .map(|i| {
@@ -224,21 +316,27 @@ async fn insert_all(
         .fetch_all(pool)
         .await
         .map_err(|e| format!("the group commit of {} intent(s) failed: {e}", jobs.len()))?;
-    let mut inserted: HashMap<(String, String, String), i64> = HashMap::new();
+    let mut inserted = std::collections::HashMap::new();
     for r in &rows {
         let get = |c: &str| r.try_get::<String, _>(c).map_err(|e| e.to_string());
         let id = r.try_get::<i64, _>("id").map_err(|e| e.to_string())?;
         inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
     }
-    // The first intent of a key gets its row; a second one of the same key found it there.
+    // The first intent of a key gets its row; a second one of the same key in the group finds
+    // it taken (None), as it would have found it recorded one statement later.
     Ok(jobs
         .iter()
         .map(|j| inserted.remove(&(j.service.to_owned(), j.operation.to_owned(), j.key.clone())))
         .collect())
 }
 
-/// Record every outcome with one statement, each only under its own lease; the ids written.
-async fn update_all(pool: &SqlitePool, now: &str, finishes: &[Finish]) -> Result<Vec<i64>, String> {
+/// Record every outcome with one statement, each only under its own lease (row id and fencing
+/// token); the (id, token) of each written.
+async fn update_all(
+    pool: &SqlitePool,
+    now: &str,
+    finishes: &[&Finish],
+) -> Result<Vec<(i64, i64)>, String> {
     let values: Vec<String> = (0..finishes.len())
         .map(|i| {
             let p = i * 6;
@@ -253,6 +351,8 @@ async fn update_all(pool: &SqlitePool, now: &str, finishes: &[Finish]) -> Result
             )
         })
         .collect();
+    // `finish` leaves the token as it is, so the row's token after the update is the one that
+    // matched: two outcomes of one entry under two tokens in a group are told apart by it.
     let sql = format!(
         "WITH v(id, owner, token, state, outcome, refs) AS (VALUES {}) \
          UPDATE whish_journal_entries \
@@ -261,7 +361,7 @@ async fn update_all(pool: &SqlitePool, now: &str, finishes: &[Finish]) -> Result
          FROM v WHERE whish_journal_entries.id = v.id \
            AND whish_journal_entries.lease_owner = v.owner \
            AND whish_journal_entries.lease_token = v.token \
-         RETURNING whish_journal_entries.id",
+         RETURNING whish_journal_entries.id, whish_journal_entries.lease_token",
         values.join(", ")
     );
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -281,6 +381,269 @@ async fn update_all(pool: &SqlitePool, now: &str, finishes: &[Finish]) -> Result
         )
     })?;
     rows.iter()
-        .map(|r| r.try_get::<i64, _>(0).map_err(|e| e.to_string()))
+        .map(|r| {
+            Ok((
+                r.try_get::<i64, _>(0).map_err(|e| e.to_string())?,
+                r.try_get::<i64, _>(1).map_err(|e| e.to_string())?,
+            ))
+        })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The writer on a real SQLite file: requests queued while the turn is held go in one group.
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::entry::{Operation, Outcome, References, Service, State};
+    use crate::journaled::Request;
+    use crate::store::Db;
+
+    async fn journal(test: &str) -> Db {
+        let dir =
+            std::env::temp_dir().join(format!("whish-journal-{test}-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Db::open_sqlite(&dir.join("journal.sqlite"), false)
+            .await
+            .expect("open")
+    }
+
+    /// Wait until `n` requests wait for the writer (they queue while the test holds the turn).
+    async fn queued(db: &Db, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while db.writer().waiting() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} of {n} requests queued",
+                db.writer().waiting()
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    fn spawn_insert(
+        db: &Db,
+        key: String,
+    ) -> tokio::task::JoinHandle<Result<Option<Lease>, JournalError>> {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let body = format!("{{\"key\":\"{key}\"}}");
+            let request = Request {
+                service: Service::MoneyTransfer,
+                operation: Operation::Send,
+                key: &key,
+                context: None,
+                body: body.as_bytes(),
+            };
+            db.insert(&request, "me", 30_000).await
+        })
+    }
+
+    async fn row_id(db: &Db, key: &str) -> Option<i64> {
+        sqlx::query_scalar("SELECT id FROM whish_journal_entries WHERE idem_key = $1")
+            .bind(key)
+            .fetch_optional(db.sqlite_pool())
+            .await
+            .expect("read")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_answers_each_intent_with_its_own_lease() {
+        let db = journal("group-leases").await;
+        let turn = db.writer().turn().await;
+        let before = db.writer().groups();
+        let keys: Vec<String> = (0..GROUP + 6).map(|i| format!("key-{i}")).collect();
+        let tasks: Vec<_> = keys.iter().map(|k| spawn_insert(&db, k.clone())).collect();
+        queued(&db, keys.len()).await;
+        drop(turn);
+        let mut ids = Vec::new();
+        for (key, task) in keys.iter().zip(tasks) {
+            let lease = task.await.expect("join").expect("inserted").expect("new");
+            assert_eq!(lease.token, 1, "{key}");
+            assert_eq!(row_id(&db, key).await, Some(lease.id), "{key}: its own row");
+            ids.push(lease.id);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), keys.len());
+        // 70 intents: one full group and the rest in a second.
+        assert_eq!(db.writer().groups() - before, 2);
+        db.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_intents_of_one_key_in_a_group_exactly_one_wins() {
+        let db = journal("group-duplicates").await;
+        // A key recorded before the group, too: neither of its intents in the group wins.
+        let old = spawn_insert(&db, "old".into()).await.expect("join");
+        let old = old.expect("inserted").expect("new");
+        let turn = db.writer().turn().await;
+        let before = db.writer().groups();
+        let keys = ["a", "dup", "b", "dup", "old", "c", "old", "dup"];
+        let tasks: Vec<_> = keys
+            .iter()
+            .map(|k| spawn_insert(&db, (*k).to_owned()))
+            .collect();
+        queued(&db, keys.len()).await;
+        drop(turn);
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.expect("join").expect("inserted"));
+        }
+        assert_eq!(db.writer().groups() - before, 1, "one group");
+        for key in ["a", "b", "c"] {
+            let i = keys.iter().position(|k| *k == key).expect("key");
+            assert_eq!(answers[i].map(|l| l.id), row_id(&db, key).await, "{key}");
+        }
+        let dup: Vec<_> = keys
+            .iter()
+            .zip(&answers)
+            .filter(|(k, _)| **k == "dup")
+            .map(|(_, a)| *a)
+            .collect();
+        let winners: Vec<_> = dup.iter().flatten().collect();
+        assert_eq!(winners.len(), 1, "exactly one wins: {dup:?}");
+        assert_eq!(Some(winners[0].id), row_id(&db, "dup").await);
+        let olds: Vec<_> = keys
+            .iter()
+            .zip(&answers)
+            .filter(|(k, _)| **k == "old")
+            .map(|(_, a)| *a)
+            .collect();
+        assert_eq!(olds, [None, None], "recorded before: none wins");
+        assert_eq!(row_id(&db, "old").await, Some(old.id));
+        db.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_that_fails_answers_every_intent_with_the_error_and_writes_none() {
+        let db = journal("group-fails").await;
+        sqlx::raw_sql(
+            "CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
+             WHEN NEW.idem_key = 'poison' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END",
+        )
+        .execute(db.sqlite_pool())
+        .await
+        .expect("trigger");
+        let turn = db.writer().turn().await;
+        let keys = ["a", "b", "poison", "c"];
+        let tasks: Vec<_> = keys
+            .iter()
+            .map(|k| spawn_insert(&db, (*k).to_owned()))
+            .collect();
+        queued(&db, keys.len()).await;
+        drop(turn);
+        for (key, task) in keys.iter().zip(tasks) {
+            let e = task.await.expect("join").expect_err("the group failed");
+            assert!(e.to_string().contains("disk I/O error"), "{key}: {e}");
+            assert_eq!(row_id(&db, key).await, None, "{key}: nothing written");
+        }
+        // The next group (without the poison) commits.
+        let lease = spawn_insert(&db, "d".into()).await.expect("join");
+        assert!(lease.expect("inserted").is_some());
+        db.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_caller_that_goes_away_leaves_the_group_whole() {
+        let db = journal("group-dropped").await;
+        let turn = db.writer().turn().await;
+        let keys: Vec<String> = (0..10).map(|i| format!("key-{i}")).collect();
+        let tasks: Vec<_> = keys.iter().map(|k| spawn_insert(&db, k.clone())).collect();
+        queued(&db, keys.len()).await;
+        let mut kept = Vec::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            if i % 3 == 0 {
+                task.abort();
+            } else {
+                kept.push((i, task));
+            }
+        }
+        drop(turn);
+        for (i, task) in kept {
+            let lease = task.await.expect("join").expect("inserted").expect("new");
+            assert_eq!(row_id(&db, &keys[i]).await, Some(lease.id));
+        }
+        // The intents of the callers that went away were written too, as a crash would leave
+        // them: open, for recovery.
+        for i in (0..10).step_by(3) {
+            assert!(row_id(&db, &keys[i]).await.is_some(), "key-{i}");
+        }
+        assert_eq!(db.writer().waiting(), 0);
+        db.close().await;
+    }
+
+    /// Two outcomes of one entry in a group, under the stale token and the current one: only
+    /// the current one is written, and the stale one is told its lease was lost.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn outcomes_in_a_group_are_fenced_by_their_own_token() {
+        let db = journal("group-fencing").await;
+        let first = spawn_insert(&db, "k".into()).await.expect("join");
+        let first = first.expect("inserted").expect("new");
+        let second = db
+            .take_lease(first.id, "me", 30_000)
+            .await
+            .expect("take")
+            .expect("taken");
+        assert_eq!(second.token, 2);
+        let other = spawn_insert(&db, "other".into()).await.expect("join");
+        let other = other.expect("inserted").expect("new");
+        let turn = db.writer().turn().await;
+        let finish = |lease: Lease, state: State| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                db.finish(
+                    lease,
+                    "me",
+                    state,
+                    &Outcome::new(state.as_str()),
+                    &References::default(),
+                )
+                .await
+            })
+        };
+        let stale = finish(first, State::Refused);
+        let current = finish(second, State::Accepted);
+        let elsewhere = finish(other, State::Accepted);
+        queued(&db, 3).await;
+        drop(turn);
+        assert!(!stale.await.expect("join").expect("written"), "stale token");
+        assert!(
+            current.await.expect("join").expect("written"),
+            "current token"
+        );
+        assert!(elsewhere.await.expect("join").expect("written"));
+        let state: String =
+            sqlx::query_scalar("SELECT state FROM whish_journal_entries WHERE id = $1")
+                .bind(first.id)
+                .fetch_one(db.sqlite_pool())
+                .await
+                .expect("read");
+        assert_eq!(state, "accepted");
+        db.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_writer_task_ends_with_the_journal() {
+        let db = journal("group-ends").await;
+        let lease = spawn_insert(&db, "k".into()).await.expect("join");
+        assert!(lease.expect("inserted").is_some());
+        let watch = db.writer().watch();
+        assert!(watch.strong_count() > 0, "running");
+        db.close().await;
+        // Closed, not dropped: the task waits, and an intent now is an error, not a hang.
+        let after = spawn_insert(&db, "late".into()).await.expect("join");
+        assert!(after.is_err(), "{after:?}");
+        drop(db);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while watch.strong_count() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer task still runs"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }

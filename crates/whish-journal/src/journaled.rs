@@ -280,33 +280,6 @@ impl Journal {
         }
     }
 
-    /// Record an acceptance without waiting for it: [`Journal::flush`] waits for these.
-    fn settle_in_background(&self, held: Held, verdict: Verdict) {
-        use std::sync::atomic::Ordering;
-        let id = self.inner.next_background.fetch_add(1, Ordering::SeqCst);
-        if let Ok(mut b) = self.inner.background.lock() {
-            b.insert(id);
-        }
-        /// Takes the write off the list however the task ends (done, panicked, or dropped
-        /// with its runtime), so that a flush never waits for a write that will not come.
-        struct Done(Journal, u64);
-        impl Drop for Done {
-            fn drop(&mut self) {
-                if let Ok(mut b) = self.0.inner.background.lock() {
-                    b.remove(&self.1);
-                }
-                self.0.inner.idle.notify_waiters();
-            }
-        }
-        let done = Done(self.clone(), id);
-        tokio::spawn(async move {
-            // Logged by settle when it fails or the lease was lost: the entry then stays as
-            // another process or recovery leaves it.
-            let _ = done.0.settle(&held, verdict).await;
-            drop(done);
-        });
-    }
-
     /// A SQLite journal whose file was deleted or replaced under this process writes to a file
     /// nobody will read: say so instead of a silent success.
     pub(crate) async fn check_still_there(&self) -> Result<(), crate::JournalError> {
@@ -355,14 +328,6 @@ impl Journal {
     {
         let held = self.hold(&request).await?;
         let (result, lost) = self.while_held(&held, call(held.resend)).await;
-        if result.is_ok() && !lost && !self.inner.durable_outcomes {
-            // An acceptance: whatever the journal records, the answer stays the same, so it is
-            // recorded in the background (a crash before it lands leaves the entry open, and
-            // recovery confirms it again with the same key).
-            let recorded = verdict(&result, held.resend);
-            self.settle_in_background(held, recorded);
-            return result;
-        }
         let settled = if lost {
             Settled::Lost
         } else {

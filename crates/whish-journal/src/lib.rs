@@ -10,8 +10,9 @@
 //!
 //! - SQLite by default: one file, WAL. The write of a request before it is sent is synchronous
 //!   (`synchronous = FULL`), and the intents of concurrent sends share one such commit (group
-//!   commit); the write of an outcome is not waited for (see
-//!   [`JournalBuilder::durable_outcomes`]): a journaled call costs one durable write.
+//!   commit); the write of its outcome is executed before the call returns, without waiting
+//!   for the disk (see [`JournalBuilder::durable_outcomes`]): a journaled call costs one
+//!   durable write.
 //! - PostgreSQL for several processes or machines on one journal: entries are leased while
 //!   they are worked on (`FOR UPDATE SKIP LOCKED`, with an expiry), so two recovering
 //!   processes never work on the same entry.
@@ -188,12 +189,6 @@ struct Inner {
     owner: String,
     lease: Duration,
     claim_window: Duration,
-    /// Every outcome written before the call returns (see [`JournalBuilder::durable_outcomes`]).
-    durable_outcomes: bool,
-    /// Outcome writes under way in the background, by the order they started in.
-    background: std::sync::Mutex<std::collections::BTreeSet<u64>>,
-    next_background: std::sync::atomic::AtomicU64,
-    idle: tokio::sync::Notify,
 }
 
 /// Opens a [`Journal`] with settings other than the defaults.
@@ -225,26 +220,33 @@ impl JournalBuilder {
         self
     }
 
-    /// Write every outcome before the call returns, and wait for the disk on it (default
-    /// false).
+    /// Wait for the disk on the write of every outcome too (default false: only on the write
+    /// before each send).
     ///
-    /// The write of a request **before** it is sent is always durable: it is on disk before
-    /// the first byte leaves. The write of its outcome after the answer need not be: if it is
-    /// lost, the entry stays open and recovery reads the outcome again with the same key and
-    /// the same bytes (a resend the service answers without acting twice). So by default:
+    /// The write of a request **before** it is sent is always durable: its entry is on disk
+    /// before the first byte leaves, so no crash can make the journal forget a request that may
+    /// have reached the service. The write of the outcome after the answer is different: if it
+    /// is lost, the entry is simply still open, and recovery asks the service again with the
+    /// same key and the same bytes (a resend the service answers without acting twice). Losing
+    /// it costs a resend, never a second transfer or charge. So by default the outcome, the
+    /// lease's release and its renewals are committed without waiting for the disk (SQLite
+    /// `synchronous = NORMAL` on a connection of their own; PostgreSQL
+    /// `synchronous_commit = off`), and a journaled call waits for the disk once.
     ///
-    /// - outcomes and the lease's renewals are committed without waiting for the disk (SQLite
-    ///   `synchronous = NORMAL` on a connection of their own; PostgreSQL
-    ///   `synchronous_commit = off`), durable with the next durable write;
-    /// - an **acceptance** is recorded in the background and the call returns at once (what the
-    ///   journal records cannot change that answer); [`Journal::flush`] and [`Journal::close`]
-    ///   wait for those writes, and so do this process's reads of the journal. Every other answer (a refusal, Pending, unknown, nothing sent)
-    ///   is recorded before the call returns, because whether this process still held the
-    ///   entry decides what it may report.
+    /// The outcome is still **written before the call returns**, under the lease's fencing
+    /// token: the call learns whether it still held the entry (a lease taken over meanwhile
+    /// turns a refusal into "unknown"), and every connection, in this process or another, reads
+    /// the outcome at once. What is not waited for is the disk: the outcome becomes durable with
+    /// the next durable write of the journal (the next request's, a claim, a
+    /// [`Journal::flush`]). On SQLite the write-ahead log is appended to in order, and the next
+    /// synchronous commit's flush of it covers every commit before it; on PostgreSQL a
+    /// synchronous commit waits for the log to be flushed up to itself, and the server flushes
+    /// the rest within a fraction of a second anyway. A crash of the process loses nothing; a
+    /// power cut or a crash of the machine (or of the server) in that window may, and leaves
+    /// those entries open for recovery.
     ///
-    /// A journaled call then costs one durable write, the one before the send. Set this when
-    /// something outside the journal reads its outcomes right after each call, or right after
-    /// a power cut, and must find them.
+    /// Set this when something outside the journal must find the outcome of every call after
+    /// a power cut (and cannot ask recovery), at the price of a second durable write each call.
     pub fn durable_outcomes(mut self, yes: bool) -> Self {
         self.durable_outcomes = yes;
         self
@@ -293,10 +295,6 @@ impl JournalBuilder {
                 owner: owner::this_process(),
                 lease: self.lease,
                 claim_window,
-                durable_outcomes: self.durable_outcomes,
-                background: std::sync::Mutex::new(std::collections::BTreeSet::new()),
-                next_background: std::sync::atomic::AtomicU64::new(0),
-                idle: tokio::sync::Notify::new(),
             }),
         })
     }
@@ -426,7 +424,6 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be read.
     pub async fn list(&self, listing: &Listing) -> Result<Vec<Entry>, JournalError> {
-        self.flush().await;
         self.inner.db.listing(listing).await
     }
 
@@ -466,7 +463,6 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn find(&self, key: &str) -> Result<Vec<Entry>, JournalError> {
-        self.flush().await;
         self.inner.db.by_key(key).await
     }
 
@@ -481,15 +477,12 @@ impl Journal {
         operation: Operation,
         key: &str,
     ) -> Result<Option<Entry>, JournalError> {
-        self.flush().await;
         self.inner.db.get(service, operation, key).await
     }
 
     /// The entries of many requests of one service and operation at once, in one query per
     /// [`MANY_KEYS`] keys (a batch reads its rows' entries this way, not one by one). Keys with
-    /// no entry are left out; the order is the database's. Unlike [`entry`](Self::entry), it
-    /// does not wait for this process's background writes: an acceptance this process is still
-    /// recording reads as its open entry.
+    /// no entry are left out; the order is the database's.
     ///
     /// # Errors
     ///
@@ -543,32 +536,22 @@ impl Journal {
         self.inner.db.now().await.map(|_| ())
     }
 
-    /// Wait until every outcome this process began to record in the background before this
-    /// call has been written (see [`JournalBuilder::durable_outcomes`]); writes that begin
-    /// meanwhile are not waited for, so a busy journal never keeps it waiting. The journal's
-    /// own reads ([`entry`](Self::entry), [`find`](Self::find), [`list`](Self::list)) and
-    /// [`recover`](Self::recover) do it first, so this process always reads what it did. Call it
-    /// before a process exits on purpose, so its last outcomes are not left for recovery (a
-    /// crash leaves them open, which is safe).
+    /// Make the outcomes this process recorded so far durable: one synchronous commit, which
+    /// puts every earlier write of the journal on disk with it (see
+    /// [`JournalBuilder::durable_outcomes`]). Every outcome is written before its call returns,
+    /// and any process reads it at once; until a durable write follows it, a power cut (not a
+    /// crash of the process) may lose it, which leaves its entry open for recovery to read again.
+    /// Call it before a process exits on purpose, so that its last outcomes are not left for
+    /// recovery. It costs nothing when there is nothing to make durable (with
+    /// `durable_outcomes(true)`, never). A failure is logged: the outcomes stay as they are,
+    /// executed, durable with the next durable write.
     pub async fn flush(&self) {
-        use std::sync::atomic::Ordering;
-        let before = self.inner.next_background.load(Ordering::SeqCst);
-        loop {
-            let idle = self.inner.idle.notified();
-            let oldest = self
-                .inner
-                .background
-                .lock()
-                .map(|b| b.first().copied())
-                .unwrap_or(None);
-            if oldest.is_none_or(|o| o >= before) {
-                return;
-            }
-            idle.await;
+        if let Err(e) = self.inner.db.sync().await {
+            tracing::warn!(error = %e, "the journal could not make its last outcomes durable; a power cut may leave them for recovery");
         }
     }
 
-    /// Write the outcomes still under way ([`flush`](Self::flush)), then close the connections
+    /// Make the last outcomes durable ([`flush`](Self::flush)), then close the connections
     /// (waits for those in use).
     pub async fn close(&self) {
         self.flush().await;

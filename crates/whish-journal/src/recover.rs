@@ -221,8 +221,6 @@ impl Journal {
         clients: &Clients,
         options: &Recovery,
     ) -> Result<RecoveryReport, JournalError> {
-        // This process's own acceptances still being written are not open entries to recover.
-        self.flush().await;
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
         let mut report = RecoveryReport::default();

@@ -47,7 +47,7 @@ pub(crate) enum Db {
 
 /// A SQLite journal: the synchronous pool (every commit fsynced: the intents), the relaxed pool
 /// (`synchronous = NORMAL`: the outcomes, durable with the next synchronous commit), the file,
-/// and the group-commit writer of the intents.
+/// and the group-commit writer, whose write turn every write of this process takes.
 #[cfg(feature = "sqlite")]
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteDb {
@@ -55,6 +55,7 @@ pub(crate) struct SqliteDb {
     relaxed: SqlitePool,
     file: FileId,
     writer: crate::group::Writer,
+    unsynced: Unsynced,
 }
 
 /// A PostgreSQL journal: the synchronous pool and the relaxed one (`synchronous_commit = off`).
@@ -63,6 +64,44 @@ pub(crate) struct SqliteDb {
 pub(crate) struct PgDb {
     pool: PgPool,
     relaxed: PgPool,
+    unsynced: Unsynced,
+}
+
+/// Whether a relaxed write (committed without waiting for the disk) was made since the last
+/// [`Db::sync`]; never set when every outcome is durable.
+#[derive(Debug, Clone)]
+pub(crate) struct Unsynced {
+    relaxed: bool,
+    written: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Unsynced {
+    fn new(relaxed: bool) -> Unsynced {
+        Unsynced {
+            relaxed,
+            written: std::sync::Arc::default(),
+        }
+    }
+
+    /// After a relaxed write committed (not before: a sync that begins between the two would
+    /// then not cover it).
+    fn wrote(&self) {
+        if self.relaxed {
+            self.written
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a sync is due, and it is no longer (until the next relaxed write).
+    fn take(&self) -> bool {
+        self.written
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn again(&self) {
+        self.written
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -133,19 +172,24 @@ macro_rules! on_db {
 /// The same, on the relaxed pool: a write whose loss in a crash only leaves an entry open for
 /// recovery to read again (an outcome, a lease's renewal), committed without waiting for the
 /// disk. It is still executed before the call returns (the caller learns whether its lease
-/// held), and it is durable with the next synchronous commit.
+/// held), and it is durable with the next synchronous commit. The body's value is returned
+/// after the write is counted for [`Db::sync`].
 macro_rules! on_relaxed {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
             #[cfg(feature = "sqlite")]
             Db::Sqlite(d) => {
                 let $pool = &d.relaxed;
-                $body
+                let done = $body;
+                d.unsynced.wrote();
+                done
             }
             #[cfg(feature = "postgres")]
             Db::Postgres(d) => {
                 let $pool = &d.relaxed;
-                $body
+                let done = $body;
+                d.unsynced.wrote();
+                done
             }
         }
     };
@@ -191,6 +235,10 @@ const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
         "unknown-states",
         include_str!("../migrations/postgres/0003_unknown_states.sql"),
     ),
+    (
+        "prune-and-ranges",
+        include_str!("../migrations/postgres/0004_prune_and_ranges.sql"),
+    ),
 ];
 
 /// The SQLite migrations, in order; `PRAGMA user_version` records how many ran.
@@ -199,6 +247,7 @@ const SQLITE_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_entries.sql"),
     include_str!("../migrations/sqlite/0002_fencing.sql"),
     include_str!("../migrations/sqlite/0003_unknown_states.sql"),
+    include_str!("../migrations/sqlite/0004_prune_and_ranges.sql"),
 ];
 
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two
@@ -273,6 +322,162 @@ fn insert_sql(now: &str) -> String {
 const COLUMNS: &str = "id, service, operation, idem_key, context, request, state, attempts, \
                        created_ms, updated_ms, outcome, refs, lease_owner, lease_until_ms, lease_token";
 
+// The statements that must cost in proportion to the open entries, not to the journal: each
+// reads the `(state, id)` index (or `(state, updated_ms)` for prune) and never the final rows.
+// The tests of this module check it with EXPLAIN on both backends.
+
+/// The open states: those recovery works on.
+const OPEN_STATES: &str = "'intended', 'may-have-arrived', 'pending'";
+
+/// What a listing of the open entries shows: the open states and `needs-operator`.
+const LISTED_STATES: &str = "'intended', 'may-have-arrived', 'needs-operator', 'pending'";
+
+/// The final states: what prune deletes.
+const FINAL_STATES: [State; 2] = [State::Accepted, State::Refused];
+
+/// Every entry (`open_only`: the open ones and those waiting for an operator), oldest first, at
+/// most `$1`.
+fn list_sql(open_only: bool) -> String {
+    let only = if open_only {
+        format!("WHERE state IN ({LISTED_STATES})")
+    } else {
+        String::new()
+    };
+    format!("SELECT {COLUMNS} FROM whish_journal_entries {only} ORDER BY id LIMIT $1")
+}
+
+/// A listing, newest first: `$1` the state (or '' for any: the condition is then constant), `$2`
+/// the earliest creation time, `$3` the limit.
+fn listing_sql(open_only: bool, one_state: bool) -> String {
+    let mut conditions = Vec::new();
+    if open_only {
+        conditions.push(format!("state IN ({LISTED_STATES})"));
+    }
+    // Parameters in a fixed order; an absent state is bound as '' and not compared (a
+    // condition `state = $1` of its own lets the database use the state index).
+    conditions.push(if one_state { "state = $1" } else { "$1 = ''" }.to_owned());
+    conditions.push("created_ms >= $2".to_owned());
+    format!(
+        "SELECT {COLUMNS} FROM whish_journal_entries WHERE {} ORDER BY id DESC LIMIT $3",
+        conditions.join(" AND ")
+    )
+}
+
+/// The rows in a state this version does not know, in no order. `state NOT IN (...)` can use
+/// no index (it read every row); the unknown states are the gaps between the known ones in their
+/// sorted order, each a range of the `(state, id)` index (one SELECT each, in one UNION ALL),
+/// all empty in a healthy journal, and
+/// they name no state of a later version, so they find its states too. (The known states differ
+/// in their first letter, so they sort the same under any collation a PostgreSQL database may
+/// use; the ranges use the database's own comparison.)
+fn unknown_states_sql() -> String {
+    let mut known: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
+    known.sort_unstable();
+    let mut gaps = Vec::with_capacity(known.len() + 1);
+    if let (Some(first), Some(last)) = (known.first(), known.last()) {
+        gaps.push(format!("state < '{first}'"));
+        for pair in known.windows(2) {
+            gaps.push(format!("(state > '{}' AND state < '{}')", pair[0], pair[1]));
+        }
+        gaps.push(format!("state > '{last}'"));
+    }
+    // One SELECT a range (SQLite reads an OR of ranges as a scan of the table), and no ORDER BY
+    // (SQLite would read a range in id order by scanning the table): the caller sorts the few
+    // rows found.
+    let selects: Vec<String> = gaps
+        .iter()
+        .map(|gap| format!("SELECT id, idem_key, state FROM whish_journal_entries WHERE {gap}"))
+        .collect();
+    selects.join(" UNION ALL ")
+}
+
+impl Db {
+    /// Lease up to `$4` open entries after id `$3` whose lease is free or expired (or any, to
+    /// take them over): `$1` the owner, `$2` the lease in ms.
+    fn claim_open_sql(&self, take_over: bool) -> String {
+        let now = self.now_sql();
+        let expired = if take_over {
+            "TRUE".to_owned()
+        } else {
+            format!("(lease_until_ms IS NULL OR lease_until_ms < {now})")
+        };
+        let ids = self.ids_in(&format!(
+            "SELECT id FROM whish_journal_entries \
+             WHERE state IN ({OPEN_STATES}) AND id > $3 AND {expired} \
+             ORDER BY id LIMIT $4 {}",
+            self.skip_locked()
+        ));
+        format!(
+            "UPDATE whish_journal_entries \
+             SET lease_owner = $1, lease_until_ms = {now} + $2, attempts = attempts + 1, \
+                 lease_token = lease_token + 1 \
+             WHERE {ids} \
+             RETURNING {COLUMNS}"
+        )
+    }
+
+    /// The open entries leased by another owner than `$1`, unexpired.
+    fn leased_elsewhere_sql(&self) -> String {
+        let now = self.now_sql();
+        format!(
+            "SELECT {COLUMNS} FROM whish_journal_entries \
+             WHERE state IN ({OPEN_STATES}) \
+               AND lease_owner IS NOT NULL AND lease_owner <> $1 AND lease_until_ms >= {now} \
+             ORDER BY id"
+        )
+    }
+
+    /// On PostgreSQL, lock the rows a subquery selects, skipping those another transaction
+    /// holds: two recovering processes never wait for each other. (SQLite has one writer.)
+    fn skip_locked(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => "",
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => "FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// `id` among the ids a subquery selects, so that each row is found by its key: on
+    /// PostgreSQL as an array computed first (`id IN (subquery)` may be planned as a join that
+    /// reads the table whole).
+    fn ids_in(&self, subquery: &str) -> String {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => format!("id IN ({subquery})"),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => format!("id = ANY (ARRAY({subquery}))"),
+        }
+    }
+
+    /// Delete at most `$2` entries in state `$3` last changed before `$1` (ms, the database's
+    /// clock read once: a bound value is a range of the `(state, updated_ms)` index, where a
+    /// clock read in the statement is a filter on every row of the state).
+    fn prune_entries_sql(&self) -> String {
+        let ids = self.ids_in(
+            "SELECT id FROM whish_journal_entries WHERE state = $3 AND updated_ms < $1 \
+             ORDER BY updated_ms LIMIT $2",
+        );
+        format!("DELETE FROM whish_journal_entries WHERE {ids}")
+    }
+
+    /// Delete at most `$2` status changes delivered before `$1` (ms).
+    fn prune_notifications_sql(&self) -> String {
+        let select = "FROM whish_journal_notifications WHERE delivered_ms < $1 \
+                      ORDER BY delivered_ms LIMIT $2";
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => format!(
+                "DELETE FROM whish_journal_notifications WHERE rowid IN (SELECT rowid {select})"
+            ),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => format!(
+                "DELETE FROM whish_journal_notifications WHERE ctid = ANY (ARRAY(SELECT ctid {select}))"
+            ),
+        }
+    }
+}
+
 /// An entry this process holds: its row and the fencing token of its lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Lease {
@@ -329,6 +534,7 @@ impl Db {
                         relaxed,
                         file: FileId::of(path),
                         writer,
+                        unsynced: Unsynced::new(!durable_outcomes),
                     }));
                 }
                 Err((e, _)) if is_busy(&e) && started.elapsed() < Duration::from_secs(30) => {
@@ -383,7 +589,11 @@ impl Db {
                 .await
                 .map_err(JournalError::open)?
         };
-        Ok(Db::Postgres(PgDb { pool, relaxed }))
+        Ok(Db::Postgres(PgDb {
+            pool,
+            relaxed,
+            unsynced: Unsynced::new(!durable_outcomes),
+        }))
     }
 
     /// The database's clock in epoch milliseconds, as SQL: every lease is compared with it,
@@ -431,13 +641,71 @@ impl Db {
     }
 
     pub(crate) async fn close(&self) {
-        on_relaxed!(self, pool => pool.close().await);
-        on_db!(self, pool => pool.close().await)
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(d) => {
+                d.relaxed.close().await;
+                d.pool.close().await;
+            }
+            #[cfg(feature = "postgres")]
+            Db::Postgres(d) => {
+                d.relaxed.close().await;
+                d.pool.close().await;
+            }
+        }
+    }
+
+    /// This process's write turn on a SQLite file (see the `group` module): every write takes
+    /// it, so that the process's own writes never meet SQLite's busy wait. Nothing on
+    /// PostgreSQL.
+    async fn turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(d) => Some(d.writer.turn().await),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => None,
+        }
+    }
+
+    /// Make every relaxed write this process made so far durable (one synchronous commit: on
+    /// SQLite its fsync of the write-ahead log covers every earlier commit; on PostgreSQL a
+    /// synchronous commit waits for the log to be flushed up to it). Nothing when there was
+    /// none since the last time, or when every outcome is durable anyway.
+    pub(crate) async fn sync(&self) -> Result<(), JournalError> {
+        let unsynced = match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(d) => &d.unsynced,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(d) => &d.unsynced,
+        };
+        if !unsynced.take() {
+            return Ok(());
+        }
+        // A row written and deleted in one transaction: a commit that writes (an empty one
+        // neither appends to SQLite's log nor flushes PostgreSQL's), and leaves nothing behind.
+        const MARK: &str = "INSERT INTO whish_journal_notifications \
+            (subject, status, recorded_ms, delivered_ms) VALUES ('whish-journal:sync', $1, 0, 0)";
+        const UNMARK: &str = "DELETE FROM whish_journal_notifications WHERE subject = 'whish-journal:sync' AND status = $1";
+        let mark = uuid::Uuid::new_v4().to_string();
+        let _turn = self.turn().await;
+        let done = on_db!(self, pool => {
+            async {
+                let mut tx = pool.begin().await?;
+                sqlx::query(MARK).bind(&mark).execute(&mut *tx).await?;
+                sqlx::query(UNMARK).bind(&mark).execute(&mut *tx).await?;
+                tx.commit().await
+            }
+            .await
+        });
+        if done.is_err() {
+            unsynced.again();
+        }
+        done.map_err(JournalError::write)
     }
 
     /// Insert a new entry for `request`, leased to `owner` for `lease_ms` with token 1; `None`
-    /// when the key is already recorded. On SQLite, through the group-commit writer: concurrent
-    /// intents share one durable commit.
+    /// when the key is already recorded. On SQLite, when another write of this process is under
+    /// way, through the group-commit writer: concurrent intents share one durable commit.
     pub(crate) async fn insert(
         &self,
         request: &Request<'_>,
@@ -445,36 +713,43 @@ impl Db {
         lease_ms: i64,
     ) -> Result<Option<Lease>, JournalError> {
         #[cfg(feature = "sqlite")]
-        let mut _alone = None;
-        #[cfg(feature = "sqlite")]
         #[allow(irrefutable_let_patterns)]
-        if let Db::Sqlite(d) = self
-            && {
-                _alone = d.writer.alone();
-                _alone.is_none()
-            }
-        {
-            let (answer, answered) = tokio::sync::oneshot::channel();
-            let job = crate::group::Job {
-                service: request.service.as_str(),
-                operation: request.operation.as_str(),
-                key: request.key.to_owned(),
-                context: request.context.map(str::to_owned),
-                body: request.body.to_vec(),
-                owner: owner.to_owned(),
-                lease_ms,
-                answer,
+        if let Db::Sqlite(d) = self {
+            let turn = match d.writer.try_turn() {
+                // Nothing else is being written: this intent alone, at once.
+                Some(turn) => turn,
+                None => {
+                    let job = crate::group::Job {
+                        service: request.service.as_str(),
+                        operation: request.operation.as_str(),
+                        key: request.key.to_owned(),
+                        context: request.context.map(str::to_owned),
+                        body: request.body.to_vec(),
+                        owner: owner.to_owned(),
+                        lease_ms,
+                    };
+                    match d.writer.insert(job).await {
+                        Ok(answer) => return answer,
+                        // The writer's runtime is gone: insert here, alone.
+                        Err(_) => d.writer.turn().await,
+                    }
+                }
             };
-            if d.writer.submit(job) {
-                return answered.await.unwrap_or_else(|_| {
-                    Err(JournalError::new(
-                        crate::JournalErrorKind::Write,
-                        "the journal's writer stopped before it answered",
-                    ))
-                });
-            }
-            // The writer's runtime is gone: insert here, alone.
+            let inserted = self.insert_one(request, owner, lease_ms).await;
+            drop(turn);
+            return inserted;
         }
+        #[allow(unreachable_code)]
+        self.insert_one(request, owner, lease_ms).await
+    }
+
+    /// One insert, on its own.
+    async fn insert_one(
+        &self,
+        request: &Request<'_>,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Lease>, JournalError> {
         let sql = insert_sql(self.now_sql());
         on_db!(self, pool => {
             let row = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -520,6 +795,7 @@ impl Db {
                AND whish_journal_entries.lease_token = 1 \
              RETURNING id"
         );
+        let _turn = self.turn().await;
         on_db!(self, pool => {
             let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(request.service.as_str())
@@ -552,6 +828,7 @@ impl Db {
              WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < {now}) \
              RETURNING lease_token"
         );
+        let _turn = self.turn().await;
         on_db!(self, pool => {
             let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(id)
@@ -579,6 +856,7 @@ impl Db {
             "UPDATE whish_journal_entries SET lease_until_ms = {now} + $3 \
              WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
         );
+        let _turn = self.turn().await;
         on_relaxed!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
@@ -593,7 +871,8 @@ impl Db {
     }
 
     /// Record where an entry stands, and release its lease. Only the holder of the current
-    /// token writes: false when the lease was lost (nothing written).
+    /// token writes: false when the lease was lost (nothing written). On SQLite, when another
+    /// write of this process is under way, through the group-commit writer.
     pub(crate) async fn finish(
         &self,
         lease: Lease,
@@ -602,6 +881,54 @@ impl Db {
         outcome: &Outcome,
         refs: &References,
     ) -> Result<bool, JournalError> {
+        let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
+        let refs = serde_json::to_string(refs).map_err(JournalError::encode)?;
+        #[cfg(feature = "sqlite")]
+        #[allow(irrefutable_let_patterns)]
+        if let Db::Sqlite(d) = self {
+            let turn = match d.writer.try_turn() {
+                Some(turn) => turn,
+                None => {
+                    let finish = crate::group::Finish {
+                        lease,
+                        owner: owner.to_owned(),
+                        state: state.as_str(),
+                        outcome,
+                        refs,
+                    };
+                    match d.writer.finish(finish).await {
+                        Ok(answer) => {
+                            d.unsynced.wrote();
+                            return answer;
+                        }
+                        Err(f) => {
+                            let turn = d.writer.turn().await;
+                            let done = self
+                                .finish_one(lease, owner, state, &f.outcome, &f.refs)
+                                .await;
+                            drop(turn);
+                            return done;
+                        }
+                    }
+                }
+            };
+            let done = self.finish_one(lease, owner, state, &outcome, &refs).await;
+            drop(turn);
+            return done;
+        }
+        #[allow(unreachable_code)]
+        self.finish_one(lease, owner, state, &outcome, &refs).await
+    }
+
+    /// One outcome, on its own, on the relaxed pool.
+    async fn finish_one(
+        &self,
+        lease: Lease,
+        owner: &str,
+        state: State,
+        outcome: &str,
+        refs: &str,
+    ) -> Result<bool, JournalError> {
         let now = self.now_sql();
         let sql = format!(
             "UPDATE whish_journal_entries \
@@ -609,36 +936,13 @@ impl Db {
                  lease_owner = NULL, lease_until_ms = NULL \
              WHERE id = $1 AND lease_owner = $2 AND lease_token = $6"
         );
-        let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
-        let refs = serde_json::to_string(refs).map_err(JournalError::encode)?;
-        #[cfg(feature = "sqlite")]
-        #[allow(irrefutable_let_patterns)]
-        if let Db::Sqlite(d) = self {
-            let (answer, answered) = tokio::sync::oneshot::channel();
-            let finish = crate::group::Finish {
-                lease,
-                owner: owner.to_owned(),
-                state: state.as_str(),
-                outcome: outcome.clone(),
-                refs: refs.clone(),
-                answer,
-            };
-            if d.writer.finish(finish) {
-                return answered.await.unwrap_or_else(|_| {
-                    Err(JournalError::new(
-                        crate::JournalErrorKind::Write,
-                        "the journal's writer stopped before it answered",
-                    ))
-                });
-            }
-        }
         on_relaxed!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
                 .bind(owner)
                 .bind(state.as_str())
-                .bind(&outcome)
-                .bind(&refs)
+                .bind(outcome)
+                .bind(refs)
                 .bind(lease.token)
                 .execute(pool)
                 .await
@@ -653,6 +957,7 @@ impl Db {
         const SQL: &str = "UPDATE whish_journal_entries \
             SET lease_owner = NULL, lease_until_ms = NULL \
             WHERE id = $1 AND lease_owner = $2 AND lease_token = $3";
+        let _turn = self.turn().await;
         on_relaxed!(self, pool => {
             let done = sqlx::query(SQL)
                 .bind(lease.id)
@@ -676,6 +981,7 @@ impl Db {
         const SQL: &str = "UPDATE whish_journal_entries \
             SET lease_owner = NULL, lease_until_ms = NULL, lease_token = lease_token + 1 \
             WHERE id = $1 AND lease_owner = $2 AND lease_token = $3";
+        let _turn = self.turn().await;
         on_db!(self, pool => {
             let done = sqlx::query(SQL)
                 .bind(id)
@@ -701,28 +1007,8 @@ impl Db {
         limit: i64,
         take_over: bool,
     ) -> Result<Vec<Claimed>, JournalError> {
-        let lock = match self {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(..) => "",
-            #[cfg(feature = "postgres")]
-            Db::Postgres(_) => "FOR UPDATE SKIP LOCKED",
-        };
-        let now = self.now_sql();
-        let expired = if take_over {
-            "TRUE".to_owned()
-        } else {
-            format!("(lease_until_ms IS NULL OR lease_until_ms < {now})")
-        };
-        let sql = format!(
-            "UPDATE whish_journal_entries \
-             SET lease_owner = $1, lease_until_ms = {now} + $2, attempts = attempts + 1, \
-                 lease_token = lease_token + 1 \
-             WHERE id IN (SELECT id FROM whish_journal_entries \
-                 WHERE state IN ('intended', 'may-have-arrived', 'pending') \
-                   AND id > $3 AND {expired} \
-                 ORDER BY id LIMIT $4 {lock}) \
-             RETURNING {COLUMNS}"
-        );
+        let sql = self.claim_open_sql(take_over);
+        let _turn = self.turn().await;
         let mut claimed = on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(owner)
@@ -755,6 +1041,7 @@ impl Db {
                AND (lease_until_ms IS NULL OR lease_until_ms < {now}) \
              RETURNING {COLUMNS}"
         );
+        let _turn = self.turn().await;
         on_db!(self, pool => {
             let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(id)
@@ -784,13 +1071,7 @@ impl Db {
     /// clock: recovery cannot take them, and says so. With the holder, the lease's end and its
     /// token.
     pub(crate) async fn leased_elsewhere(&self, owner: &str) -> Result<Vec<Claimed>, JournalError> {
-        let now = self.now_sql();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM whish_journal_entries \
-             WHERE state IN ('intended', 'may-have-arrived', 'pending') \
-               AND lease_owner IS NOT NULL AND lease_owner <> $1 AND lease_until_ms >= {now} \
-             ORDER BY id"
-        );
+        let sql = self.leased_elsewhere_sql();
         on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(owner)
@@ -803,11 +1084,9 @@ impl Db {
 
     /// Rows whose state this version does not know (recovery never works on them: it says so).
     pub(crate) async fn unknown_states(&self) -> Result<Vec<(i64, String, String)>, JournalError> {
-        let sql = "SELECT id, idem_key, state FROM whish_journal_entries \
-            WHERE state NOT IN ('intended', 'may-have-arrived', 'pending', 'accepted', 'refused', \
-                                'needs-operator') ORDER BY id";
-        on_db!(self, pool => {
-            let rows = sqlx::query(sql).fetch_all(pool).await.map_err(JournalError::read)?;
+        let sql = unknown_states_sql();
+        let mut found = on_db!(self, pool => {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await.map_err(JournalError::read)?;
             rows.iter()
                 .map(|r| {
                     Ok((
@@ -816,8 +1095,10 @@ impl Db {
                         r.try_get::<String, _>("state").map_err(JournalError::read)?,
                     ))
                 })
-                .collect()
-        })
+                .collect::<Result<Vec<_>, JournalError>>()?
+        });
+        found.sort_by_key(|(id, _, _)| *id);
+        Ok(found)
     }
 
     /// The entries, and apart from them the rows that cannot be read (id, key, why): one bad
@@ -827,14 +1108,7 @@ impl Db {
         open_only: bool,
         limit: i64,
     ) -> Result<(Vec<Entry>, Vec<(i64, String, String)>), JournalError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM whish_journal_entries {} ORDER BY id LIMIT $1",
-            if open_only {
-                "WHERE state IN ('intended', 'may-have-arrived', 'pending', 'needs-operator')"
-            } else {
-                ""
-            }
-        );
+        let sql = list_sql(open_only);
         on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(limit)
@@ -859,24 +1133,7 @@ impl Db {
         &self,
         listing: &crate::Listing,
     ) -> Result<Vec<Entry>, JournalError> {
-        let mut conditions = Vec::new();
-        if listing.open_only {
-            conditions.push(
-                "state IN ('intended', 'may-have-arrived', 'pending', 'needs-operator')".to_owned(),
-            );
-        }
-        // Parameters in a fixed order; an absent state is bound as '' and not compared (a
-        // condition `state = $1` of its own lets the database use the state index).
-        conditions.push(if listing.state.is_some() {
-            "state = $1".to_owned()
-        } else {
-            "$1 = ''".to_owned()
-        });
-        conditions.push("created_ms >= $2".to_owned());
-        let sql = format!(
-            "SELECT {COLUMNS} FROM whish_journal_entries WHERE {} ORDER BY id DESC LIMIT $3",
-            conditions.join(" AND ")
-        );
+        let sql = listing_sql(listing.open_only, listing.state.is_some());
         let state = listing.state.map_or("", State::as_str);
         let since = listing.since_ms.unwrap_or(i64::MIN);
         on_db!(self, pool => {
@@ -975,6 +1232,7 @@ impl Db {
              WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
         );
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
+        let _turn = self.turn().await;
         on_relaxed!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
@@ -992,46 +1250,41 @@ impl Db {
     /// by the database's clock, [`PRUNE_BATCH`] rows a statement, so that no statement holds the
     /// write lock for long (other writers, the sends among them, go between two batches).
     pub(crate) async fn prune(&self, age_ms: i64) -> Result<u64, JournalError> {
-        let now = self.now_sql();
-        let entries = format!(
-            "DELETE FROM whish_journal_entries WHERE id IN ( \
-                 SELECT id FROM whish_journal_entries \
-                 WHERE state IN ('accepted', 'refused') AND updated_ms < {now} - $1 LIMIT $2)"
-        );
-        let changes = format!(
-            "DELETE FROM whish_journal_notifications WHERE (subject, status) IN ( \
-                 SELECT subject, status FROM whish_journal_notifications \
-                 WHERE delivered_ms IS NOT NULL AND delivered_ms < {now} - $1 LIMIT $2)"
-        );
+        let before = self.now().await?.saturating_sub(age_ms);
+        let entries = self.prune_entries_sql();
+        let changes = self.prune_notifications_sql();
         let mut pruned = 0u64;
-        on_db!(self, pool => {
+        let mut batches: Vec<(&str, Option<State>)> = FINAL_STATES
+            .iter()
+            .map(|s| (entries.as_str(), Some(*s)))
+            .collect();
+        batches.push((changes.as_str(), None));
+        for (sql, state) in batches {
             loop {
-                let n = sqlx::query(sqlx::AssertSqlSafe(entries.as_str()))
-                    .bind(age_ms)
-                    .bind(PRUNE_BATCH)
-                    .execute(pool)
-                    .await
-                    .map_err(JournalError::write)?
-                    .rows_affected();
-                pruned += n;
-                if n < PRUNE_BATCH as u64 {
+                // The write turn (and SQLite's lock) for one batch at a time: the sends of this
+                // process go between two.
+                let _turn = self.turn().await;
+                let n = on_db!(self, pool => {
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(before)
+                        .bind(PRUNE_BATCH);
+                    if let Some(state) = state {
+                        q = q.bind(state.as_str());
+                    }
+                    q.execute(pool)
+                        .await
+                        .map_err(JournalError::write)?
+                        .rows_affected()
+                });
+                if state.is_some() {
+                    pruned += n;
+                }
+                if n < PRUNE_BATCH.unsigned_abs() {
                     break;
                 }
             }
-            loop {
-                let n = sqlx::query(sqlx::AssertSqlSafe(changes.as_str()))
-                    .bind(age_ms)
-                    .bind(PRUNE_BATCH)
-                    .execute(pool)
-                    .await
-                    .map_err(JournalError::write)?
-                    .rows_affected();
-                if n < PRUNE_BATCH as u64 {
-                    break;
-                }
-            }
-            Ok(pruned)
-        })
+        }
+        Ok(pruned)
     }
 
     /// Claim (subject, status) for delivery: true when it was never recorded, or recorded but
@@ -1051,6 +1304,7 @@ impl Db {
              WHERE whish_journal_notifications.delivered_ms IS NULL \
                AND whish_journal_notifications.recorded_ms < {now} - $3"
         );
+        let _turn = self.turn().await;
         on_db!(self, pool => {
             let done = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(subject)
@@ -1070,6 +1324,7 @@ impl Db {
              WHERE subject = $1 AND status = $2",
             self.now_sql()
         );
+        let _turn = self.turn().await;
         on_db!(self, pool => {
             sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(subject)
@@ -1089,6 +1344,7 @@ impl Db {
     ) -> Result<(), JournalError> {
         const SQL: &str = "DELETE FROM whish_journal_notifications \
             WHERE subject = $1 AND status = $2 AND delivered_ms IS NULL";
+        let _turn = self.turn().await;
         on_db!(self, pool => {
             sqlx::query(SQL).bind(subject).bind(status).execute(pool).await.map_err(JournalError::write)?;
             Ok(())
@@ -1188,4 +1444,28 @@ where
             .map_err(JournalError::encode)?
             .unwrap_or_default(),
     })
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests;
+
+#[cfg(all(test, feature = "sqlite"))]
+impl Db {
+    /// The group-commit writer of a SQLite journal.
+    pub(crate) fn writer(&self) -> &crate::group::Writer {
+        match self {
+            Db::Sqlite(d) => &d.writer,
+            #[allow(unreachable_patterns)]
+            _ => panic!("a SQLite journal has a writer"),
+        }
+    }
+
+    /// The synchronous pool of a SQLite journal.
+    pub(crate) fn sqlite_pool(&self) -> &SqlitePool {
+        match self {
+            Db::Sqlite(d) => &d.pool,
+            #[allow(unreachable_patterns)]
+            _ => panic!("a SQLite journal"),
+        }
+    }
 }

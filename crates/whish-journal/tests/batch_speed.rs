@@ -28,8 +28,6 @@ async fn concurrent_intents_share_a_commit_and_each_gets_its_own_entry() {
         while let Some(done) = tasks.join_next().await {
             done.expect("join").expect("accepted");
         }
-        // Acceptances are recorded in the background: wait for them before reading.
-        journal.flush().await;
         let mut ids = Vec::new();
         for key in &keys {
             let e = journal
@@ -96,8 +94,8 @@ async fn outcomes_are_read_back_with_relaxed_and_durable_writes() {
             let t = journal.transfer(transfer(&sb, 0));
             let prepared = t.client().prepare_send(cash_send(21)).expect("prepare");
             let _ = t.send(&prepared).await.expect("sent");
-            journal.flush().await;
-            // Another process (its own connections) reads the outcome.
+            // Another process (its own connections) reads the outcome as soon as the call
+            // returned: it was written before, only the disk was not waited for.
             let other = place.open().await;
             let e = other
                 .entry(
@@ -110,6 +108,18 @@ async fn outcomes_are_read_back_with_relaxed_and_durable_writes() {
                 .expect("recorded");
             assert_eq!(e.state, State::Accepted, "durable_outcomes({durable})");
             assert!(e.references.ltn_number.is_some());
+            // A flush makes it durable; it changes nothing else.
+            journal.flush().await;
+            let again = other
+                .entry(
+                    Service::MoneyTransfer,
+                    Operation::Send,
+                    &prepared.request_id().to_string(),
+                )
+                .await
+                .expect("read")
+                .expect("recorded");
+            assert_eq!(again.state, State::Accepted);
             other.close().await;
             journal.close().await;
         }
@@ -168,7 +178,6 @@ async fn prune_deletes_in_batches_everything_eligible_and_nothing_else() {
         assert!(t.send(&open).await.expect_err("lost").outcome_unknown());
         let fresh = t.client().prepare_send(cash_send(13)).expect("prepare");
         let _ = t.send(&fresh).await.expect("sent");
-        journal.flush().await;
         let pruned = journal
             .prune(Duration::from_secs(3600))
             .await
@@ -263,7 +272,7 @@ async fn a_group_that_cannot_commit_sends_nothing_and_leaves_nothing_to_send() {
     }
 }
 
-/// An acceptance is recorded in the background, yet this process's own reads see it at once.
+/// Every outcome is written before the call returns: this process's own reads see it at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_reads_what_it_did_right_after_the_call() {
     for place in places("reads-own-writes").await {

@@ -215,8 +215,6 @@ pub async fn entry_of(
     operation: whish_journal::Operation,
     key: &str,
 ) -> whish_journal::Entry {
-    // Acceptances are recorded in the background: read what the journal holds once written.
-    journal.flush().await;
     journal
         .entry(service, operation, key)
         .await
