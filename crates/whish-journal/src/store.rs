@@ -504,8 +504,11 @@ impl Db {
         let mut pause = Duration::from_millis(10);
         loop {
             let opened = async {
+                // No ping before each use: a connection to a local file does not go stale, and
+                // the ping is a round trip to the connection's thread before every statement.
                 let pool = SqlitePoolOptions::new()
                     .max_connections(4)
+                    .test_before_acquire(false)
                     .connect_with(options.clone())
                     .await
                     .map_err(|e| (e, JournalError::open as fn(sqlx::Error) -> JournalError))?;
@@ -523,6 +526,7 @@ impl Db {
                     } else {
                         SqlitePoolOptions::new()
                             .max_connections(2)
+                            .test_before_acquire(false)
                             .connect_with(options.clone().synchronous(SqliteSynchronous::Normal))
                             .await
                             .map_err(JournalError::open)?
