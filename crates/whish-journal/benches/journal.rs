@@ -1,11 +1,21 @@
-//! What the journal costs: a money-transfer send through the journal against the same send
-//! without it, both against the same in-process sandbox, in interleaved rounds (A B, B A, ...)
-//! so that a busy neighbour slows both alike; and the latency of one durable journal write.
+//! What the journal costs, in one run, per backend (SQLite always; PostgreSQL when
+//! `WHISH_TEST_POSTGRES_URL` names a server):
 //!
-//! `cargo bench -p whish-journal --bench journal` prints, per backend (SQLite always; PostgreSQL
-//! when `WHISH_TEST_POSTGRES_URL` names a server): the median of the per-round ratios
-//! journaled/plain with its spread (min..max), and the write latency (median, p90, p99).
-//! docs/performance.md holds the latest figures.
+//! - (a) the latency of one durable journal write (a status change claimed: a read and an
+//!   insert committed to disk), median, p90, p99;
+//! - (b) a money-transfer send through the journal against the same send without it, one at a
+//!   time, against the same in-process sandbox, in interleaved rounds (A B, B A, ...) so that a
+//!   busy neighbour slows both alike: journaled minus plain, as a multiple of (a) (goal: at
+//!   most 1.2, one durable write a send);
+//! - (c) the throughput of 16 sends in flight, journaled over plain, in interleaved rounds
+//!   (goal: at least 0.8), against the sandbox as it is, and against one that answers each
+//!   send 20 ms later;
+//! - (d) `list(Listing::new().open())` and `recover()` over a journal of 1 000 000 final entries
+//!   and 100 open ones against 1 000 final and 100 open (goal: within 2x), the journals built
+//!   with one bulk statement.
+//!
+//! `cargo bench -p whish-journal --bench journal`; `WHISH_BENCH_DURABLE_OUTCOMES=1` opens the
+//! journals with `durable_outcomes(true)`. docs/performance.md holds the latest figures.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +31,9 @@ use whish_sandbox::Sandbox;
 const ROUNDS: usize = 15;
 const PER_ROUND: usize = 40;
 const WRITES: usize = 400;
+/// Sends in flight in (c), and sends per round.
+const IN_FLIGHT: usize = 16;
+const BURST: usize = 320;
 
 fn send() -> CashCollectionSend {
     CashCollectionSend::new(
@@ -74,7 +87,80 @@ async fn journaled_round(client: &TransferClient, journal: &Journal) -> Duration
     started.elapsed()
 }
 
-async fn measure(name: &str, url: &str, client: &TransferClient) {
+/// [`BURST`] sends, [`IN_FLIGHT`] at a time (each of 16 tasks sends its share one after the
+/// other), through the journal or not.
+async fn burst(client: &TransferClient, journal: Option<&Journal>) -> Duration {
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..IN_FLIGHT {
+        let client = client.clone();
+        let journaled = journal.map(|j| j.transfer(client.clone()));
+        tasks.spawn(async move {
+            for _ in 0..BURST / IN_FLIGHT {
+                let p = client.prepare_send(send()).expect("prepare");
+                let _ = match &journaled {
+                    Some(t) => t.send(&p).await.expect("sent"),
+                    None => client.send(&p).await.expect("sent"),
+                };
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("join");
+    }
+    started.elapsed()
+}
+
+fn spread(v: &[f64]) -> (f64, f64) {
+    (
+        v.iter().copied().fold(f64::MAX, f64::min),
+        v.iter().copied().fold(0.0, f64::max),
+    )
+}
+
+/// (c): `rounds` interleaved rounds of [`BURST`] sends, [`IN_FLIGHT`] at a time, each send
+/// answered `latency` later.
+async fn throughput(
+    name: &str,
+    client: &TransferClient,
+    journal: &Journal,
+    sb: &Sandbox,
+    latency: Duration,
+    rounds: usize,
+) {
+    let mut throughput = Vec::new();
+    let (mut plain_rate, mut journal_rate) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if !latency.is_zero() {
+            // Every send of the round, both ways alike.
+            sb.inject(
+                whish_sandbox::Endpoint::TransferSend,
+                whish_sandbox::Fault::Delay(latency),
+                2 * BURST as u32,
+            );
+        }
+        let (p, j) = if round % 2 == 0 {
+            let p = burst(client, None).await;
+            (p, burst(client, Some(journal)).await)
+        } else {
+            let j = burst(client, Some(journal)).await;
+            (burst(client, None).await, j)
+        };
+        throughput.push(p.as_secs_f64() / j.as_secs_f64());
+        plain_rate.push(BURST as f64 / p.as_secs_f64());
+        journal_rate.push(BURST as f64 / j.as_secs_f64());
+    }
+    let (lo, hi) = spread(&throughput);
+    println!(
+        "{name:<10} (c) {IN_FLIGHT} in flight, sends answered after {} ms: plain {:.0} sends/s, journaled {:.0} sends/s; throughput journaled/plain {:.2} (spread {lo:.2}..{hi:.2}, {rounds} interleaved rounds of {BURST}; goal: at least 0.8)",
+        latency.as_millis(),
+        median(&mut plain_rate),
+        median(&mut journal_rate),
+        median(&mut throughput),
+    );
+}
+
+async fn measure(name: &str, url: &str, client: &TransferClient, sb: &Sandbox) {
     // WHISH_BENCH_DURABLE_OUTCOMES=1: every write waits for the disk (the outcome's too).
     let durable = std::env::var("WHISH_BENCH_DURABLE_OUTCOMES").is_ok_and(|v| v == "1");
     let journal = Journal::builder(url)
@@ -82,9 +168,31 @@ async fn measure(name: &str, url: &str, client: &TransferClient) {
         .open()
         .await
         .expect("journal");
-    // Warm both paths (connections, the journal's tables).
+    // Warm every path (connections, the journal's tables).
     plain_round(client).await;
     journaled_round(client, &journal).await;
+    burst(client, None).await;
+    burst(client, Some(&journal)).await;
+    // (a) One durable write: the status-change record (a read, then an insert committed to
+    // disk).
+    let mut writes = Vec::with_capacity(WRITES);
+    let run = fastrand::u64(..);
+    for n in 0..WRITES {
+        let id = RequestId::new(1 + n as i64).expect("id");
+        let started = Instant::now();
+        journal
+            .observe_status(&format!("bench-{run}-{n}"), id, &TransferStatus::Sent)
+            .await
+            .expect("write");
+        writes.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    let write_median = percentile(&mut writes, 0.5);
+    println!(
+        "{name:<10} (a) one journal write: median {write_median:.0} us, p90 {:.0} us, p99 {:.0} us ({WRITES} writes)",
+        percentile(&mut writes, 0.9),
+        percentile(&mut writes, 0.99),
+    );
+    // (b) One send at a time.
     let mut ratios = Vec::new();
     let (mut plain_us, mut journal_us) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
@@ -99,42 +207,41 @@ async fn measure(name: &str, url: &str, client: &TransferClient) {
         plain_us.push(p.as_secs_f64() * 1e6 / PER_ROUND as f64);
         journal_us.push(j.as_secs_f64() * 1e6 / PER_ROUND as f64);
     }
-    let (lo, hi) = (
-        ratios.iter().copied().fold(f64::MAX, f64::min),
-        ratios.iter().copied().fold(0.0, f64::max),
-    );
+    let (lo, hi) = spread(&ratios);
     let (plain_median, journal_median) = (median(&mut plain_us), median(&mut journal_us));
     println!(
-        "{name:<10} send: plain {plain_median:>7.0} us, journaled {journal_median:>7.0} us; ratio journaled/plain median {:.2} (spread {lo:.2}..{hi:.2}, {ROUNDS} interleaved rounds of {PER_ROUND})",
+        "{name:<10} (b) one send at a time: plain {plain_median:.0} us, journaled {journal_median:.0} us (ratio {:.2}, spread {lo:.2}..{hi:.2}, {ROUNDS} interleaved rounds of {PER_ROUND})",
         median(&mut ratios),
     );
-    // One durable write: the status-change record (a read, then an insert committed to disk).
-    let mut writes = Vec::with_capacity(WRITES);
-    let run = fastrand::u64(..);
-    for n in 0..WRITES {
-        let id = RequestId::new(1 + n as i64).expect("id");
-        let started = Instant::now();
-        journal
-            .observe_status(&format!("bench-{run}-{n}"), id, &TransferStatus::Sent)
-            .await
-            .expect("write");
-        writes.push(started.elapsed().as_secs_f64() * 1e6);
-    }
-    let write_median = percentile(&mut writes, 0.5);
+    // Each round's difference over the write median: its spread says how steady (b) is.
+    let multiples: Vec<f64> = plain_us
+        .iter()
+        .zip(&journal_us)
+        .map(|(p, j)| (j - p) / write_median)
+        .collect();
+    let (lo, hi) = spread(&multiples);
     println!(
-        "{name:<10} one journal write: median {write_median:.0} us, p90 {:.0} us, p99 {:.0} us ({WRITES} writes)",
-        percentile(&mut writes, 0.9),
-        percentile(&mut writes, 0.99),
+        "{name:<10} (b) journaled minus plain = {:.2} x one journal write (rounds {lo:.2}..{hi:.2}; goal: at most 1.2)",
+        (journal_median - plain_median) / write_median,
     );
-    println!(
-        "{name:<10} journaled minus plain = {:.2} x one journal write (goal: at most 1.2: one durable write a send, not two)",
-        (journal_median - plain_median) / write_median
-    );
+    // (c) 16 in flight, against the sandbox as it is (it answers in a few microseconds), then
+    // against one that answers each send 20 ms later, as a service across a network does.
+    throughput(name, client, &journal, sb, Duration::ZERO, ROUNDS).await;
+    throughput(name, client, &journal, sb, Duration::from_millis(20), 5).await;
     journal.close().await;
 }
 
-/// A SQLite journal of `finals` final entries and `open` open ones, built with one statement.
-async fn built(dir: &std::path::Path, finals: i64, open: i64) -> Journal {
+/// The bulk insert of (d): `$1` entries, one in `$1 / $2` open (`intended`), the rest
+/// `accepted`; `n(i)` is the numbers 1 to `$1`, written per backend.
+const BULK: &str = "INSERT INTO whish_journal_entries (service, operation, idem_key, context, \
+     request, state, attempts, created_ms, updated_ms, outcome, lease_token) \
+     SELECT 'money-transfer', 'send', 'bulk-' || i, NULL, $3, \
+         CASE WHEN i % ($1 / $2) = 0 THEN 'intended' ELSE 'accepted' END, 1, i, i, NULL, 0 \
+     FROM n";
+
+/// A SQLite journal of `finals` final entries and `open` open ones, built with one statement
+/// (one transaction).
+async fn built_sqlite(dir: &std::path::Path, finals: i64, open: i64) -> Journal {
     use sqlx::Connection;
     let path = dir.join(format!("scale-{finals}.sqlite"));
     let url = format!("sqlite:{}", path.display());
@@ -142,58 +249,123 @@ async fn built(dir: &std::path::Path, finals: i64, open: i64) -> Journal {
     let mut c = sqlx::SqliteConnection::connect(&url)
         .await
         .expect("connect");
-    sqlx::query(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) \
-         INSERT INTO whish_journal_entries (service, operation, idem_key, context, request, \
-             state, attempts, created_ms, updated_ms, outcome, lease_token) \
-         SELECT 'money-transfer', 'send', 'bulk-' || i, NULL, x'7b7d', \
-             CASE WHEN i % ($1 / $2) = 0 THEN 'intended' ELSE 'accepted' END, 1, i, i, NULL, 0 \
-         FROM n",
-    )
-    .bind(finals + open)
-    .bind(open)
-    .execute(&mut c)
-    .await
-    .expect("bulk insert");
+    let sql = format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) {BULK}"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(finals + open)
+        .bind(open)
+        .bind(&b"{}"[..])
+        .execute(&mut c)
+        .await
+        .expect("bulk insert");
+    let _ = c.close().await;
     Journal::open(&url).await.expect("journal")
 }
 
-/// `list --open` and `recover` over a small and a large journal with the same open entries.
-async fn scale() {
+/// A PostgreSQL journal in a fresh database of the server `admin` names, built the same way,
+/// then analyzed (as autovacuum does after such an insert); with the database's name, to drop.
+async fn built_postgres(admin: &str, finals: i64, open: i64) -> (Journal, String) {
+    use sqlx::Connection;
+    let name = format!("whish_bench_{}", uuid::Uuid::new_v4().simple());
+    let mut c = sqlx::PgConnection::connect(admin).await.expect("connect");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut c)
+        .await
+        .expect("create a database");
+    let _ = c.close().await;
+    let (base, _) = admin.rsplit_once('/').expect("a URL with a database name");
+    let url = format!("{base}/{name}");
+    Journal::open(&url).await.expect("journal").close().await;
+    let mut c = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let sql = format!("WITH n(i) AS (SELECT generate_series(1, $1::BIGINT)) {BULK}");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(finals + open)
+        .bind(open)
+        .bind(&b"{}"[..])
+        .execute(&mut c)
+        .await
+        .expect("bulk insert");
+    sqlx::query("ANALYZE whish_journal_entries")
+        .execute(&mut c)
+        .await
+        .expect("analyze");
+    let _ = c.close().await;
+    (Journal::open(&url).await.expect("journal"), name)
+}
+
+/// (d) `list --open` and `recover` over one journal: medians of 15, in ms.
+async fn list_and_recover(journal: &Journal) -> (f64, f64) {
     use whish_journal::{Clients, Listing, Recovery};
+    let (mut lists, mut recovers) = (Vec::new(), Vec::new());
+    for _ in 0..15 {
+        let started = Instant::now();
+        let open = journal.list(&Listing::new().open()).await.expect("list");
+        lists.push(started.elapsed().as_secs_f64() * 1e3);
+        assert!(open.len() >= 100);
+        // No client: the open entries are claimed, examined and left as they are (the
+        // database's share of a recovery, without the calls).
+        let started = Instant::now();
+        let _ = journal
+            .recover(&Clients::new(), &Recovery::new())
+            .await
+            .expect("recover");
+        recovers.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    (median(&mut lists), median(&mut recovers))
+}
+
+fn print_scale(name: &str, finals: i64, (l, r): (f64, f64)) {
+    println!(
+        "{name:<10} (d) {finals:>9} final + 100 open entries: list --open {l:.2} ms, recover {r:.2} ms (medians of 15)"
+    );
+}
+
+fn print_scale_ratio(name: &str, times: &[(f64, f64)]) {
+    println!(
+        "{name:<10} (d) 1 000 000 against 1 000 final entries: list --open {:.2}x, recover {:.2}x (goal: within 2x)",
+        times[1].0 / times[0].0,
+        times[1].1 / times[0].1
+    );
+}
+
+/// (d) over a small and a large journal with the same open entries, per backend.
+async fn scale(postgres: Option<&str>) {
     let dir = std::env::temp_dir().join(format!("whish-journal-scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let mut times = Vec::new();
     for finals in [1_000i64, 1_000_000] {
-        let journal = built(&dir, finals, 100).await;
-        let (mut lists, mut recovers) = (Vec::new(), Vec::new());
-        for _ in 0..15 {
-            let started = Instant::now();
-            let open = journal.list(&Listing::new().open()).await.expect("list");
-            lists.push(started.elapsed().as_secs_f64() * 1e3);
-            assert!(open.len() >= 100);
-            // No client: the open entries are examined and left as they are (the database's
-            // share of a recovery, without the calls).
-            let started = Instant::now();
-            let _ = journal
-                .recover(&Clients::new(), &Recovery::new())
-                .await
-                .expect("recover");
-            recovers.push(started.elapsed().as_secs_f64() * 1e3);
-        }
-        let (l, r) = (median(&mut lists), median(&mut recovers));
-        println!(
-            "sqlite     {finals:>9} final + 100 open entries: list --open {l:.2} ms, recover {r:.2} ms (medians of 15)"
-        );
-        times.push((l, r));
+        let journal = built_sqlite(&dir, finals, 100).await;
+        let t = list_and_recover(&journal).await;
+        print_scale("sqlite", finals, t);
+        times.push(t);
         journal.close().await;
     }
-    println!(
-        "sqlite     1 000 000 against 1 000 final entries: list --open {:.2}x, recover {:.2}x (goal: within 2x)",
-        times[1].0 / times[0].0,
-        times[1].1 / times[0].1
-    );
+    print_scale_ratio("sqlite", &times);
     let _ = std::fs::remove_dir_all(&dir);
+    let Some(admin) = postgres else {
+        println!("postgres   (d) NOT RUN: WHISH_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let mut times = Vec::new();
+    let mut made = Vec::new();
+    for finals in [1_000i64, 1_000_000] {
+        let (journal, name) = built_postgres(admin, finals, 100).await;
+        let t = list_and_recover(&journal).await;
+        print_scale("postgres", finals, t);
+        times.push(t);
+        journal.close().await;
+        made.push(name);
+    }
+    print_scale_ratio("postgres", &times);
+    use sqlx::Connection;
+    if let Ok(mut c) = sqlx::PgConnection::connect(admin).await {
+        for name in made {
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
+                .execute(&mut c)
+                .await;
+        }
+    }
 }
 
 fn main() {
@@ -227,14 +399,18 @@ fn main() {
             "sqlite",
             &format!("sqlite:{}", dir.join("journal.sqlite").display()),
             &client,
+            &sb,
         )
         .await;
-        match std::env::var("WHISH_TEST_POSTGRES_URL") {
-            Ok(url) if !url.is_empty() => measure("postgres", &url, &client).await,
-            _ => println!("postgres   NOT RUN: WHISH_TEST_POSTGRES_URL is not set"),
+        let postgres = std::env::var("WHISH_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|u| !u.is_empty());
+        match &postgres {
+            Some(url) => measure("postgres", url, &client, &sb).await,
+            None => println!("postgres   NOT RUN: WHISH_TEST_POSTGRES_URL is not set"),
         }
         let _ = std::fs::remove_dir_all(&dir);
-        scale().await;
+        scale(postgres.as_deref()).await;
         sb.shutdown().await;
     });
 }
