@@ -323,7 +323,8 @@ const COLUMNS: &str = "id, service, operation, idem_key, context, request, state
                        created_ms, updated_ms, outcome, refs, lease_owner, lease_until_ms, lease_token";
 
 // The statements that must cost in proportion to the open entries, not to the journal: each
-// reads the `(state, id)` index (or `(state, updated_ms)` for prune) and never the final rows.
+// reads the `(state, id)` index and never the final rows (prune: the index of the final entries
+// by `updated_ms`, from the oldest, only what it deletes).
 // The tests of this module check it with EXPLAIN on both backends.
 
 /// The open states: those recovery works on.
@@ -332,8 +333,8 @@ const OPEN_STATES: &str = "'intended', 'may-have-arrived', 'pending'";
 /// What a listing of the open entries shows: the open states and `needs-operator`.
 const LISTED_STATES: &str = "'intended', 'may-have-arrived', 'needs-operator', 'pending'";
 
-/// The final states: what prune deletes.
-const FINAL_STATES: [State; 2] = [State::Accepted, State::Refused];
+/// The final states: what prune deletes (as migration 0004's index names them).
+const FINAL_STATES: &str = "'accepted', 'refused'";
 
 /// Every entry (`open_only`: the open ones and those waiting for an operator), oldest first, at
 /// most `$1`.
@@ -450,14 +451,18 @@ impl Db {
         }
     }
 
-    /// Delete at most `$2` entries in state `$3` last changed before `$1` (ms, the database's
-    /// clock read once: a bound value is a range of the `(state, updated_ms)` index, where a
-    /// clock read in the statement is a filter on every row of the state).
-    fn prune_entries_sql(&self) -> String {
-        let ids = self.ids_in(
-            "SELECT id FROM whish_journal_entries WHERE state = $3 AND updated_ms < $1 \
+    /// Delete at most `$2` entries in the final `state` last changed before `$1` (ms), oldest
+    /// first. The cutoff is the database's clock read once and bound: a range of the index of
+    /// the final entries by `(state, updated_ms)`, read in its order and no further than the
+    /// batch (a clock read in the statement would be a filter on every final row). The
+    /// condition `state IN (...)` is the index's own, so that the database may use it.
+    fn prune_entries_sql(&self, state: State) -> String {
+        let ids = self.ids_in(&format!(
+            "SELECT id FROM whish_journal_entries \
+             WHERE state = '{}' AND state IN ({FINAL_STATES}) AND updated_ms < $1 \
              ORDER BY updated_ms LIMIT $2",
-        );
+            state.as_str()
+        ));
         format!("DELETE FROM whish_journal_entries WHERE {ids}")
     }
 
@@ -1255,32 +1260,27 @@ impl Db {
     /// write lock for long (other writers, the sends among them, go between two batches).
     pub(crate) async fn prune(&self, age_ms: i64) -> Result<u64, JournalError> {
         let before = self.now().await?.saturating_sub(age_ms);
-        let entries = self.prune_entries_sql();
-        let changes = self.prune_notifications_sql();
-        let mut pruned = 0u64;
-        let mut batches: Vec<(&str, Option<State>)> = FINAL_STATES
-            .iter()
-            .map(|s| (entries.as_str(), Some(*s)))
+        let mut batches: Vec<(String, bool)> = [State::Accepted, State::Refused]
+            .into_iter()
+            .map(|s| (self.prune_entries_sql(s), true))
             .collect();
-        batches.push((changes.as_str(), None));
-        for (sql, state) in batches {
+        batches.push((self.prune_notifications_sql(), false));
+        let mut pruned = 0u64;
+        for (sql, counted) in batches {
             loop {
                 // The write turn (and SQLite's lock) for one batch at a time: the sends of this
                 // process go between two.
                 let _turn = self.turn().await;
                 let n = on_db!(self, pool => {
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                         .bind(before)
-                        .bind(PRUNE_BATCH);
-                    if let Some(state) = state {
-                        q = q.bind(state.as_str());
-                    }
-                    q.execute(pool)
+                        .bind(PRUNE_BATCH)
+                        .execute(pool)
                         .await
                         .map_err(JournalError::write)?
                         .rows_affected()
                 });
-                if state.is_some() {
+                if counted {
                     pruned += n;
                 }
                 if n < PRUNE_BATCH.unsigned_abs() {
