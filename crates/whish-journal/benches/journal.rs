@@ -15,7 +15,8 @@
 //!   with one bulk statement.
 //!
 //! `cargo bench -p whish-journal --bench journal`; `WHISH_BENCH_DURABLE_OUTCOMES=1` opens the
-//! journals with `durable_outcomes(true)`. docs/performance.md holds the latest figures.
+//! journals with `durable_outcomes(true)`. On PostgreSQL each journal is a fresh database of
+//! the server, dropped at the end. docs/performance.md holds the latest figures.
 
 use std::time::{Duration, Instant};
 
@@ -263,9 +264,8 @@ async fn built_sqlite(dir: &std::path::Path, finals: i64, open: i64) -> Journal 
     Journal::open(&url).await.expect("journal")
 }
 
-/// A PostgreSQL journal in a fresh database of the server `admin` names, built the same way,
-/// then analyzed (as autovacuum does after such an insert); with the database's name, to drop.
-async fn built_postgres(admin: &str, finals: i64, open: i64) -> (Journal, String) {
+/// A fresh database on the server `admin` names: its URL and its name.
+async fn fresh_postgres(admin: &str) -> (String, String) {
     use sqlx::Connection;
     let name = format!("whish_bench_{}", uuid::Uuid::new_v4().simple());
     let mut c = sqlx::PgConnection::connect(admin).await.expect("connect");
@@ -275,7 +275,26 @@ async fn built_postgres(admin: &str, finals: i64, open: i64) -> (Journal, String
         .expect("create a database");
     let _ = c.close().await;
     let (base, _) = admin.rsplit_once('/').expect("a URL with a database name");
-    let url = format!("{base}/{name}");
+    (format!("{base}/{name}"), name)
+}
+
+/// Drop the databases the bench made.
+async fn drop_postgres(admin: &str, names: Vec<String>) {
+    use sqlx::Connection;
+    if let Ok(mut c) = sqlx::PgConnection::connect(admin).await {
+        for name in names {
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
+                .execute(&mut c)
+                .await;
+        }
+    }
+}
+
+/// A PostgreSQL journal in a fresh database of the server `admin` names, built the same way,
+/// then analyzed (as autovacuum does after such an insert); with the database's name, to drop.
+async fn built_postgres(admin: &str, finals: i64, open: i64) -> (Journal, String) {
+    use sqlx::Connection;
+    let (url, name) = fresh_postgres(admin).await;
     Journal::open(&url).await.expect("journal").close().await;
     let mut c = sqlx::PgConnection::connect(&url).await.expect("connect");
     let sql = format!("WITH n(i) AS (SELECT generate_series(1, $1::BIGINT)) {BULK}");
@@ -358,14 +377,7 @@ async fn scale(postgres: Option<&str>) {
         made.push(name);
     }
     print_scale_ratio("postgres", &times);
-    use sqlx::Connection;
-    if let Ok(mut c) = sqlx::PgConnection::connect(admin).await {
-        for name in made {
-            let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
-                .execute(&mut c)
-                .await;
-        }
-    }
+    drop_postgres(admin, made).await;
 }
 
 fn main() {
@@ -406,7 +418,11 @@ fn main() {
             .ok()
             .filter(|u| !u.is_empty());
         match &postgres {
-            Some(url) => measure("postgres", url, &client, &sb).await,
+            Some(admin) => {
+                let (url, name) = fresh_postgres(admin).await;
+                measure("postgres", &url, &client, &sb).await;
+                drop_postgres(admin, vec![name]).await;
+            }
             None => println!("postgres   NOT RUN: WHISH_TEST_POSTGRES_URL is not set"),
         }
         let _ = std::fs::remove_dir_all(&dir);
