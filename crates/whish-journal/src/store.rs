@@ -367,10 +367,9 @@ fn listing_sql(open_only: bool, one_state: bool) -> String {
 /// The rows in a state this version does not know, in no order. `state NOT IN (...)` can use
 /// no index (it read every row); the unknown states are the gaps between the known ones in their
 /// sorted order, each a range of the `(state, id)` index (one SELECT each, in one UNION ALL),
-/// all empty in a healthy journal, and
-/// they name no state of a later version, so they find its states too. (The known states differ
-/// in their first letter, so they sort the same under any collation a PostgreSQL database may
-/// use; the ranges use the database's own comparison.)
+/// all empty in a healthy journal. They name no state of a later version, so they find its
+/// states too. (The known states differ in their first letter, so they sort the same under any
+/// collation a PostgreSQL database may use; the ranges use the database's own comparison.)
 fn unknown_states_sql() -> String {
     let mut known: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
     known.sort_unstable();
