@@ -10,6 +10,8 @@
 //! - (c) the throughput of 16 sends in flight, journaled over plain, in interleaved rounds
 //!   (goal: at least 0.8), against the sandbox as it is, and against one that answers each
 //!   send 20 ms later;
+//! - (e) the same 16 in flight, the sends recorded ahead in one reservation
+//!   (`JournaledTransfer::reserve`, what a payout batch does) over plain (goal: at least 0.8);
 //! - (d) `list(Listing::new().open())` and `recover()` over a journal of 1 000 000 final entries
 //!   and 100 open ones against 1 000 final and 100 open (goal: within 2x), the journals built
 //!   with one bulk statement.
@@ -110,6 +112,62 @@ async fn burst(client: &TransferClient, journal: Option<&Journal>) -> Duration {
         done.expect("join");
     }
     started.elapsed()
+}
+
+/// [`BURST`] sends recorded ahead in one reservation (`JournaledTransfer::reserve`), then sent
+/// [`IN_FLIGHT`] at a time: what a batch does.
+async fn burst_reserved(client: &TransferClient, journal: &Journal) -> Duration {
+    let started = Instant::now();
+    let t = journal.transfer(client.clone());
+    let prepared: Vec<_> = (0..BURST)
+        .map(|_| client.prepare_send(send()).expect("prepare"))
+        .collect();
+    let reserved = t.reserve(prepared).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for r in reserved {
+        while tasks.len() >= IN_FLIGHT {
+            tasks.join_next().await.expect("a task").expect("join");
+        }
+        let t = t.clone();
+        tasks.spawn(async move {
+            let _ = t.send_reserved(r).await.expect("sent");
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("join");
+    }
+    started.elapsed()
+}
+
+/// (e): `rounds` interleaved rounds of [`BURST`] sends reserved ahead against [`BURST`] plain
+/// sends, [`IN_FLIGHT`] at a time.
+async fn reserved_throughput(
+    name: &str,
+    client: &TransferClient,
+    journal: &Journal,
+    rounds: usize,
+) {
+    let mut throughput = Vec::new();
+    let (mut plain_rate, mut journal_rate) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (p, j) = if round % 2 == 0 {
+            let p = burst(client, None).await;
+            (p, burst_reserved(client, journal).await)
+        } else {
+            let j = burst_reserved(client, journal).await;
+            (burst(client, None).await, j)
+        };
+        throughput.push(p.as_secs_f64() / j.as_secs_f64());
+        plain_rate.push(BURST as f64 / p.as_secs_f64());
+        journal_rate.push(BURST as f64 / j.as_secs_f64());
+    }
+    let (lo, hi) = spread(&throughput);
+    println!(
+        "{name:<10} (e) {BURST} sends reserved ahead, {IN_FLIGHT} in flight, answered after 0 ms: plain {:.0} sends/s, journaled {:.0} sends/s; throughput journaled/plain {:.2} (spread {lo:.2}..{hi:.2}, {rounds} interleaved rounds; goal: at least 0.8)",
+        median(&mut plain_rate),
+        median(&mut journal_rate),
+        median(&mut throughput),
+    );
 }
 
 fn spread(v: &[f64]) -> (f64, f64) {
@@ -229,6 +287,9 @@ async fn measure(name: &str, url: &str, client: &TransferClient, sb: &Sandbox) {
     // against one that answers each send 20 ms later, as a service across a network does.
     throughput(name, client, &journal, sb, Duration::ZERO, ROUNDS).await;
     throughput(name, client, &journal, sb, Duration::from_millis(20), 5).await;
+    // (e) What a batch does: a whole round recorded in one write before any is sent.
+    burst_reserved(client, &journal).await;
+    reserved_throughput(name, client, &journal, ROUNDS).await;
     journal.close().await;
 }
 

@@ -58,6 +58,9 @@ pub(crate) struct Finish {
     pub state: &'static str,
     pub outcome: String,
     pub refs: String,
+    /// For an outcome nobody waits for (recorded after its call returned): its place on the
+    /// journal's list of background writes, given up once it is written (or failed).
+    pub done: Option<crate::background::Done>,
 }
 
 /// An intent's answer: its lease, or None when its key is recorded already.
@@ -69,8 +72,19 @@ type Finished = Result<bool, JournalError>;
 /// What the writer task is handed, with where its answer goes.
 enum Work {
     Intent(Job, oneshot::Sender<Inserted>),
+    /// An outcome. One nobody waits for (its `done` is set) lets the writer wait up to
+    /// [`LINGER`] for more before it writes, so that a batch's outcomes go a group to a
+    /// statement instead of one each.
     Outcome(Finish, oneshot::Sender<Finished>),
 }
+
+/// An outcome nobody waits for.
+fn is_detached(w: &Work) -> bool {
+    matches!(w, Work::Outcome(f, _) if f.done.is_some())
+}
+
+/// How long the writer gathers outcomes nobody waits for before it writes them.
+pub(crate) const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The handle of a journal's writer task and its write turn; cheap to clone. The task ends when
 /// every handle is dropped.
@@ -148,7 +162,23 @@ impl Writer {
         self.waiting.fetch_add(1, Ordering::SeqCst);
         match self.queue.send(Work::Outcome(finish, answer)) {
             Ok(()) => Ok(answered.await.unwrap_or_else(|_| Err(stopped()))),
-            Err(mpsc::error::SendError(Work::Outcome(finish, _))) => {
+            Err(mpsc::error::SendError(Work::Outcome(finish, ..))) => {
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                Err(finish)
+            }
+            Err(_) => unreachable!("an outcome comes back as it was sent"),
+        }
+    }
+
+    /// Hand an outcome nobody waits for to the writer (its `done` set): it is written with the
+    /// next group, and a failure or a lease lost is logged. `Err(finish)` when the writer is
+    /// gone.
+    pub(crate) fn finish_detached(&self, finish: Finish) -> Result<(), Finish> {
+        let (answer, _) = oneshot::channel();
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        match self.queue.send(Work::Outcome(finish, answer)) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::SendError(Work::Outcome(finish, ..))) => {
                 self.waiting.fetch_sub(1, Ordering::SeqCst);
                 Err(finish)
             }
@@ -199,25 +229,42 @@ struct Task {
 
 impl Task {
     /// Wait for a request, take the turn, take every request waiting (up to [`GROUP`] of each
-    /// kind), write the outcomes, then the intents, answer, give the turn back; until every
-    /// handle is dropped.
+    /// kind), write them (intents and outcomes in one transaction, outcomes alone on the
+    /// relaxed connection), answer, give the turn back; until every handle is dropped.
     async fn run(self, mut work: mpsc::UnboundedReceiver<Work>) {
         let mut intents: Vec<(Job, oneshot::Sender<Inserted>)> = Vec::new();
         let mut outcomes: Vec<(Finish, oneshot::Sender<Finished>)> = Vec::new();
-        // A request taken beyond a full group waits for the next one.
-        let mut held: Option<Work> = None;
+        // Requests taken and not yet written (beyond a full group, or gathered while lingering),
+        // in the order they came.
+        let mut held: std::collections::VecDeque<Work> = std::collections::VecDeque::new();
         loop {
-            let first = match held.take() {
-                Some(w) => w,
-                None => match work.recv().await {
-                    Some(w) => w,
+            if held.is_empty() {
+                match work.recv().await {
+                    Some(w) => held.push_back(w),
                     None => return,
-                },
-            };
+                }
+            }
+            // Only outcomes nobody waits for: gather more for a moment, without the turn (a
+            // caller that finds the turn free meanwhile writes at once), until a full group,
+            // or a request somebody waits for, comes.
+            if held.iter().all(is_detached) {
+                let until = tokio::time::Instant::now() + LINGER;
+                while held.len() < GROUP {
+                    match tokio::time::timeout_at(until, work.recv()).await {
+                        Ok(Some(w)) => {
+                            let lazy = is_detached(&w);
+                            held.push_back(w);
+                            if !lazy {
+                                break;
+                            }
+                        }
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            }
             let _turn = self.turn.lock().await;
-            let mut next = Some(first);
             loop {
-                let w = match next.take() {
+                let w = match held.pop_front() {
                     Some(w) => w,
                     None => match work.try_recv() {
                         Ok(w) => w,
@@ -228,79 +275,142 @@ impl Task {
                     Work::Intent(j, a) if intents.len() < GROUP => intents.push((j, a)),
                     Work::Outcome(o, a) if outcomes.len() < GROUP => outcomes.push((o, a)),
                     full => {
-                        held = Some(full);
+                        held.push_front(full);
                         break;
                     }
                 }
             }
-            if !outcomes.is_empty() {
-                let written = {
-                    let finishes: Vec<&Finish> = outcomes.iter().map(|(o, _)| o).collect();
-                    update_all(&self.relaxed, self.now, &finishes).await
-                };
-                for (o, answer) in outcomes.drain(..) {
-                    let _ = answer.send(match &written {
-                        Ok(kept) => Ok(kept.contains(&(o.lease.id, o.lease.token))),
-                        Err(message) => Err(failed(message)),
-                    });
+            if intents.is_empty() {
+                self.write_outcomes(&mut outcomes).await;
+            } else {
+                self.write_group(&mut intents, &mut outcomes).await;
+            }
+        }
+    }
+
+    /// Outcomes alone: one statement on the relaxed connection.
+    async fn write_outcomes(&self, outcomes: &mut Vec<(Finish, oneshot::Sender<Finished>)>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        let written = {
+            let finishes: Vec<&Finish> = outcomes.iter().map(|(o, _)| o).collect();
+            update_all(&self.relaxed, self.now, &finishes).await
+        };
+        self.answer_outcomes(outcomes, written);
+    }
+
+    /// Intents, and the outcomes that came with them: one transaction on the synchronous
+    /// connection, so that one commit (one fsync) writes both, and the outcomes are durable
+    /// with the intents. When it fails, the outcomes are written on their own and the intents
+    /// again on their own, so that neither fails for the other.
+    async fn write_group(
+        &self,
+        intents: &mut Vec<(Job, oneshot::Sender<Inserted>)>,
+        outcomes: &mut Vec<(Finish, oneshot::Sender<Finished>)>,
+    ) {
+        self.groups.fetch_add(1, Ordering::SeqCst);
+        let together = if outcomes.is_empty() {
+            None
+        } else {
+            let finishes: Vec<&Finish> = outcomes.iter().map(|(o, _)| o).collect();
+            let jobs: Vec<&Job> = intents.iter().map(|(j, _)| j).collect();
+            match write_together(&self.pool, self.now, &finishes, &jobs).await {
+                Ok(written) => Some(written),
+                Err(message) => {
+                    tracing::debug!(%message, "a group of outcomes and intents failed together; writing each kind on its own");
+                    None
+                }
+            }
+        };
+        let ids = match together {
+            Some((kept, ids)) => {
+                self.answer_outcomes(outcomes, Ok(kept));
+                Ok(ids)
+            }
+            None => {
+                self.write_outcomes(outcomes).await;
+                let jobs: Vec<&Job> = intents.iter().map(|(j, _)| j).collect();
+                insert_all(&self.pool, self.now, &jobs).await
+            }
+        };
+        match ids {
+            Ok(ids) => {
+                for ((_, answer), id) in intents.drain(..).zip(ids) {
+                    let _ = answer.send(Ok(id.map(|id| Lease { id, token: 1 })));
                     self.waiting.fetch_sub(1, Ordering::SeqCst);
                 }
             }
-            if !intents.is_empty() {
-                let written = {
-                    let jobs: Vec<&Job> = intents.iter().map(|(j, _)| j).collect();
-                    insert_all(&self.pool, self.now, &jobs).await
-                };
-                self.groups.fetch_add(1, Ordering::SeqCst);
-                match written {
-                    Ok(ids) => {
-                        for ((_, answer), id) in intents.drain(..).zip(ids) {
-                            let _ = answer.send(Ok(id.map(|id| Lease { id, token: 1 })));
-                            self.waiting.fetch_sub(1, Ordering::SeqCst);
-                        }
-                    }
-                    Err(message) => {
-                        for (_, answer) in intents.drain(..) {
-                            let _ = answer.send(Err(failed(&message)));
-                            self.waiting.fetch_sub(1, Ordering::SeqCst);
-                        }
-                    }
+            Err(message) => {
+                for (_, answer) in intents.drain(..) {
+                    let _ = answer.send(Err(failed(&message)));
+                    self.waiting.fetch_sub(1, Ordering::SeqCst);
                 }
             }
         }
     }
+
+    fn answer_outcomes(
+        &self,
+        outcomes: &mut Vec<(Finish, oneshot::Sender<Finished>)>,
+        written: Result<Vec<(i64, i64)>, String>,
+    ) {
+        for (o, answer) in outcomes.drain(..) {
+            let kept = match &written {
+                Ok(kept) => Ok(kept.contains(&(o.lease.id, o.lease.token))),
+                Err(message) => Err(failed(message)),
+            };
+            if o.done.is_some() {
+                // Nobody waits: say here what the caller would have logged.
+                match &kept {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(
+                        entry = o.lease.id,
+                        "the journal lease was taken over before the outcome was recorded; the entry stays as the other process leaves it"
+                    ),
+                    Err(e) => tracing::warn!(
+                        entry = o.lease.id,
+                        error = %e,
+                        "the journal could not record an outcome; recover() will read it again"
+                    ),
+                }
+            }
+            let _ = answer.send(kept);
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            // `o.done`, if set, is given up here: the write is over.
+            drop(o);
+        }
+    }
+}
+
+/// Outcomes and intents in one transaction, committed once.
+async fn write_together(
+    pool: &SqlitePool,
+    now: &str,
+    finishes: &[&Finish],
+    jobs: &[&Job],
+) -> Result<(Vec<(i64, i64)>, Vec<Option<i64>>), String> {
+    let mut tx = pool.begin().await.map_err(|e| e.to_string())?;
+    let kept = update_all(&mut *tx, now, finishes).await?;
+    let ids = insert_all(&mut *tx, now, jobs).await?;
+    tx.commit().await.map_err(|e| {
+        format!(
+            "the group commit of {} intent(s) and {} outcome(s) failed: {e}",
+            jobs.len(),
+            finishes.len()
+        )
+    })?;
+    Ok((kept, ids))
 }
 
 /// Insert every intent with one statement (its own transaction, one commit); the row id of each
 /// (None: its key was recorded already, or by an earlier intent of the same group).
-async fn insert_all(
-    pool: &SqlitePool,
+async fn insert_all<'c>(
+    pool: impl sqlx::SqliteExecutor<'c>,
     now: &str,
     jobs: &[&Job],
 ) -> Result<Vec<Option<i64>>, String> {
-    let values: Vec<String> = (0..jobs.len())
-        .map(|i| {
-            let p = i * 7;
-            format!(
-                "(${}, ${}, ${}, ${}, ${}, 'intended', 1, {now}, {now}, ${}, {now} + ${}, 1)",
-                p + 1,
-                p + 2,
-                p + 3,
-                p + 4,
-                p + 5,
-                p + 6,
-                p + 7
-            )
-        })
-        .collect();
-    let sql = format!(
-        "INSERT INTO whish_journal_entries \
-         (service, operation, idem_key, context, request, state, attempts, created_ms, \
-          updated_ms, lease_owner, lease_until_ms, lease_token) VALUES {} \
-         ON CONFLICT (service, operation, idem_key) DO NOTHING \
-         RETURNING id, service, operation, idem_key",
-        values.join(", ")
-    );
+    let sql = crate::store::insert_many_sql(jobs.len(), now, true);
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     for job in jobs {
         q = q
@@ -332,25 +442,13 @@ async fn insert_all(
 
 /// Record every outcome with one statement, each only under its own lease (row id and fencing
 /// token); the (id, token) of each written.
-async fn update_all(
-    pool: &SqlitePool,
+async fn update_all<'c>(
+    pool: impl sqlx::SqliteExecutor<'c>,
     now: &str,
     finishes: &[&Finish],
 ) -> Result<Vec<(i64, i64)>, String> {
-    let values: Vec<String> = (0..finishes.len())
-        .map(|i| {
-            let p = i * 6;
-            format!(
-                "(${}, ${}, ${}, ${}, ${}, ${})",
-                p + 1,
-                p + 2,
-                p + 3,
-                p + 4,
-                p + 5,
-                p + 6
-            )
-        })
-        .collect();
+    // Anonymous parameters, in order (see `insert_many_sql`).
+    let values = vec!["(?, ?, ?, ?, ?, ?)"; finishes.len()];
     // `finish` leaves the token as it is, so the row's token after the update is the one that
     // matched: two outcomes of one entry under two tokens in a group are told apart by it.
     let sql = format!(

@@ -11,6 +11,8 @@ use crate::store::{Lease, millis};
 
 #[cfg(feature = "hosted-collect")]
 mod collect;
+#[cfg(feature = "money-transfer")]
+mod reserve;
 #[cfg(feature = "intl-topup")]
 mod topup;
 #[cfg(feature = "money-transfer")]
@@ -20,12 +22,16 @@ mod transfer;
 pub use collect::JournaledCollect;
 #[cfg(feature = "hosted-collect")]
 pub(crate) use collect::{create_verdict, refund_verdict};
+#[cfg(feature = "money-transfer")]
+pub(crate) use reserve::Reservation;
+#[cfg(feature = "money-transfer")]
+pub use reserve::Unreserved;
 #[cfg(feature = "intl-topup")]
 pub use topup::JournaledTopup;
 #[cfg(feature = "intl-topup")]
 pub(crate) use topup::pay_verdict;
 #[cfg(feature = "money-transfer")]
-pub use transfer::JournaledTransfer;
+pub use transfer::{JournaledTransfer, ReservedSend};
 #[cfg(feature = "money-transfer")]
 pub(crate) use transfer::{cancel_verdict, send_verdict, status_refs};
 
@@ -145,6 +151,9 @@ impl Journal {
                 };
             }
         }
+        // A resend from this process of a request whose outcome it is still recording: read
+        // that outcome, not the entry it leaves behind.
+        self.inner.background.wait().await;
         let existing = match self.inner.db.get(service, operation, key).await {
             Ok(Some(e)) => e,
             Ok(None) => return Err(record("the entry vanished while it was read".into(), None)),
@@ -280,6 +289,33 @@ impl Journal {
         }
     }
 
+    /// Record an answer without waiting for it (see the `background` module): on SQLite handed
+    /// to the journal's writer, elsewhere written by a task of its own.
+    fn settle_in_background(&self, held: Held, verdict: Verdict) {
+        let done = self.inner.background.begin();
+        let done = match verdict.state {
+            Some(state) => match self.inner.db.finish_later(
+                held.lease,
+                self.inner.owner.as_str(),
+                state,
+                &verdict.outcome,
+                &verdict.refs,
+                done,
+            ) {
+                Ok(()) => return,
+                Err(done) => done,
+            },
+            None => done,
+        };
+        let journal = self.clone();
+        tokio::spawn(async move {
+            // Logged by settle when it fails or the lease was lost: the entry then stays as
+            // another process or recovery leaves it.
+            let _ = journal.settle(&held, verdict).await;
+            drop(done);
+        });
+    }
+
     /// A SQLite journal whose file was deleted or replaced under this process writes to a file
     /// nobody will read: say so instead of a silent success.
     pub(crate) async fn check_still_there(&self) -> Result<(), crate::JournalError> {
@@ -327,7 +363,33 @@ impl Journal {
         Fut: std::future::Future<Output = Result<T, Error<C>>>,
     {
         let held = self.hold(&request).await?;
+        self.send_held(held, request, call, verdict).await
+    }
+
+    /// [`journaled`](Self::journaled) from the send on, for an entry this process holds.
+    pub(crate) async fn send_held<T, C, Fut>(
+        &self,
+        held: Held,
+        request: Request<'_>,
+        call: impl FnOnce(bool) -> Fut,
+        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Verdict,
+    ) -> Result<T, Error<C>>
+    where
+        C: whish_core::ErrorCode,
+        Fut: std::future::Future<Output = Result<T, Error<C>>>,
+    {
         let (result, lost) = self.while_held(&held, call(held.resend)).await;
+        // An answer the journal cannot change (accepted, Pending, unknown) is told as it is
+        // whatever the write finds, so it is recorded after the call returns.
+        let told_as_is = match &result {
+            Ok(_) => true,
+            Err(e) => e.outcome_unknown(),
+        };
+        if told_as_is && !lost && !self.inner.durable_outcomes {
+            let recorded = verdict(&result, held.resend);
+            self.settle_in_background(held, recorded);
+            return result;
+        }
         let settled = if lost {
             Settled::Lost
         } else {

@@ -10,9 +10,9 @@
 //!
 //! - SQLite by default: one file, WAL. The write of a request before it is sent is synchronous
 //!   (`synchronous = FULL`), and the intents of concurrent sends share one such commit (group
-//!   commit); the write of its outcome is executed before the call returns, without waiting
-//!   for the disk (see [`JournalBuilder::durable_outcomes`]): a journaled call costs one
-//!   durable write.
+//!   commit); the write of its outcome does not wait for the disk, and for an answer the
+//!   journal cannot change (an acceptance, Pending, unknown) the call does not wait for it at
+//!   all (see [`JournalBuilder::durable_outcomes`]): a journaled call costs one durable write.
 //! - PostgreSQL for several processes or machines on one journal: entries are leased while
 //!   they are worked on (`FOR UPDATE SKIP LOCKED`, with an expiry), so two recovering
 //!   processes never work on the same entry.
@@ -62,6 +62,7 @@ compile_error!(
      `journal-sqlite` or `journal-postgres`)"
 );
 
+mod background;
 mod entry;
 mod error;
 #[cfg(feature = "sqlite")]
@@ -84,7 +85,9 @@ pub use journaled::JournaledCollect;
 #[cfg(feature = "intl-topup")]
 pub use journaled::JournaledTopup;
 #[cfg(feature = "money-transfer")]
-pub use journaled::JournaledTransfer;
+pub use journaled::Unreserved;
+#[cfg(feature = "money-transfer")]
+pub use journaled::{JournaledTransfer, ReservedSend};
 pub use recover::{Change, Clients, HeldElsewhere, Recovery, RecoveryReport};
 pub use store::Backend;
 
@@ -189,6 +192,11 @@ struct Inner {
     owner: String,
     lease: Duration,
     claim_window: Duration,
+    /// Every outcome written before the call returns, and on disk (see
+    /// [`JournalBuilder::durable_outcomes`]).
+    durable_outcomes: bool,
+    /// The outcomes being recorded after their calls returned.
+    background: Arc<background::Background>,
 }
 
 /// Opens a [`Journal`] with settings other than the defaults.
@@ -233,20 +241,30 @@ impl JournalBuilder {
     /// `synchronous = NORMAL` on a connection of their own; PostgreSQL
     /// `synchronous_commit = off`), and a journaled call waits for the disk once.
     ///
-    /// The outcome is still **written before the call returns**, under the lease's fencing
-    /// token: the call learns whether it still held the entry (a lease taken over meanwhile
-    /// turns a refusal into "unknown"), and every connection, in this process or another, reads
-    /// the outcome at once. What is not waited for is the disk: the outcome becomes durable with
-    /// the next durable write of the journal (the next request's, a claim, a
-    /// [`Journal::flush`]). On SQLite the write-ahead log is appended to in order, and the next
-    /// synchronous commit's flush of it covers every commit before it; on PostgreSQL a
-    /// synchronous commit waits for the log to be flushed up to itself, and the server flushes
-    /// the rest within a fraction of a second anyway. A crash of the process loses nothing; a
-    /// power cut or a crash of the machine (or of the server) in that window may, and leaves
-    /// those entries open for recovery.
+    /// Nor does the call wait for the outcome's write when its answer cannot depend on it:
+    /// an **acceptance**, **Pending**, or an **unknown** outcome is told as it is whether or not
+    /// this process still held the entry, so it is recorded by a task of its own and the call
+    /// returns at once. Until that write lands (a group of them, a fraction of a millisecond
+    /// later), the entry reads as open and leased to this process, so no other process or
+    /// recovery sends it; this process's own reads ([`Journal::entry`], [`Journal::find`],
+    /// [`Journal::list`], [`Journal::entries`]), [`Journal::recover`] and a resend of the same
+    /// key wait for the writes begun before them, so a process always reads what it did. A
+    /// **refusal** or "nothing sent" is recorded before the call returns: whether the lease still
+    /// held decides whether it may be told as final (a lease taken over meanwhile turns it into
+    /// "unknown").
     ///
-    /// Set this when something outside the journal must find the outcome of every call after
-    /// a power cut (and cannot ask recovery), at the price of a second durable write each call.
+    /// Every outcome is written under the lease's fencing token, and becomes durable with the
+    /// next durable write of the journal (the next request's, a claim, a [`Journal::flush`]):
+    /// on SQLite the write-ahead log is appended to in order, and a synchronous commit's flush
+    /// covers every commit before it; on PostgreSQL a synchronous commit waits for the log to
+    /// be flushed up to itself. A process that dies before an outcome lands, or a power cut
+    /// before it is durable, leaves that entry open for recovery: a resend, never a second
+    /// transfer or charge. Call [`Journal::flush`] (or [`Journal::close`]) before a process
+    /// exits on purpose.
+    ///
+    /// Set this when something outside the journal must find the outcome of every call the
+    /// moment it returns, even after a power cut (and cannot ask recovery), at the price of a
+    /// second durable write each call, waited for.
     pub fn durable_outcomes(mut self, yes: bool) -> Self {
         self.durable_outcomes = yes;
         self
@@ -295,6 +313,8 @@ impl JournalBuilder {
                 owner: owner::this_process(),
                 lease: self.lease,
                 claim_window,
+                durable_outcomes: self.durable_outcomes,
+                background: Arc::default(),
             }),
         })
     }
@@ -424,6 +444,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be read.
     pub async fn list(&self, listing: &Listing) -> Result<Vec<Entry>, JournalError> {
+        self.inner.background.wait().await;
         self.inner.db.listing(listing).await
     }
 
@@ -435,6 +456,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn unreadable(&self) -> Result<Vec<Unreadable>, JournalError> {
+        self.inner.background.wait().await;
         let (_, bad) = self.inner.db.list(false, i64::MAX).await?;
         let mut out: Vec<Unreadable> = bad
             .into_iter()
@@ -463,6 +485,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn find(&self, key: &str) -> Result<Vec<Entry>, JournalError> {
+        self.inner.background.wait().await;
         self.inner.db.by_key(key).await
     }
 
@@ -477,6 +500,7 @@ impl Journal {
         operation: Operation,
         key: &str,
     ) -> Result<Option<Entry>, JournalError> {
+        self.inner.background.wait().await;
         self.inner.db.get(service, operation, key).await
     }
 
@@ -493,6 +517,7 @@ impl Journal {
         operation: Operation,
         keys: &[&str],
     ) -> Result<Vec<Entry>, JournalError> {
+        self.inner.background.wait().await;
         let mut out = Vec::new();
         for chunk in keys.chunks(MANY_KEYS) {
             out.extend(self.inner.db.get_many(service, operation, chunk).await?);
@@ -536,23 +561,22 @@ impl Journal {
         self.inner.db.now().await.map(|_| ())
     }
 
-    /// Make the outcomes this process recorded so far durable: one synchronous commit, which
-    /// puts every earlier write of the journal on disk with it (see
-    /// [`JournalBuilder::durable_outcomes`]). Every outcome is written before its call returns,
-    /// and any process reads it at once; until a durable write follows it, a power cut (not a
-    /// crash of the process) may lose it, which leaves its entry open for recovery to read again.
-    /// Call it before a process exits on purpose, so that its last outcomes are not left for
-    /// recovery. It costs nothing when there is nothing to make durable (with
-    /// `durable_outcomes(true)`, never). A failure is logged: the outcomes stay as they are,
-    /// executed, durable with the next durable write.
+    /// Wait for the outcomes this process is still recording after their calls returned (those
+    /// begun before this call), then make every outcome it recorded so far durable: one
+    /// synchronous commit, which puts every earlier write of the journal on disk with it (see
+    /// [`JournalBuilder::durable_outcomes`]). Call it before a process exits on purpose, so that
+    /// its last outcomes are not left for recovery. It costs nothing when there is nothing to
+    /// wait for or to make durable. A failure is logged: the outcomes stay as they are, durable
+    /// with the next durable write, or open for recovery.
     pub async fn flush(&self) {
+        self.inner.background.wait().await;
         if let Err(e) = self.inner.db.sync().await {
             tracing::warn!(error = %e, "the journal could not make its last outcomes durable; a power cut may leave them for recovery");
         }
     }
 
-    /// Make the last outcomes durable ([`flush`](Self::flush)), then close the connections
-    /// (waits for those in use).
+    /// Write the last outcomes and make them durable ([`flush`](Self::flush)), then close the
+    /// connections (waits for those in use).
     pub async fn close(&self) {
         self.flush().await;
         self.inner.db.close().await

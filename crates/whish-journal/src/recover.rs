@@ -221,6 +221,8 @@ impl Journal {
         clients: &Clients,
         options: &Recovery,
     ) -> Result<RecoveryReport, JournalError> {
+        // This process's own outcomes still being written are not open entries to recover.
+        self.inner.background.wait().await;
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
         let mut report = RecoveryReport::default();

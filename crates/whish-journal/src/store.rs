@@ -319,6 +319,46 @@ fn insert_sql(now: &str) -> String {
     )
 }
 
+/// The insert of `n` intents in one statement: for each, seven parameters as in
+/// [`insert_sql`], in order; returns the id and key of each row inserted (none for a key
+/// recorded already, or by an earlier intent of the same statement). `anonymous`: the
+/// parameters as `?` (SQLite: binding a numbered parameter looks its name up in a list, so a
+/// statement of hundreds of them binds in quadratic time), else `$1`, `$2`, ...
+pub(crate) fn insert_many_sql(n: usize, now: &str, anonymous: bool) -> String {
+    let values: Vec<String> = (0..n)
+        .map(|i| {
+            let p = |k: usize| placeholder(i * 7 + k, anonymous);
+            format!(
+                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {now} + {}, 1)",
+                p(1),
+                p(2),
+                p(3),
+                p(4),
+                p(5),
+                p(6),
+                p(7)
+            )
+        })
+        .collect();
+    format!(
+        "INSERT INTO whish_journal_entries \
+         (service, operation, idem_key, context, request, state, attempts, created_ms, \
+          updated_ms, lease_owner, lease_until_ms, lease_token) VALUES {} \
+         ON CONFLICT (service, operation, idem_key) DO NOTHING \
+         RETURNING id, service, operation, idem_key",
+        values.join(", ")
+    )
+}
+
+/// The `n`th parameter of a statement whose parameters each appear once, in order.
+pub(crate) fn placeholder(n: usize, anonymous: bool) -> String {
+    if anonymous {
+        "?".to_owned()
+    } else {
+        format!("${n}")
+    }
+}
+
 const COLUMNS: &str = "id, service, operation, idem_key, context, request, state, attempts, \
                        created_ms, updated_ms, outcome, refs, lease_owner, lease_until_ms, lease_token";
 
@@ -903,6 +943,7 @@ impl Db {
                         state: state.as_str(),
                         outcome,
                         refs,
+                        done: None,
                     };
                     match d.writer.finish(finish).await {
                         Ok(answer) => {
@@ -926,6 +967,46 @@ impl Db {
         }
         #[allow(unreachable_code)]
         self.finish_one(lease, owner, state, &outcome, &refs).await
+    }
+
+    /// Record an outcome nobody waits for (its call returned already): on SQLite, handed to
+    /// the writer, which gathers such outcomes a moment and writes them together, then gives
+    /// `done` up. `Err(done)` when it cannot be handed over (PostgreSQL, or the writer is gone):
+    /// the caller writes it with [`finish`](Self::finish).
+    pub(crate) fn finish_later(
+        &self,
+        lease: Lease,
+        owner: &str,
+        state: State,
+        outcome: &Outcome,
+        refs: &References,
+        done: crate::background::Done,
+    ) -> Result<(), crate::background::Done> {
+        #[cfg(feature = "sqlite")]
+        #[allow(irrefutable_let_patterns)]
+        if let Db::Sqlite(d) = self {
+            let (Ok(outcome), Ok(refs)) =
+                (serde_json::to_string(outcome), serde_json::to_string(refs))
+            else {
+                return Err(done);
+            };
+            let finish = crate::group::Finish {
+                lease,
+                owner: owner.to_owned(),
+                state: state.as_str(),
+                outcome,
+                refs,
+                done: Some(done),
+            };
+            // Counted before it is written: a flush waits for it, then makes it durable.
+            d.unsynced.wrote();
+            return d
+                .writer
+                .finish_detached(finish)
+                .map_err(|f| f.done.expect("handed over with its place on the list"));
+        }
+        let _ = (lease, owner, state, outcome, refs);
+        Err(done)
     }
 
     /// One outcome, on its own, on the relaxed pool.
@@ -1207,10 +1288,16 @@ impl Db {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let marks: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 3)).collect();
+        // Every parameter once, in order: anonymous on SQLite (see `insert_many_sql`).
+        let anonymous = self.backend() == Backend::Sqlite;
+        let marks: Vec<String> = (0..keys.len())
+            .map(|i| placeholder(i + 3, anonymous))
+            .collect();
         let sql = format!(
             "SELECT {COLUMNS} FROM whish_journal_entries \
-             WHERE service = $1 AND operation = $2 AND idem_key IN ({})",
+             WHERE service = {} AND operation = {} AND idem_key IN ({})",
+            placeholder(1, anonymous),
+            placeholder(2, anonymous),
             marks.join(", ")
         );
         on_db!(self, pool => {
@@ -1449,6 +1536,8 @@ where
     })
 }
 
+#[cfg(feature = "money-transfer")]
+mod reserve;
 #[cfg(all(test, feature = "sqlite"))]
 mod tests;
 

@@ -94,32 +94,48 @@ async fn outcomes_are_read_back_with_relaxed_and_durable_writes() {
             let t = journal.transfer(transfer(&sb, 0));
             let prepared = t.client().prepare_send(cash_send(21)).expect("prepare");
             let _ = t.send(&prepared).await.expect("sent");
-            // Another process (its own connections) reads the outcome as soon as the call
-            // returned: it was written before, only the disk was not waited for.
+            // Another process (its own connections) reads, right after the call returned, the
+            // outcome, or (when the outcome is recorded after the call) the entry still open
+            // and held by the sender: its recovery sends nothing.
             let other = place.open().await;
+            let key = prepared.request_id().to_string();
             let e = other
-                .entry(
-                    Service::MoneyTransfer,
-                    Operation::Send,
-                    &prepared.request_id().to_string(),
-                )
+                .entry(Service::MoneyTransfer, Operation::Send, &key)
                 .await
                 .expect("read")
                 .expect("recorded");
-            assert_eq!(e.state, State::Accepted, "durable_outcomes({durable})");
-            assert!(e.references.ltn_number.is_some());
-            // A flush makes it durable; it changes nothing else.
+            if durable {
+                assert_eq!(e.state, State::Accepted, "durable_outcomes(true)");
+                assert!(e.references.ltn_number.is_some());
+            } else {
+                assert!(
+                    matches!(e.state, State::Accepted | State::Intended),
+                    "{:?}",
+                    e.state
+                );
+            }
+            let report = other
+                .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+                .await
+                .expect("recover");
+            assert!(report.changes.is_empty(), "{report:?}");
+            assert_eq!(sb.transfers().len(), 1, "nothing sent again");
+            // The sender's own read waits for its outcome; a flush writes it and makes it
+            // durable, and every process reads it then.
+            let own = journal
+                .entry(Service::MoneyTransfer, Operation::Send, &key)
+                .await
+                .expect("read")
+                .expect("recorded");
+            assert_eq!(own.state, State::Accepted, "durable_outcomes({durable})");
             journal.flush().await;
             let again = other
-                .entry(
-                    Service::MoneyTransfer,
-                    Operation::Send,
-                    &prepared.request_id().to_string(),
-                )
+                .entry(Service::MoneyTransfer, Operation::Send, &key)
                 .await
                 .expect("read")
                 .expect("recorded");
             assert_eq!(again.state, State::Accepted);
+            assert!(again.references.ltn_number.is_some());
             other.close().await;
             journal.close().await;
         }

@@ -51,6 +51,7 @@ pub mod reconcile;
 mod result;
 mod row;
 mod run;
+mod send;
 
 use std::path::{Path, PathBuf};
 

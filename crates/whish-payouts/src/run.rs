@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
-use whish_core::{Amount, RequestId, Verdict};
+use whish_core::{Amount, RequestId};
 use whish_journal::{Entry, Journal, Operation, Service, State};
-use whish_money_transfer::{SendOutcome, TransferClient};
+use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
 use crate::row::{Payout, RowError, payout};
+use crate::send::{Planned, Sending, plan_row, send_row};
 use crate::{Batch, BatchError, key};
 
 /// Refusals that created nothing and say nothing about the row itself (the account's balance
@@ -273,8 +274,72 @@ pub(crate) async fn resolve_many(
     Ok(out)
 }
 
-/// How many rows are read, and looked up in the journal, at a time.
+/// How many rows are read, and looked up in the journal, at a time: also the most rows
+/// reserved in the journal with one write before they are sent.
 const CHUNK: usize = 256;
+
+/// With a rate, how far ahead rows are reserved: the rows sent in this long.
+const RESERVED_AHEAD: Duration = Duration::from_secs(5);
+
+/// A row of a chunk looked up and reserved: settled already, or how it goes out.
+enum Slot {
+    Done(RowResult),
+    Send(RowResult, Sending),
+}
+
+/// A chunk's rows with the journal's word on each (one query for the chunk), and its fresh
+/// rows reserved in the journal with one durable write before any is sent (none once the batch
+/// is stopping: they would only be given back).
+async fn prepare_chunk(
+    journal: &Journal,
+    transfers: &whish_journal::JournaledTransfer,
+    client: &TransferClient,
+    batch: &str,
+    chunk: Vec<Payout>,
+    stop: &StopSignal,
+) -> Vec<Slot> {
+    if chunk.is_empty() {
+        return Vec::new();
+    }
+    // The entries may still change before a row is sent (another process): the journal's own
+    // hold decides then.
+    let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
+    let resolved: Vec<Result<(RequestId, Option<Entry>), String>> =
+        match resolve_many(journal, batch, &keys, key::request_id, Operation::Send).await {
+            Ok(v) => v.into_iter().map(Ok).collect(),
+            Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
+        };
+    let mut planned = Vec::with_capacity(chunk.len());
+    let mut fresh = Vec::new();
+    for (p, resolved) in chunk.iter().zip(resolved) {
+        match plan_row(client, p, resolved) {
+            Planned::Done(r) => planned.push(Err(r)),
+            Planned::Send {
+                result,
+                prepared,
+                fresh: true,
+            } if !stop.is_stopped() => {
+                fresh.push(prepared);
+                planned.push(Ok((result, None)));
+            }
+            Planned::Send {
+                result, prepared, ..
+            } => planned.push(Ok((result, Some(prepared)))),
+        }
+    }
+    let mut reserved = transfers.reserve(fresh).await.into_iter();
+    planned
+        .into_iter()
+        .map(|p| match p {
+            Err(r) => Slot::Done(r),
+            Ok((r, Some(prepared))) => Slot::Send(r, Sending::Recorded(prepared)),
+            Ok((r, None)) => match reserved.next() {
+                Some(one) => Slot::Send(r, Sending::Reserved(one)),
+                None => unreachable!("one reservation for each fresh row"),
+            },
+        })
+        .collect()
+}
 
 fn retryable(e: &Entry) -> bool {
     e.state == State::Refused
@@ -282,125 +347,6 @@ fn retryable(e: &Entry) -> bool {
             .as_ref()
             .and_then(|o| o.code.as_deref())
             .is_some_and(|c| RETRYABLE.contains(&c))
-}
-
-/// A row's result as the journal holds it, when the journal already settles it (accepted,
-/// refused for good, waiting for an operator); `None` when the row is to be sent.
-fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
-    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::Accepted);
-    r.request_id = Some(id);
-    r.amount = Some(p.amount);
-    r.currency = Some(p.currency.clone());
-    r.earlier_run = true;
-    let outcome = entry.outcome.as_ref();
-    match entry.state {
-        State::Accepted => {
-            let refs = &entry.references;
-            r.result = Some(
-                match (
-                    outcome.map(|o| o.result.as_str()),
-                    refs.transfer_status.as_deref(),
-                ) {
-                    (Some("confirmed"), _) => "confirmed".to_owned(),
-                    (_, Some("CREDITED")) => "credited".to_owned(),
-                    _ => "sent".to_owned(),
-                },
-            );
-            r.ltn_number = refs.ltn_number.clone();
-            r.transfer_id = refs.transfer_id.clone();
-            r.fee = refs.charges;
-            Some(r)
-        }
-        State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => None,
-        State::Refused => {
-            r.outcome = RowOutcome::Refused;
-            r.code = outcome.and_then(|o| o.code.clone());
-            r.message = outcome.and_then(|o| o.message.clone());
-            Some(r)
-        }
-        State::NeedsOperator => {
-            r.outcome = RowOutcome::NeedsOperator;
-            r.message = outcome
-                .and_then(|o| o.message.clone())
-                .or_else(|| Some("the journal holds this row for an operator".into()));
-            Some(r)
-        }
-        // Open: sent again with the same Request-id and bytes (a resend: the service answers
-        // `transfer.already.done` if the first one arrived, and the status read confirms it).
-        _ => None,
-    }
-}
-
-/// One row, start to end: its key, the journal's word, and the send when one is due.
-pub(crate) async fn settle_row(
-    journal: Journal,
-    client: TransferClient,
-    p: Payout,
-    resolved: Result<(RequestId, Option<Entry>), String>,
-    may_send: Option<String>,
-) -> RowResult {
-    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
-    r.amount = Some(p.amount);
-    r.currency = Some(p.currency.clone());
-    let (id, entry) = match resolved {
-        Ok(v) => v,
-        Err(e) => {
-            r.message = Some(e);
-            return r;
-        }
-    };
-    r.request_id = Some(id);
-    let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
-        Ok(prepared) => prepared,
-        Err(e) => {
-            r.message = Some(e.to_string());
-            return r;
-        }
-    };
-    if let Some(entry) = &entry {
-        if entry.request != prepared.body() {
-            r.message = Some(format!(
-                "the row changed since Request-id {id} recorded it: not sent (a changed row is a new payment: give it a new reference)"
-            ));
-            return r;
-        }
-        if let Some(done) = from_journal(&p, id, entry) {
-            return done;
-        }
-    }
-    if let Some(why) = may_send {
-        r.message = Some(why);
-        return r;
-    }
-    let answer = journal.transfer(client).send(&prepared).await;
-    match answer {
-        Ok(o) => {
-            r.outcome = RowOutcome::Accepted;
-            r.ltn_number = o.ltn_number().map(str::to_owned);
-            r.transfer_id = o.transfer_id().map(str::to_owned);
-            let (result, fee) = match &o {
-                SendOutcome::Sent(s) => ("sent", s.charges),
-                SendOutcome::Credited(c) => ("credited", c.charges),
-                _ => ("confirmed", None),
-            };
-            r.result = Some(result.to_owned());
-            r.fee = fee;
-        }
-        Err(e) => {
-            r.outcome = match e.verdict() {
-                Verdict::Accepted => RowOutcome::Accepted,
-                Verdict::Refused => RowOutcome::Refused,
-                Verdict::Pending => RowOutcome::Pending,
-                Verdict::NothingSent => RowOutcome::NotSent,
-                _ => RowOutcome::Unknown,
-            };
-            if let whish_core::Error::Failed(f) = &e {
-                r.code = Some(f.raw.clone());
-            }
-            r.message = Some(e.to_string());
-        }
-    }
-    r
 }
 
 impl Batch {
@@ -576,106 +522,108 @@ impl Batch {
                 sink_error = Some(e);
             }
         };
+        let transfers = journal.transfer(client.clone());
+        // Rows are reserved a chunk ahead, so a chunk must be sent within a few seconds, well
+        // inside the journal's lease: with a rate, that is fewer rows than a full chunk.
+        let chunk_size = options.rate.map_or(CHUNK, |r| {
+            ((r * RESERVED_AHEAD.as_secs_f64()).ceil() as usize)
+                .clamp(options.concurrency.max(1), CHUNK)
+        });
         let mut rows = self.rows()?;
-        let mut chunk: Vec<Payout> = Vec::with_capacity(CHUNK);
+        let mut chunk: Vec<Payout> = Vec::with_capacity(chunk_size);
+        // The first chunks are small, so the first sends start at once; they double up to
+        // `chunk_size` (a chunk is prepared while the one before goes out).
+        let mut this_chunk = (2 * options.concurrency).clamp(1, chunk_size);
+        let mut ended = false;
+        // The chunk ready to go: looked up and reserved while the one before it was sent.
+        let mut ready: Vec<Slot> = Vec::new();
         loop {
-            let row = rows.next_row();
-            let end = row.is_none();
-            // A bad row (only with skip_bad_rows): reported, never sent.
-            match row.map(|row| {
-                row.map_err(|e| e.first().map(ToString::to_string))
-                    .and_then(|raw| {
-                        payout(&raw, &self.defaults).map_err(|e| e.first().map(ToString::to_string))
-                    })
-            }) {
-                None => {}
-                Some(Ok(p)) if !bad.contains_key(&p.line) => chunk.push(p),
-                Some(Ok(p)) => {
-                    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
-                    r.amount = Some(p.amount);
-                    r.currency = Some(p.currency.clone());
-                    r.code = Some("bad-row".into());
-                    r.message = bad.get(&p.line).cloned();
-                    deliver(&mut summary, r, &stop);
-                }
-                Some(Err(why)) => {
-                    let line = why
-                        .as_deref()
-                        .and_then(|w| w.strip_prefix("line "))
-                        .and_then(|w| w.split([',', ':']).next())
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
-                    let mut r = RowResult::new(line, None, RowOutcome::NotSent);
-                    r.code = Some("bad-row".into());
-                    r.message = why;
-                    deliver(&mut summary, r, &stop);
+            while !ended && chunk.len() < this_chunk {
+                // A bad row (only with skip_bad_rows): reported, never sent.
+                match rows.next_row().map(|row| {
+                    row.map_err(|e| e.first().map(ToString::to_string))
+                        .and_then(|raw| {
+                            payout(&raw, &self.defaults)
+                                .map_err(|e| e.first().map(ToString::to_string))
+                        })
+                }) {
+                    None => ended = true,
+                    Some(Ok(p)) if !bad.contains_key(&p.line) => chunk.push(p),
+                    Some(Ok(p)) => {
+                        let mut r =
+                            RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
+                        r.amount = Some(p.amount);
+                        r.currency = Some(p.currency.clone());
+                        r.code = Some("bad-row".into());
+                        r.message = bad.get(&p.line).cloned();
+                        deliver(&mut summary, r, &stop);
+                    }
+                    Some(Err(why)) => {
+                        let line = why
+                            .as_deref()
+                            .and_then(|w| w.strip_prefix("line "))
+                            .and_then(|w| w.split([',', ':']).next())
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0);
+                        let mut r = RowResult::new(line, None, RowOutcome::NotSent);
+                        r.code = Some("bad-row".into());
+                        r.message = why;
+                        deliver(&mut summary, r, &stop);
+                    }
                 }
             }
-            if chunk.len() < CHUNK && !end {
-                continue;
+            if chunk.is_empty() && ready.is_empty() {
+                break;
             }
-            // The journal's word on the whole chunk in one query: the entries may still change
-            // before a row is sent (another process), and the journal's own hold decides then.
-            let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-            let resolved: Vec<Result<(RequestId, Option<Entry>), String>> = match resolve_many(
+            // The next chunk is looked up and reserved while this one goes out: the journal's
+            // read and its one durable write for a chunk never stall the sends.
+            this_chunk = (this_chunk * 2).min(chunk_size);
+            let preparing = prepare_chunk(
                 journal,
+                &transfers,
+                client,
                 &batch,
-                &keys,
-                key::request_id,
-                Operation::Send,
-            )
-            .await
-            {
-                Ok(v) => v.into_iter().map(Ok).collect(),
-                Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
-            };
-            for (p, resolved) in chunk.drain(..).zip(resolved) {
-                while tasks.len() >= options.concurrency {
-                    if let Some(done) = tasks.join_next().await {
-                        deliver(&mut summary, joined(done), &stop);
+                std::mem::take(&mut chunk),
+                &stop,
+            );
+            let sending = async {
+                for slot in std::mem::take(&mut ready) {
+                    let (r, sending) = match slot {
+                        Slot::Done(r) => {
+                            deliver(&mut summary, r, &stop);
+                            continue;
+                        }
+                        Slot::Send(r, sending) => (r, sending),
+                    };
+                    while tasks.len() >= options.concurrency {
+                        if let Some(done) = tasks.join_next().await {
+                            deliver(&mut summary, joined(done), &stop);
+                        }
                     }
-                }
-                let held_back = if stop.is_stopped() {
-                    Some(format!(
-                        "not sent: {}",
-                        stop.reason()
-                            .unwrap_or_else(|| "the batch was stopped".into())
-                    ))
-                } else {
-                    None
-                };
-                if held_back.is_none()
-                    && let Some(t) = ticker.as_mut()
-                {
-                    tokio::select! {
-                        _ = t.tick() => {}
-                        () = stop.inner.notify.notified() => {}
+                    if !stop.is_stopped()
+                        && let Some(t) = ticker.as_mut()
+                    {
+                        tokio::select! {
+                            _ = t.tick() => {}
+                            () = stop.inner.notify.notified() => {}
+                        }
                     }
-                }
-                let held_back = held_back.or_else(|| {
-                    stop.is_stopped().then(|| {
+                    let held_back = stop.is_stopped().then(|| {
                         format!(
                             "not sent: {}",
                             stop.reason()
                                 .unwrap_or_else(|| "the batch was stopped".into())
                         )
-                    })
-                });
-                tasks.spawn(settle_row(
-                    journal.clone(),
-                    client.clone(),
-                    p,
-                    resolved,
-                    held_back,
-                ));
-                // Hand over what finished meanwhile, without waiting.
-                while let Some(done) = tasks.try_join_next() {
-                    deliver(&mut summary, joined(done), &stop);
+                    });
+                    tasks.spawn(send_row(transfers.clone(), r, sending, held_back));
+                    // Hand over what finished meanwhile, without waiting.
+                    while let Some(done) = tasks.try_join_next() {
+                        deliver(&mut summary, joined(done), &stop);
+                    }
                 }
-            }
-            if end {
-                break;
-            }
+            };
+            let ((), next) = tokio::join!(sending, preparing);
+            ready = next;
         }
         while let Some(done) = tasks.join_next().await {
             deliver(&mut summary, joined(done), &stop);

@@ -510,6 +510,32 @@ async fn a_stop_signal_leaves_the_rest_unsent_and_a_run_again_sends_it() {
             .filter(|l| l["outcome"] == "accepted")
             .all(|l| l["ltn_number"].is_string() && l["amount"] == "10")
     );
+    // The rows reserved in the journal ahead of their sends and not sent were given back:
+    // nothing is left open, and a recovery (this process's or another's) sends none of them.
+    let open = j
+        .list(&whish_journal::Listing::new().open())
+        .await
+        .expect("list");
+    assert!(open.is_empty(), "{open:?}");
+    let given_back = j
+        .list(&whish_journal::Listing::new().state(whish_journal::State::Refused))
+        .await
+        .expect("list");
+    assert!(
+        given_back
+            .iter()
+            .all(|e| e.outcome.as_ref().is_some_and(|o| o.result == "not-sent")),
+        "{given_back:?}"
+    );
+    let report = j
+        .recover(
+            &whish_journal::Clients::new().transfer(c.clone()),
+            &whish_journal::Recovery::new(),
+        )
+        .await
+        .expect("recover");
+    assert!(report.changes.is_empty(), "{report:?}");
+    assert_eq!(sb.transfers().len() as u64, accepted);
     // Run again: the rest is sent, nothing twice.
     let (summary, _) = run(&batch, &j, &c, &RunOptions::new()).await;
     assert!(summary.expect("run").all_accepted());

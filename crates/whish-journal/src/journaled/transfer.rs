@@ -4,9 +4,9 @@ use whish_money_transfer::{
     Cancellation, PreparedCancel, PreparedTransfer, SendOutcome, StatusResult, TransferClient,
 };
 
-use super::{Request, Verdict};
-use crate::Journal;
+use super::{Request, Reservation, Unreserved, Verdict};
 use crate::entry::{Operation, References, Service};
+use crate::{Journal, JournalError};
 
 pub(crate) fn transfer_refs(outcome: &SendOutcome) -> References {
     let mut refs = References {
@@ -65,6 +65,44 @@ pub(crate) fn cancel_verdict(
     }
 }
 
+/// A send recorded in the journal ahead of time by [`JournaledTransfer::reserve`]: send it with
+/// [`JournaledTransfer::send_reserved`], or give it back with [`JournaledTransfer::unreserve`].
+///
+/// While it is neither, the journal holds the request open under this process's lease, as it
+/// holds any request between its write and its send: if the process dies, recovery sends it
+/// (with the same Request-id, so at most once). Dropping one without either leaves it so.
+#[derive(Debug)]
+#[must_use = "a reserved send is open in the journal until it is sent or given back"]
+pub struct ReservedSend {
+    prepared: PreparedTransfer,
+    reservation: Reservation,
+}
+
+impl ReservedSend {
+    /// The prepared transfer it reserves.
+    pub fn prepared(&self) -> &PreparedTransfer {
+        &self.prepared
+    }
+
+    /// True when the reservation recorded the request and holds it; false when the Request-id
+    /// was in the journal already, or the journal could not be written (the send then records
+    /// it on its own, as [`JournaledTransfer::send`] does).
+    pub fn is_held(&self) -> bool {
+        matches!(self.reservation, Reservation::Held { .. })
+    }
+}
+
+/// A send's entry: its Request-id as text (`key`) and its exact bytes.
+fn send_request<'a>(prepared: &'a PreparedTransfer, key: &'a str) -> Request<'a> {
+    Request {
+        service: Service::MoneyTransfer,
+        operation: Operation::Send,
+        key,
+        context: None,
+        body: prepared.body(),
+    }
+}
+
 /// A [`TransferClient`] whose sends and cancels are journaled. From [`Journal::transfer`].
 #[derive(Debug, Clone)]
 pub struct JournaledTransfer {
@@ -101,13 +139,7 @@ impl JournaledTransfer {
         let key = prepared.request_id().to_string();
         self.journal
             .journaled(
-                Request {
-                    service: Service::MoneyTransfer,
-                    operation: Operation::Send,
-                    key: &key,
-                    context: None,
-                    body: prepared.body(),
-                },
+                send_request(prepared, &key),
                 |resend| async move {
                     if resend {
                         self.client.resend(prepared).await
@@ -116,6 +148,96 @@ impl JournaledTransfer {
                     }
                 },
                 send_verdict,
+            )
+            .await
+    }
+
+    /// Record many transfers in the journal at once, before any is sent: one transaction, one
+    /// durable commit for all of them, instead of one for each send (or for each group of sends
+    /// that happen to start together). A batch does this for its next rows, then sends each
+    /// with [`send_reserved`](Self::send_reserved).
+    ///
+    /// Each reserved transfer is recorded exactly as [`send`](Self::send) records it before it
+    /// sends (open, leased to this process), so a crash leaves it to recovery, which sends it
+    /// with the same Request-id: at most one transfer. One that will not be sent (the batch
+    /// stopped) must be given back with [`unreserve`](Self::unreserve), which records it as
+    /// never sent. A Request-id already in the journal is not recorded again (it is sent the
+    /// way `send` sends it); a journal that cannot be written reserves nothing, and each send
+    /// then records its transfer on its own.
+    ///
+    /// Reserve what you will send within a fraction of the journal's lease
+    /// ([`JournalBuilder::lease`](crate::JournalBuilder::lease)): a reservation older than a
+    /// third of it is renewed before its send, and one whose lease ran out may be taken over
+    /// (by a recovery elsewhere) and is then sent, if at all, the way `send` decides.
+    pub async fn reserve(&self, prepared: Vec<PreparedTransfer>) -> Vec<ReservedSend> {
+        let keys: Vec<String> = prepared
+            .iter()
+            .map(|p| p.request_id().to_string())
+            .collect();
+        let requests: Vec<Request<'_>> = prepared
+            .iter()
+            .zip(&keys)
+            .map(|(p, k)| send_request(p, k))
+            .collect();
+        let reservations = self.journal.reserve_all(&requests).await;
+        drop(requests);
+        prepared
+            .into_iter()
+            .zip(reservations)
+            .map(|(prepared, reservation)| ReservedSend {
+                prepared,
+                reservation,
+            })
+            .collect()
+    }
+
+    /// Send a transfer [`reserve`](Self::reserve) recorded: it goes at once (its entry is held
+    /// already), and its outcome is recorded as [`send`](Self::send) records it. The answer is
+    /// `send`'s, with the same errors.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    pub async fn send_reserved(
+        &self,
+        reserved: ReservedSend,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        let ReservedSend {
+            prepared,
+            reservation,
+        } = reserved;
+        let key = prepared.request_id().to_string();
+        let prepared = &prepared;
+        self.journal
+            .journaled_reserved(
+                send_request(prepared, &key),
+                reservation,
+                |resend| async move {
+                    if resend {
+                        self.client.resend(prepared).await
+                    } else {
+                        self.client.send(prepared).await
+                    }
+                },
+                send_verdict,
+            )
+            .await
+    }
+
+    /// Give back a transfer [`reserve`](Self::reserve) recorded and that will not be sent: the
+    /// journal records it as never sent (so no recovery sends it, and a later send of it is a
+    /// first send). Sends nothing.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the journal cannot be written: the entry stays open, and a
+    /// recovery may send it.
+    pub async fn unreserve(&self, reserved: ReservedSend) -> Result<Unreserved, JournalError> {
+        let key = reserved.prepared.request_id().to_string();
+        self.journal
+            .unreserve(
+                &send_request(&reserved.prepared, &key),
+                reserved.reservation,
             )
             .await
     }

@@ -1,0 +1,70 @@
+//! Many intents in one transaction: a reservation's one durable commit.
+
+use std::collections::HashMap;
+
+use sqlx::Row;
+
+use super::{Db, Lease, insert_many_sql};
+use crate::JournalError;
+use crate::journaled::Request;
+
+/// Intents one statement of a reservation carries (seven parameters each).
+const PER_STATEMENT: usize = 64;
+
+impl Db {
+    /// Insert every request as `intended`, leased to `owner` for `lease_ms` with token 1, in one
+    /// transaction: the lease of each, or `None` when its key was recorded already (or by an
+    /// earlier request of the same call). All or nothing: an error means none was recorded,
+    /// unless the commit's answer was lost (the caller treats every request as unsure then).
+    pub(crate) async fn reserve(
+        &self,
+        requests: &[Request<'_>],
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Vec<Option<Lease>>, JournalError> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now_sql();
+        // SQLite binds anonymous parameters in linear time (see `insert_many_sql`).
+        let anonymous = self.backend() == crate::Backend::Sqlite;
+        let mut inserted: HashMap<(String, String, String), i64> = HashMap::new();
+        let _turn = self.turn().await;
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await.map_err(JournalError::write)?;
+            for chunk in requests.chunks(PER_STATEMENT) {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_many_sql(chunk.len(), now, anonymous)));
+                for r in chunk {
+                    q = q
+                        .bind(r.service.as_str())
+                        .bind(r.operation.as_str())
+                        .bind(r.key)
+                        .bind(r.context)
+                        .bind(r.body)
+                        .bind(owner)
+                        .bind(lease_ms);
+                }
+                let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
+                for row in &rows {
+                    let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
+                    let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
+                    inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
+                }
+            }
+            tx.commit().await.map_err(JournalError::write)?;
+        });
+        // The first request of a key gets its row; a second one of the same key finds it taken.
+        Ok(requests
+            .iter()
+            .map(|r| {
+                inserted
+                    .remove(&(
+                        r.service.as_str().to_owned(),
+                        r.operation.as_str().to_owned(),
+                        r.key.to_owned(),
+                    ))
+                    .map(|id| Lease { id, token: 1 })
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,186 @@
+//! One row's send: what the journal already says of it, the reservation of the rows about to be
+//! sent (one durable journal write for a wave of rows, before any of them is sent), and the send
+//! itself, or the giving back of a reserved row the batch will not send.
+
+use whish_core::{RequestId, Verdict};
+use whish_journal::{Entry, JournaledTransfer, ReservedSend, State, Unreserved};
+use whish_money_transfer::{PreparedTransfer, SendOutcome, TransferClient};
+
+use crate::result::{RowOutcome, RowResult};
+use crate::row::Payout;
+
+/// A row's result as the journal holds it, when the journal already settles it (accepted,
+/// refused for good, waiting for an operator); `None` when the row is to be sent.
+fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
+    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::Accepted);
+    r.request_id = Some(id);
+    r.amount = Some(p.amount);
+    r.currency = Some(p.currency.clone());
+    r.earlier_run = true;
+    let outcome = entry.outcome.as_ref();
+    match entry.state {
+        State::Accepted => {
+            let refs = &entry.references;
+            r.result = Some(
+                match (
+                    outcome.map(|o| o.result.as_str()),
+                    refs.transfer_status.as_deref(),
+                ) {
+                    (Some("confirmed"), _) => "confirmed".to_owned(),
+                    (_, Some("CREDITED")) => "credited".to_owned(),
+                    _ => "sent".to_owned(),
+                },
+            );
+            r.ltn_number = refs.ltn_number.clone();
+            r.transfer_id = refs.transfer_id.clone();
+            r.fee = refs.charges;
+            Some(r)
+        }
+        State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => None,
+        State::Refused => {
+            r.outcome = RowOutcome::Refused;
+            r.code = outcome.and_then(|o| o.code.clone());
+            r.message = outcome.and_then(|o| o.message.clone());
+            Some(r)
+        }
+        State::NeedsOperator => {
+            r.outcome = RowOutcome::NeedsOperator;
+            r.message = outcome
+                .and_then(|o| o.message.clone())
+                .or_else(|| Some("the journal holds this row for an operator".into()));
+            Some(r)
+        }
+        // Open: sent again with the same Request-id and bytes (a resend: the service answers
+        // `transfer.already.done` if the first one arrived, and the status read confirms it).
+        _ => None,
+    }
+}
+
+/// A row after the journal's word on it, before any send.
+pub(crate) enum Planned {
+    /// Settled without a send: the journal settles it already, the row changed since it was
+    /// recorded, or it could not be prepared or looked up.
+    Done(RowResult),
+    /// To send. `fresh` when the journal holds nothing under its Request-id: it is reserved
+    /// with the rows about to be sent; otherwise its entry is resent the journal's way.
+    Send {
+        result: RowResult,
+        prepared: PreparedTransfer,
+        fresh: bool,
+    },
+}
+
+/// What the journal says of a row, and what is left to do with it.
+pub(crate) fn plan_row(
+    client: &TransferClient,
+    p: &Payout,
+    resolved: Result<(RequestId, Option<Entry>), String>,
+) -> Planned {
+    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
+    r.amount = Some(p.amount);
+    r.currency = Some(p.currency.clone());
+    let (id, entry) = match resolved {
+        Ok(v) => v,
+        Err(e) => {
+            r.message = Some(e);
+            return Planned::Done(r);
+        }
+    };
+    r.request_id = Some(id);
+    let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            r.message = Some(e.to_string());
+            return Planned::Done(r);
+        }
+    };
+    if let Some(entry) = &entry {
+        if entry.request != prepared.body() {
+            r.message = Some(format!(
+                "the row changed since Request-id {id} recorded it: not sent (a changed row is a new payment: give it a new reference)"
+            ));
+            return Planned::Done(r);
+        }
+        if let Some(done) = from_journal(p, id, entry) {
+            return Planned::Done(done);
+        }
+    }
+    Planned::Send {
+        result: r,
+        prepared,
+        fresh: entry.is_none(),
+    }
+}
+
+/// How a row goes out.
+pub(crate) enum Sending {
+    /// Recorded with its wave (or, when the reservation could not be written, on its own).
+    Reserved(ReservedSend),
+    /// Its Request-id is in the journal from an earlier run: sent the journal's way.
+    Recorded(PreparedTransfer),
+}
+
+/// Send one row (or, when `held_back` says why it must not go, give its reservation back), and
+/// its result.
+pub(crate) async fn send_row(
+    t: JournaledTransfer,
+    mut r: RowResult,
+    sending: Sending,
+    held_back: Option<String>,
+) -> RowResult {
+    if let Some(why) = held_back {
+        r.outcome = RowOutcome::NotSent;
+        r.message = Some(why);
+        let Sending::Reserved(reserved) = sending else {
+            return r;
+        };
+        match t.unreserve(reserved).await {
+            Ok(Unreserved::NeverSent | Unreserved::AsBefore) => {}
+            Ok(_) => {
+                r.outcome = RowOutcome::Unknown;
+                r.message = Some(
+                    "the batch stopped before this row was sent, but another process took its journal entry over and may send it: look at it with `whish journal show`, or run recovery".into(),
+                );
+            }
+            Err(e) => {
+                r.outcome = RowOutcome::Unknown;
+                r.message = Some(format!(
+                    "the batch stopped before this row was sent, and its journal entry could not be recorded as unsent ({e}): a recovery may send it; run the batch again to settle it"
+                ));
+            }
+        }
+        return r;
+    }
+    let answer = match sending {
+        Sending::Reserved(reserved) => t.send_reserved(reserved).await,
+        Sending::Recorded(prepared) => t.send(&prepared).await,
+    };
+    match answer {
+        Ok(o) => {
+            r.outcome = RowOutcome::Accepted;
+            r.ltn_number = o.ltn_number().map(str::to_owned);
+            r.transfer_id = o.transfer_id().map(str::to_owned);
+            let (result, fee) = match &o {
+                SendOutcome::Sent(s) => ("sent", s.charges),
+                SendOutcome::Credited(c) => ("credited", c.charges),
+                _ => ("confirmed", None),
+            };
+            r.result = Some(result.to_owned());
+            r.fee = fee;
+        }
+        Err(e) => {
+            r.outcome = match e.verdict() {
+                Verdict::Accepted => RowOutcome::Accepted,
+                Verdict::Refused => RowOutcome::Refused,
+                Verdict::Pending => RowOutcome::Pending,
+                Verdict::NothingSent => RowOutcome::NotSent,
+                _ => RowOutcome::Unknown,
+            };
+            if let whish_core::Error::Failed(f) = &e {
+                r.code = Some(f.raw.clone());
+            }
+            r.message = Some(e.to_string());
+        }
+    }
+    r
+}
