@@ -628,8 +628,8 @@ impl Batch {
         while let Some(done) = tasks.join_next().await {
             deliver(&mut summary, joined(done), &stop);
         }
-        // The acceptances the journal records in the background are written before the run says
-        // it is done (a run again then reads them from the journal).
+        // The outcomes the journal records after their calls returned are written, and made
+        // durable, before the run says it is done (a run again then reads them).
         journal.flush().await;
         summary.stopped = stop.reason();
         if let Some(e) = sink_error {

@@ -384,7 +384,7 @@ pub async fn child(a: ChildArgs) -> Result<(), String> {
     for t in tasks {
         t.await.map_err(|e| format!("a task panicked: {e}"))?;
     }
-    // The acceptances recorded in the background, written before the recovery looks.
+    // The outcomes recorded after their calls returned, written before the recovery looks.
     j.flush().await;
     settle(&j, &c.recovering(), alone, Duration::from_secs(60)).await
 }
