@@ -100,6 +100,8 @@ pub(crate) struct Writer {
     /// Held by the task while it runs.
     #[cfg_attr(not(test), allow(dead_code))]
     alive: Weak<()>,
+    /// The runtime the task runs on.
+    runtime: tokio::runtime::Id,
 }
 
 impl Writer {
@@ -117,6 +119,7 @@ impl Writer {
             waiting: waiting.clone(),
             groups: groups.clone(),
             alive: Arc::downgrade(&alive),
+            runtime: tokio::runtime::Handle::current().id(),
         };
         let task = Task {
             pool,
@@ -184,6 +187,13 @@ impl Writer {
             }
             Err(_) => unreachable!("an outcome comes back as it was sent"),
         }
+    }
+
+    /// Whether the caller runs on the writer task's runtime. A write nobody waits for is handed
+    /// to the writer only then: a journal opened on another runtime, which may sit idle, would
+    /// never write it, and every read waiting for it would wait forever.
+    pub(crate) fn on_this_runtime(&self) -> bool {
+        tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == self.runtime)
     }
 
     /// Requests handed to the writer task and not answered yet.

@@ -197,7 +197,12 @@ impl Journal {
                 source.map(|s| std::sync::Arc::new(s) as _),
             ))
         };
-        match self.inner.db.take_lease(existing.id, owner, lease_ms).await {
+        match self
+            .inner
+            .db
+            .take_lease_as(existing.id, owner, lease_ms, never_left)
+            .await
+        {
             Ok(Some(lease)) => Ok(Held {
                 lease,
                 resend: !never_left,

@@ -862,18 +862,40 @@ impl Db {
 
     /// Take the lease of an existing entry for another send of the same request, unless another
     /// owner holds an unexpired lease; the token grows. Returns the lease when it was taken.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) async fn take_lease(
         &self,
         id: i64,
         owner: &str,
         lease_ms: i64,
     ) -> Result<Option<Lease>, JournalError> {
+        self.take_lease_as(id, owner, lease_ms, false).await
+    }
+
+    /// [`take_lease`](Self::take_lease); `reopen`: only for an entry recorded as never sent
+    /// (`refused`, `not-sent`), which goes back to `intended` (open) in the same statement, so
+    /// that from the moment it may be sent, recovery finishes it if this process dies.
+    pub(crate) async fn take_lease_as(
+        &self,
+        id: i64,
+        owner: &str,
+        lease_ms: i64,
+        reopen: bool,
+    ) -> Result<Option<Lease>, JournalError> {
         let now = self.now_sql();
+        let (set, only) = if reopen {
+            (
+                "state = 'intended', outcome = NULL, refs = NULL, ",
+                " AND state = 'refused'",
+            )
+        } else {
+            ("", "")
+        };
         let sql = format!(
             "UPDATE whish_journal_entries \
-             SET lease_owner = $2, lease_until_ms = {now} + $3, attempts = attempts + 1, \
+             SET {set}lease_owner = $2, lease_until_ms = {now} + $3, attempts = attempts + 1, \
                  updated_ms = {now}, lease_token = lease_token + 1 \
-             WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < {now}) \
+             WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < {now}){only} \
              RETURNING lease_token"
         );
         let _turn = self.turn().await;
@@ -984,7 +1006,9 @@ impl Db {
     ) -> Result<(), crate::background::Done> {
         #[cfg(feature = "sqlite")]
         #[allow(irrefutable_let_patterns)]
-        if let Db::Sqlite(d) = self {
+        if let Db::Sqlite(d) = self
+            && d.writer.on_this_runtime()
+        {
             let (Ok(outcome), Ok(refs)) =
                 (serde_json::to_string(outcome), serde_json::to_string(refs))
             else {

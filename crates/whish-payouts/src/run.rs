@@ -323,8 +323,17 @@ async fn prepare_chunk(
                 planned.push(Ok((result, None)));
             }
             Planned::Send {
-                result, prepared, ..
-            } => planned.push(Ok((result, Some(prepared)))),
+                result,
+                prepared,
+                fresh,
+            } => planned.push(Ok((
+                result,
+                Some(if fresh {
+                    Sending::Unrecorded(prepared)
+                } else {
+                    Sending::Recorded(prepared)
+                }),
+            ))),
         }
     }
     let mut reserved = transfers.reserve(fresh).await.into_iter();
@@ -332,7 +341,7 @@ async fn prepare_chunk(
         .into_iter()
         .map(|p| match p {
             Err(r) => Slot::Done(r),
-            Ok((r, Some(prepared))) => Slot::Send(r, Sending::Recorded(prepared)),
+            Ok((r, Some(sending))) => Slot::Send(r, sending),
             Ok((r, None)) => match reserved.next() {
                 Some(one) => Slot::Send(r, Sending::Reserved(one)),
                 None => unreachable!("one reservation for each fresh row"),

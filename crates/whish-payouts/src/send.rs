@@ -118,6 +118,9 @@ pub(crate) enum Sending {
     Reserved(ReservedSend),
     /// Its Request-id is in the journal from an earlier run: sent the journal's way.
     Recorded(PreparedTransfer),
+    /// Fresh, not reserved (the batch was stopping when its chunk was prepared): recorded by
+    /// its own send, if it goes.
+    Unrecorded(PreparedTransfer),
 }
 
 /// Send one row (or, when `held_back` says why it must not go, give its reservation back), and
@@ -131,11 +134,25 @@ pub(crate) async fn send_row(
     if let Some(why) = held_back {
         r.outcome = RowOutcome::NotSent;
         r.message = Some(why);
-        let Sending::Reserved(reserved) = sending else {
-            return r;
+        // The journal held the row before this run reached it (an earlier run, or another
+        // process running the same batch now): it may have been sent, or be sent now. Never
+        // "nothing was sent" then.
+        let recorded_before = "this run did not send the row, but the journal already held it (an earlier run, or another process running this batch, may have sent it): run the batch again to settle it";
+        let reserved = match sending {
+            Sending::Reserved(reserved) => reserved,
+            Sending::Unrecorded(_) => return r,
+            Sending::Recorded(_) => {
+                r.outcome = RowOutcome::Unknown;
+                r.message = Some(recorded_before.into());
+                return r;
+            }
         };
         match t.unreserve(reserved).await {
-            Ok(Unreserved::NeverSent | Unreserved::AsBefore) => {}
+            Ok(Unreserved::NeverSent) => {}
+            Ok(Unreserved::AsBefore) => {
+                r.outcome = RowOutcome::Unknown;
+                r.message = Some(recorded_before.into());
+            }
             Ok(_) => {
                 r.outcome = RowOutcome::Unknown;
                 r.message = Some(
@@ -153,7 +170,7 @@ pub(crate) async fn send_row(
     }
     let answer = match sending {
         Sending::Reserved(reserved) => t.send_reserved(reserved).await,
-        Sending::Recorded(prepared) => t.send(&prepared).await,
+        Sending::Recorded(prepared) | Sending::Unrecorded(prepared) => t.send(&prepared).await,
     };
     match answer {
         Ok(o) => {

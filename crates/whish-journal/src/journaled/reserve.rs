@@ -96,9 +96,16 @@ impl Journal {
         let Reservation::Held { lease, since } = reservation else {
             return self.journaled(request, call, verdict).await;
         };
-        // The reservation checked, after its write, that the journal's file is still the one
-        // opened: the intent is on disk where recovery will read it.
+        // A journal file deleted or replaced since the reservation: the intent is in a file
+        // nobody will read, so nothing may be sent on its strength.
         let key = request.key;
+        if let Err(gone) = self.check_still_there().await {
+            return Err(Error::Record(RecordError::new(
+                gone.to_string(),
+                Some(key.to_owned()),
+                Some(std::sync::Arc::new(gone)),
+            )));
+        }
         if since.elapsed() > self.inner.lease / 3 {
             let owner = self.inner.owner.as_str();
             match self
