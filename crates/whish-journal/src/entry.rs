@@ -210,7 +210,9 @@ pub struct Entry {
     pub request: Vec<u8>,
     /// The state.
     pub state: State,
-    /// How many times the request was handed to the client (each may hold resends).
+    /// How many times the request was recorded to go out (each may hold resends). An entry
+    /// recorded as never sent (reserved and given back, or its first write's answer lost)
+    /// counts one, so a send of it after that makes two.
     pub attempts: u32,
     /// When it was recorded.
     #[serde(with = "time::serde::rfc3339")]

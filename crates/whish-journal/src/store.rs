@@ -833,7 +833,7 @@ impl Db {
             "INSERT INTO whish_journal_entries \
              (service, operation, idem_key, context, request, state, attempts, created_ms, \
               updated_ms, outcome, lease_token) \
-             VALUES ($1, $2, $3, $4, $5, 'refused', 0, {now}, {now}, $6, 1) \
+             VALUES ($1, $2, $3, $4, $5, 'refused', 1, {now}, {now}, $6, 1) \
              ON CONFLICT (service, operation, idem_key) DO UPDATE SET state = 'refused', \
                  outcome = excluded.outcome, updated_ms = excluded.updated_ms, \
                  lease_owner = NULL, lease_until_ms = NULL, \

@@ -101,6 +101,84 @@ async fn a_reservation_given_back_is_never_sent_by_recovery_and_sends_later_as_a
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfers_recorded_unsent_are_never_sent_by_recovery_and_an_entry_already_there_is_left_alone()
+ {
+    for place in places("record-unsent").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let prepared: Vec<_> = (0..5)
+            .map(|i| t.client().prepare_send(cash_send(30 + i)).expect("prepare"))
+            .collect();
+        // The first was sent before (by an earlier run, or another process).
+        let _ = t.send(&prepared[0]).await.expect("accepted");
+        let recorded = t
+            .record_unsent(&prepared, "not sent: ctrl-c")
+            .await
+            .expect("recorded");
+        assert_eq!(recorded[0], Unreserved::AsBefore);
+        assert!(recorded[1..].iter().all(|r| *r == Unreserved::NeverSent));
+        let first = journal
+            .entry(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &prepared[0].request_id().to_string(),
+            )
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(first.state, State::Accepted, "left as it was");
+        for p in &prepared[1..] {
+            let e = journal
+                .entry(
+                    Service::MoneyTransfer,
+                    Operation::Send,
+                    &p.request_id().to_string(),
+                )
+                .await
+                .expect("read")
+                .expect("recorded");
+            assert_eq!(e.state, State::Refused);
+            let outcome = e.outcome.expect("outcome");
+            assert_eq!(outcome.result, "not-sent");
+            assert_eq!(outcome.message.as_deref(), Some("not sent: ctrl-c"));
+            assert_eq!(e.attempts, 1, "counted as a reservation given back");
+        }
+        // Nothing is open, and no recovery sends them.
+        assert!(
+            journal
+                .list(&Listing::new().open())
+                .await
+                .expect("list")
+                .is_empty()
+        );
+        let report = place
+            .open()
+            .await
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        assert!(report.changes.is_empty(), "{report:?}");
+        assert_eq!(sb.transfers().len(), 1, "only the one sent before");
+        // A later send of one is a first send: one transfer, its second attempt on record.
+        let _ = t.send(&prepared[1]).await.expect("accepted");
+        assert_eq!(transfers_with(&sb, prepared[1].request_id().get()), 1);
+        journal.flush().await;
+        let e = journal
+            .entry(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &prepared[1].request_id().to_string(),
+            )
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!((e.state, e.attempts), (State::Accepted, 2));
+        journal.close().await;
+    }
+}
+
 /// A process reserves and dies before sending (its journal dropped, never closed): recovery
 /// sends each reserved transfer once; the dead process's handles, sent late, are confirmations,
 /// never a second transfer.

@@ -9,12 +9,12 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use whish_core::{Amount, RequestId};
-use whish_journal::{Entry, Journal, Operation, Service, State};
+use whish_journal::{Entry, Journal, Operation, Service, State, Unreserved};
 use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
 use crate::row::{Payout, RowError, payout};
-use crate::send::{Planned, Sending, plan_row, send_row};
+use crate::send::{Planned, RECORDED_BEFORE, Sending, plan_row, send_row};
 use crate::{Batch, BatchError, key};
 
 /// Refusals that created nothing and say nothing about the row itself (the account's balance
@@ -288,8 +288,8 @@ enum Slot {
 }
 
 /// A chunk's rows with the journal's word on each (one query for the chunk), and its fresh
-/// rows reserved in the journal with one durable write before any is sent (none once the batch
-/// is stopping: they would only be given back).
+/// rows reserved in the journal with one durable write before any is sent (once the batch is
+/// stopping, recorded as never sent instead).
 async fn prepare_chunk(
     journal: &Journal,
     transfers: &whish_journal::JournaledTransfer,
@@ -318,23 +318,53 @@ async fn prepare_chunk(
                 result,
                 prepared,
                 fresh: true,
-            } if !stop.is_stopped() => {
+            } => {
                 fresh.push(prepared);
                 planned.push(Ok((result, None)));
             }
             Planned::Send {
-                result,
-                prepared,
-                fresh,
-            } => planned.push(Ok((
-                result,
-                Some(if fresh {
-                    Sending::Unrecorded(prepared)
-                } else {
-                    Sending::Recorded(prepared)
-                }),
-            ))),
+                result, prepared, ..
+            } => planned.push(Ok((result, Some(Sending::Recorded(prepared))))),
         }
+    }
+    // Once the batch is stopping, its fresh rows are recorded as never sent instead (one
+    // durable write for the chunk), so that "not sent" is the journal's word, not a guess made
+    // while another process running the same batch may be recording and sending them.
+    if let Some(why) = stop.reason() {
+        let why = format!("not sent: {why}");
+        let recorded = transfers.record_unsent(&fresh, &why).await;
+        let mut recorded = match recorded {
+            Ok(v) => v.into_iter().map(Ok).collect::<Vec<_>>(),
+            Err(e) => fresh.iter().map(|_| Err(e.to_string())).collect(),
+        }
+        .into_iter();
+        return planned
+            .into_iter()
+            .map(|p| match p {
+                Err(r) => Slot::Done(r),
+                Ok((r, Some(sending))) => Slot::Send(r, sending),
+                Ok((mut r, None)) => {
+                    match recorded.next() {
+                        Some(Ok(Unreserved::NeverSent)) => {
+                            r.outcome = RowOutcome::NotSent;
+                            r.message = Some(why.clone());
+                        }
+                        Some(Ok(_)) => {
+                            r.outcome = RowOutcome::Unknown;
+                            r.message = Some(RECORDED_BEFORE.into());
+                        }
+                        Some(Err(e)) => {
+                            r.outcome = RowOutcome::Unknown;
+                            r.message = Some(format!(
+                                "the batch stopped before this row was sent, and the journal could not record it as unsent ({e}): this run did not send it, but another process running this batch may have; run the batch again to settle it"
+                            ));
+                        }
+                        None => unreachable!("one record for each fresh row"),
+                    }
+                    Slot::Done(r)
+                }
+            })
+            .collect();
     }
     let mut reserved = transfers.reserve(fresh).await.into_iter();
     planned

@@ -118,10 +118,10 @@ pub(crate) enum Sending {
     Reserved(ReservedSend),
     /// Its Request-id is in the journal from an earlier run: sent the journal's way.
     Recorded(PreparedTransfer),
-    /// Fresh, not reserved (the batch was stopping when its chunk was prepared): recorded by
-    /// its own send, if it goes.
-    Unrecorded(PreparedTransfer),
 }
+
+/// Why a row this run held back is unknown: the journal held it before.
+pub(crate) const RECORDED_BEFORE: &str = "this run did not send the row, but the journal already held it (an earlier run, or another process running this batch, may have sent it): run the batch again to settle it";
 
 /// Send one row (or, when `held_back` says why it must not go, give its reservation back), and
 /// its result.
@@ -137,13 +137,11 @@ pub(crate) async fn send_row(
         // The journal held the row before this run reached it (an earlier run, or another
         // process running the same batch now): it may have been sent, or be sent now. Never
         // "nothing was sent" then.
-        let recorded_before = "this run did not send the row, but the journal already held it (an earlier run, or another process running this batch, may have sent it): run the batch again to settle it";
         let reserved = match sending {
             Sending::Reserved(reserved) => reserved,
-            Sending::Unrecorded(_) => return r,
             Sending::Recorded(_) => {
                 r.outcome = RowOutcome::Unknown;
-                r.message = Some(recorded_before.into());
+                r.message = Some(RECORDED_BEFORE.into());
                 return r;
             }
         };
@@ -151,7 +149,7 @@ pub(crate) async fn send_row(
             Ok(Unreserved::NeverSent) => {}
             Ok(Unreserved::AsBefore) => {
                 r.outcome = RowOutcome::Unknown;
-                r.message = Some(recorded_before.into());
+                r.message = Some(RECORDED_BEFORE.into());
             }
             Ok(_) => {
                 r.outcome = RowOutcome::Unknown;
@@ -170,7 +168,7 @@ pub(crate) async fn send_row(
     }
     let answer = match sending {
         Sending::Reserved(reserved) => t.send_reserved(reserved).await,
-        Sending::Recorded(prepared) | Sending::Unrecorded(prepared) => t.send(&prepared).await,
+        Sending::Recorded(prepared) => t.send(&prepared).await,
     };
     match answer {
         Ok(o) => {

@@ -182,4 +182,32 @@ impl Journal {
             }
         }
     }
+
+    /// Record requests this process decided not to send as never sent, in one transaction (one
+    /// durable commit), each unless its key is in the journal already: [`Unreserved::NeverSent`]
+    /// for those recorded, [`Unreserved::AsBefore`] for the others (left as they were).
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the journal cannot be written: then nothing is known of any of
+    /// them beyond "this process sent none of them".
+    pub(crate) async fn record_unsent_all(
+        &self,
+        requests: &[Request<'_>],
+        why: &str,
+    ) -> Result<Vec<Unreserved>, JournalError> {
+        let mut outcome = Outcome::new("not-sent");
+        outcome.message = Some(why.to_owned());
+        let recorded = self.inner.db.record_unsent(requests, &outcome).await?;
+        Ok(recorded
+            .into_iter()
+            .map(|new| {
+                if new {
+                    Unreserved::NeverSent
+                } else {
+                    Unreserved::AsBefore
+                }
+            })
+            .collect())
+    }
 }

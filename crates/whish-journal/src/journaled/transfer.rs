@@ -242,6 +242,34 @@ impl JournaledTransfer {
             .await
     }
 
+    /// Record transfers you decided not to send (a batch stopped before them) as never sent,
+    /// in one durable commit, so that the journal, not a guess, says nothing was sent: each is
+    /// [`Unreserved::NeverSent`] (recorded: no recovery sends it, and a later send of it is a
+    /// first send) or [`Unreserved::AsBefore`] when its Request-id was in the journal already
+    /// (left as it was: another process, or an earlier run, may have sent it). `why` is
+    /// recorded as the entries' message.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the journal cannot be written: this call sent nothing, but
+    /// nothing is known of the entries another process may have made.
+    pub async fn record_unsent(
+        &self,
+        prepared: &[PreparedTransfer],
+        why: &str,
+    ) -> Result<Vec<Unreserved>, JournalError> {
+        let keys: Vec<String> = prepared
+            .iter()
+            .map(|p| p.request_id().to_string())
+            .collect();
+        let requests: Vec<Request<'_>> = prepared
+            .iter()
+            .zip(&keys)
+            .map(|(p, k)| send_request(p, k))
+            .collect();
+        self.journal.record_unsent_all(&requests, why).await
+    }
+
     /// Resend a transfer you know you sent before (`transfer.already.done` is a confirmation
     /// in every case), recording it like [`send`](Self::send): the answer is
     /// [`TransferClient::resend`]'s.

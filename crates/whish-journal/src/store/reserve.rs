@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use sqlx::Row;
 
-use super::{Db, Lease, insert_many_sql};
+use super::{Db, Lease, insert_many_sql, placeholder};
 use crate::JournalError;
+use crate::entry::Outcome;
 use crate::journaled::Request;
 
 /// Intents one statement of a reservation carries (seven parameters each).
@@ -67,4 +68,85 @@ impl Db {
             })
             .collect())
     }
+}
+
+impl Db {
+    /// Record every request as never sent (`refused` with `outcome`, no lease, one attempt, as a
+    /// reservation given back), in one transaction, unless its key is in the journal already:
+    /// for each request, true when this call recorded it, false when the key held an entry
+    /// (left as it was). All or nothing, as [`reserve`](Self::reserve).
+    pub(crate) async fn record_unsent(
+        &self,
+        requests: &[Request<'_>],
+        outcome: &Outcome,
+    ) -> Result<Vec<bool>, JournalError> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
+        let now = self.now_sql();
+        let anonymous = self.backend() == crate::Backend::Sqlite;
+        let mut inserted: HashMap<(String, String, String), ()> = HashMap::new();
+        let _turn = self.turn().await;
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await.map_err(JournalError::write)?;
+            for chunk in requests.chunks(PER_STATEMENT) {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_unsent_sql(chunk.len(), now, anonymous)));
+                for r in chunk {
+                    q = q
+                        .bind(r.service.as_str())
+                        .bind(r.operation.as_str())
+                        .bind(r.key)
+                        .bind(r.context)
+                        .bind(r.body)
+                        .bind(&outcome);
+                }
+                let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
+                for row in &rows {
+                    let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
+                    inserted.insert((get("service")?, get("operation")?, get("idem_key")?), ());
+                }
+            }
+            tx.commit().await.map_err(JournalError::write)?;
+        });
+        Ok(requests
+            .iter()
+            .map(|r| {
+                inserted
+                    .remove(&(
+                        r.service.as_str().to_owned(),
+                        r.operation.as_str().to_owned(),
+                        r.key.to_owned(),
+                    ))
+                    .is_some()
+            })
+            .collect())
+    }
+}
+
+/// The insert of `n` requests recorded as never sent: for each, six parameters (service,
+/// operation, key, context, body, outcome); returns the key of each row inserted.
+fn insert_unsent_sql(n: usize, now: &str, anonymous: bool) -> String {
+    let values: Vec<String> = (0..n)
+        .map(|i| {
+            let p = |k: usize| placeholder(i * 6 + k, anonymous);
+            format!(
+                "({}, {}, {}, {}, {}, 'refused', 1, {now}, {now}, {}, 1)",
+                p(1),
+                p(2),
+                p(3),
+                p(4),
+                p(5),
+                p(6)
+            )
+        })
+        .collect();
+    format!(
+        "INSERT INTO whish_journal_entries \
+         (service, operation, idem_key, context, request, state, attempts, created_ms, \
+          updated_ms, outcome, lease_token) VALUES {} \
+         ON CONFLICT (service, operation, idem_key) DO NOTHING \
+         RETURNING service, operation, idem_key",
+        values.join(", ")
+    )
 }
