@@ -304,7 +304,7 @@ struct FollowWriter {
 }
 
 impl FollowWriter {
-    const HEADER: &'static str = "line,reference,request_id,collection,status,ltn_number,transfer_id,sent_at,cancelled_now,message";
+    const HEADER: &'static str = "line,reference,request_id,collection,status,ltn_number,transfer_id,sent_at,cancelled_now,source,message";
 
     fn new(file: std::fs::File, format: ResultFormat) -> std::io::Result<FollowWriter> {
         let mut w = FollowWriter {
@@ -327,7 +327,7 @@ impl FollowWriter {
                 let field = |v: Option<String>| csv_field(&v.unwrap_or_default());
                 writeln!(
                     self.file,
-                    "{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{}",
                     r.line,
                     field(r.reference.clone()),
                     r.request_id.map(|i| i.to_string()).unwrap_or_default(),
@@ -341,6 +341,7 @@ impl FollowWriter {
                             .ok())
                         .unwrap_or_default(),
                     r.cancelled_now,
+                    r.source,
                     field(r.message.clone()),
                 )?;
             }

@@ -1,6 +1,7 @@
 //! After a batch: which rows were collected, which still wait, which were cancelled; and the
 //! cancel of the rows still uncollected after a date.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -8,10 +9,12 @@ use time::OffsetDateTime;
 use tokio::task::JoinSet;
 use whish_core::RequestId;
 use whish_journal::{Journal, Operation, State};
-use whish_money_transfer::{PreparedCancel, StatusQuery, TransferClient, TransferStatus};
+use whish_money_transfer::{
+    ActivityStatus, PreparedCancel, ReportRange, StatusQuery, TransferClient, TransferStatus,
+};
 
-use crate::row::payout;
-use crate::run::resolve;
+use crate::row::{Payout, payout};
+use crate::run::{resolve, resolve_many};
 use crate::{Batch, BatchError, key};
 
 /// Where a row's money is, as the service says now.
@@ -54,6 +57,42 @@ impl std::fmt::Display for Collection {
     }
 }
 
+/// Where a follow-up row's answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Source {
+    /// The journal alone: the row was never paid, its send is still open, or it was credited
+    /// to a wallet (final when it was sent).
+    Journal,
+    /// The service's activity log: the row was collected or cancelled (both final), read for
+    /// every row of the batch in one call.
+    ActivityLog,
+    /// The status endpoint, read for this row: what the activity log did not settle (a
+    /// transfer still waiting, or one the log did not list).
+    Status,
+    /// This follow-up's cancel of the row, and its answer.
+    Cancel,
+}
+
+impl Source {
+    /// The name the follow-up file writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Journal => "journal",
+            Source::ActivityLog => "activity-log",
+            Source::Status => "status",
+            Source::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One row of a follow-up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -79,6 +118,8 @@ pub struct FollowUpRow {
     pub cancelled_now: bool,
     /// Why, when something needs a word.
     pub message: Option<String>,
+    /// Where the answer came from.
+    pub source: Source,
 }
 
 impl FollowUpRow {
@@ -94,6 +135,7 @@ impl FollowUpRow {
             sent_at: None,
             cancelled_now: false,
             message: None,
+            source: Source::Journal,
         }
     }
 }
@@ -137,6 +179,7 @@ async fn cancel(
     if let Some(e) = &entry
         && e.state == State::Accepted
     {
+        row.source = Source::Cancel;
         row.collection = Collection::Cancelled;
         row.cancelled_now = true;
         row.status = Some("CANCELED_FULL".into());
@@ -149,6 +192,7 @@ async fn cancel(
             return;
         }
     };
+    row.source = Source::Cancel;
     match journal.transfer(client.clone()).cancel(&prepared).await {
         Ok(c) => {
             row.collection = collection_of(&c.status);
@@ -176,6 +220,7 @@ async fn follow_row(
     reference: Option<String>,
     row_key: String,
     cancel_before: Option<(OffsetDateTime, Arc<str>)>,
+    log: Arc<Activity>,
 ) -> FollowUpRow {
     let mut row = FollowUpRow::new(line, reference, Collection::Unknown);
     let (id, entry) =
@@ -223,6 +268,14 @@ async fn follow_row(
         row.status = Some("CREDITED".into());
         return row;
     }
+    // Collected or cancelled in the activity log: final, so no status read and no cancel.
+    if let Some((collection, status)) = log.settled(id) {
+        row.collection = collection;
+        row.status = Some(status.to_owned());
+        row.source = Source::ActivityLog;
+        return row;
+    }
+    row.source = Source::Status;
     match client.status(&StatusQuery::RequestId(id)).await {
         Ok(s) => {
             row.collection = collection_of(&s.status);
@@ -248,10 +301,100 @@ async fn follow_row(
     row
 }
 
+/// What the activity log says of the batch's transfers: the final event of each (RECEIVED or
+/// CANCELLED) by Request-id. Empty when it could not be read (every row is read by status).
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    settled: HashMap<i64, Collection>,
+}
+
+impl Activity {
+    fn settled(&self, id: RequestId) -> Option<(Collection, &'static str)> {
+        match self.settled.get(&id.get())? {
+            Collection::Collected => Some((Collection::Collected, "RECEIVED")),
+            Collection::Cancelled => Some((Collection::Cancelled, "CANCELED_FULL")),
+            _ => None,
+        }
+    }
+
+    /// The activity log from a day before `first` (the batch's earliest recorded send) to a
+    /// day after now: the service's dates carry no zone, so the window is wide on both sides;
+    /// the rows are matched by Request-id, so other transfers in it do no harm.
+    async fn read(client: &TransferClient, first: OffsetDateTime) -> Activity {
+        let format =
+            time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+        let day = time::Duration::days(1);
+        let (from, to) = (
+            (first - day).format(&format),
+            (OffsetDateTime::now_utc() + day).format(&format),
+        );
+        let range = match (from, to) {
+            (Ok(from), Ok(to)) => ReportRange::starting(&from).and_then(|r| r.until(&to)),
+            _ => return Activity::default(),
+        };
+        let entries = match range {
+            Ok(range) => client.activity(&range).await,
+            Err(_) => return Activity::default(),
+        };
+        let mut settled = HashMap::new();
+        match entries {
+            Ok(entries) => {
+                for e in entries {
+                    let Some(id) = e.request_id else { continue };
+                    let c = match e.status {
+                        ActivityStatus::Received => Collection::Collected,
+                        ActivityStatus::Cancelled => Collection::Cancelled,
+                        _ => continue,
+                    };
+                    settled.insert(id.get(), c);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the activity log could not be read; every row's status is read instead");
+            }
+        }
+        Activity { settled }
+    }
+}
+
 impl Batch {
-    /// Where each row's money is now: collected, waiting, cancelled, credited, or not paid, by
-    /// the status endpoint (authoritative: a callback proves nothing), `concurrency` reads at a
-    /// time. Rows are handed to `sink` as they finish. Nothing is sent.
+    /// The earliest send the journal recorded for this batch's rows (one pass over the file,
+    /// the journal read a chunk at a time), for the activity log's window.
+    async fn first_send(&self, journal: &Journal) -> Result<Option<OffsetDateTime>, BatchError> {
+        let mut rows = self.rows()?;
+        let mut first: Option<OffsetDateTime> = None;
+        let mut keys: Vec<String> = Vec::with_capacity(256);
+        loop {
+            let row = rows.next_row();
+            let end = row.is_none();
+            if let Some(Ok(raw)) = row
+                && let Ok(p) = payout(&raw, &self.defaults)
+            {
+                keys.push(Payout::row_key(&p));
+            }
+            if keys.len() < 256 && !end {
+                continue;
+            }
+            let resolved =
+                resolve_many(journal, &self.id, &keys, key::request_id, Operation::Send).await?;
+            for (_, entry) in resolved {
+                if let Some(e) = entry.filter(|e| e.state == State::Accepted) {
+                    first = Some(first.map_or(e.created, |f| f.min(e.created)));
+                }
+            }
+            keys.clear();
+            if end {
+                return Ok(first);
+            }
+        }
+    }
+
+    /// Where each row's money is now: collected, waiting, cancelled, credited, or not paid.
+    /// The service's activity log is read once for the batch's window: a row it shows collected
+    /// or cancelled (both final) is settled by it; every other paid row is read with the status
+    /// endpoint, `concurrency` reads at a time. Both are the service's word (a callback proves
+    /// nothing). Each row says its [`Source`]. Rows are handed to `sink` as they finish.
+    /// Nothing is sent.
     ///
     /// # Errors
     ///
@@ -302,6 +445,10 @@ impl Batch {
         sink: &mut (dyn FnMut(&FollowUpRow) -> std::io::Result<()> + Send),
     ) -> Result<(), BatchError> {
         journal.flush().await;
+        let log = Arc::new(match self.first_send(journal).await? {
+            Some(first) => Activity::read(client, first).await,
+            None => Activity::default(),
+        });
         let batch: Arc<str> = Arc::from(self.id.as_str());
         let mut tasks: JoinSet<FollowUpRow> = JoinSet::new();
         let mut rows = self.rows()?;
@@ -337,6 +484,7 @@ impl Batch {
                 p.reference,
                 row_key,
                 cancel_before.clone(),
+                log.clone(),
             ));
         }
         while let Some(done) = tasks.join_next().await {

@@ -55,7 +55,7 @@ mod send;
 
 use std::path::{Path, PathBuf};
 
-pub use follow_up::{Collection, FollowUpRow};
+pub use follow_up::{Collection, FollowUpRow, Source};
 pub use read::Format;
 pub use result::{RESULT_COLUMNS, ResultFormat, ResultWriter, RowOutcome, RowResult};
 pub use row::{COLUMNS, Column, Defaults, RowError};

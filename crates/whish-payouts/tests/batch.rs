@@ -12,7 +12,7 @@ use whish_journal::Journal;
 use whish_money_transfer::{CountryId, Customer, FirstName, LastName, TransferClient};
 use whish_payouts::{
     Batch, BatchError, Collection, Defaults, FollowUpRow, ResultFormat, ResultWriter, RowOutcome,
-    RowResult, RunOptions, StopSignal,
+    RowResult, RunOptions, Source, StopSignal,
 };
 use whish_sandbox::{Endpoint, Fault, Sandbox};
 
@@ -426,12 +426,45 @@ async fn follow_up_finds_collections_and_cancels_what_waits() {
             rows
         }
     };
+    let reads_since = |seq: u64, path: &str| {
+        sb.requests()
+            .iter()
+            .filter(|r| r.seq > seq && r.path.ends_with(path))
+            .count()
+    };
+    let before = sb.requests().last().map_or(0, |r| r.seq);
     let rows = follow(None).await;
     assert_eq!(rows.len(), 40);
     let count =
         |rows: &[FollowUpRow], c: Collection| rows.iter().filter(|r| r.collection == c).count();
     assert_eq!(count(&rows, Collection::Collected), collected.len());
     assert_eq!(count(&rows, Collection::Waiting), 40 - collected.len());
+    // The collected rows come from one read of the activity log; only the waiting ones are read
+    // one by one, and each row agrees with the sandbox.
+    assert_eq!(reads_since(before, "/activity"), 1);
+    assert_eq!(
+        reads_since(before, "/send/money/status"),
+        40 - collected.len()
+    );
+    for r in &rows {
+        let t = sb
+            .transfers()
+            .into_iter()
+            .find(|t| Some(t.request_id) == r.request_id.map(|i| i.get()))
+            .expect("paid");
+        match r.collection {
+            Collection::Collected => {
+                assert_eq!(
+                    (t.status.as_str(), r.source),
+                    ("RECEIVED", Source::ActivityLog)
+                );
+            }
+            Collection::Waiting => {
+                assert_eq!((t.status.as_str(), r.source), ("SENT", Source::Status))
+            }
+            other => panic!("line {}: {other}", r.line),
+        }
+    }
 
     // Cancel what still waits: a date before every send cancels nothing; after, every waiting one.
     let past = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
@@ -440,6 +473,11 @@ async fn follow_up_finds_collections_and_cancels_what_waits() {
     let rows = follow(Some(later)).await;
     assert_eq!(count(&rows, Collection::Cancelled), 40 - collected.len());
     assert_eq!(count(&rows, Collection::Collected), collected.len());
+    assert!(
+        rows.iter()
+            .filter(|r| r.collection == Collection::Cancelled)
+            .all(|r| r.cancelled_now && r.source == Source::Cancel)
+    );
     let cancelled = sb
         .transfers()
         .iter()
@@ -456,6 +494,15 @@ async fn follow_up_finds_collections_and_cancels_what_waits() {
         .filter(|r| r.seq > before && r.path.contains("cancel"))
         .count();
     assert_eq!(cancels_sent, 0, "a cancel run again is not sent again");
+    // A follow-up now reads every row from the activity log: collected or cancelled, both final.
+    let before = sb.requests().last().map_or(0, |r| r.seq);
+    let rows = follow(None).await;
+    assert_eq!(count(&rows, Collection::Cancelled), 40 - collected.len());
+    assert!(
+        rows.iter().all(|r| r.source == Source::ActivityLog),
+        "{rows:?}"
+    );
+    assert_eq!(reads_since(before, "/send/money/status"), 0);
 }
 
 #[tokio::test]
