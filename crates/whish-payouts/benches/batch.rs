@@ -1,10 +1,12 @@
 //! What the journal costs a batch: the same rows sent at 16 in flight through `Batch::run` (every
-//! row journaled before it is sent, its outcome recorded after) and as plain sends with the
-//! client (no journal, no file), against the same in-process sandbox, in interleaved rounds
-//! (plain first in even rounds, the batch first in odd ones).
+//! row journaled before it is sent, its outcome recorded after), as plain sends with the client
+//! (no journal, no file), and as the same file sent without a journal (read line by line, each
+//! row parsed and sent: the hand-written loop), against the same in-process sandbox, in
+//! interleaved rounds (plain first in even rounds, the batch first in odd ones).
 //!
 //! `cargo bench -p whish-payouts --bench batch [-- ROWS ROUNDS [LATENCY_MS]]` prints the median
-//! of the per-round throughput ratios batch/plain (goal: at least 0.8) with their spread.
+//! of the per-round throughput ratios batch/plain (goal: at least 0.8) with their spread, and
+//! the same against the unjournaled file loop.
 //! LATENCY_MS makes the sandbox answer every send that much later, as a real service over the
 //! network does (default 0: the loopback sandbox answers at once).
 //! docs/performance.md holds the latest figures.
@@ -69,14 +71,9 @@ async fn plain(client: &TransferClient, rows: usize) -> Duration {
     started.elapsed()
 }
 
-async fn batch(
-    client: &TransferClient,
-    dir: &std::path::Path,
-    round: usize,
-    rows: usize,
-) -> Duration {
-    let file = dir.join(format!("round-{round}.csv"));
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("file"));
+/// The rows of a bench file, as the batch reads them.
+fn write_file(file: &std::path::Path, rows: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(file).expect("file"));
     writeln!(f, "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds").expect("w");
     for i in 0..rows {
         writeln!(
@@ -86,7 +83,59 @@ async fn batch(
         )
         .expect("w");
     }
-    drop(f);
+}
+
+/// The same file sent without a journal, the way a hand-written loop does it: read line by
+/// line, each row parsed into a send, sent at 16 in flight (no check pass, no record of
+/// anything: a crash or a second run pays rows again).
+async fn unjournaled(
+    client: &TransferClient,
+    dir: &std::path::Path,
+    round: usize,
+    rows: usize,
+) -> Duration {
+    use std::io::BufRead;
+    let file = dir.join(format!("plain-{round}.csv"));
+    write_file(&file, rows);
+    let started = Instant::now();
+    let reader = std::io::BufReader::new(std::fs::File::open(&file).expect("open"));
+    let mut tasks = JoinSet::new();
+    for line in reader.lines().skip(1) {
+        let line = line.expect("line");
+        let f: Vec<&str> = line.split(',').collect();
+        let send = CashCollectionSend::new(
+            CountryId::LEBANON,
+            Currency::parse(f[6]),
+            Amount::parse(f[5]).expect("amount"),
+            Sender::new(sender()),
+            CashReceiver::new(
+                Customer::new(FirstName::new(f[1]), LastName::new(f[2]), f[3]),
+                Identity::new(DateOfBirth::parse(f[4]).expect("date")),
+            ),
+            f[7].parse::<Reason>().expect("reason"),
+            f[8].parse::<SourceOfFunds>().expect("source"),
+        );
+        while tasks.len() >= IN_FLIGHT {
+            tasks.join_next().await;
+        }
+        let c = client.clone();
+        tasks.spawn(async move {
+            let p = c.prepare_send(send).expect("prepare");
+            c.send(&p).await.expect("send")
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    started.elapsed()
+}
+
+async fn batch(
+    client: &TransferClient,
+    dir: &std::path::Path,
+    round: usize,
+    rows: usize,
+) -> Duration {
+    let file = dir.join(format!("round-{round}.csv"));
+    write_file(&file, rows);
     let journal = Journal::open(&format!(
         "sqlite:{}",
         dir.join(format!("journal-{round}.sqlite")).display()
@@ -151,8 +200,9 @@ fn main() {
         // Warm up both paths.
         let _ = plain(&client, 200).await;
         let _ = batch(&client, &dir, 999, 200).await;
-        let mut ratios = Vec::new();
-        let (mut p_total, mut b_total) = (Duration::ZERO, Duration::ZERO);
+        let _ = unjournaled(&client, &dir, 999, 200).await;
+        let (mut ratios, mut file_ratios) = (Vec::new(), Vec::new());
+        let (mut p_total, mut b_total, mut u_total) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
         let slow = |n: usize| {
             if !latency.is_zero() {
                 sb.inject(
@@ -162,22 +212,41 @@ fn main() {
                 );
             }
         };
+        // WHISH_BENCH_LEG=batch|plain|file runs only that leg (to profile one of them).
+        if let Ok(leg) = std::env::var("WHISH_BENCH_LEG") {
+            let started = Instant::now();
+            for round in 0..rounds {
+                match leg.as_str() {
+                    "plain" => drop(plain(&client, rows).await),
+                    "file" => drop(unjournaled(&client, &dir, round, rows).await),
+                    _ => drop(batch(&client, &dir, round, rows).await),
+                }
+            }
+            println!("{leg}: {:.0} rows/s", (rows * rounds) as f64 / started.elapsed().as_secs_f64());
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
         for round in 0..rounds {
-            // Every send of the round answers `latency` later (both ways alike).
-            slow(2 * rows);
-            let (p, b) = if round % 2 == 0 {
+            // Every send of the round answers `latency` later (every way alike).
+            slow(3 * rows);
+            let (p, u, b) = if round % 2 == 0 {
                 let p = plain(&client, rows).await;
-                (p, batch(&client, &dir, round, rows).await)
+                let u = unjournaled(&client, &dir, round, rows).await;
+                (p, u, batch(&client, &dir, round, rows).await)
             } else {
                 let b = batch(&client, &dir, round, rows).await;
-                (plain(&client, rows).await, b)
+                let u = unjournaled(&client, &dir, round, rows).await;
+                (plain(&client, rows).await, u, b)
             };
             p_total += p;
             b_total += b;
+            u_total += u;
             // Throughput ratio batch/plain = time plain / time batch.
             ratios.push(p.as_secs_f64() / b.as_secs_f64());
+            file_ratios.push(u.as_secs_f64() / b.as_secs_f64());
         }
         ratios.sort_by(|a, b| a.total_cmp(b));
+        file_ratios.sort_by(|a, b| a.total_cmp(b));
         let per_s = |d: Duration| (rows * rounds) as f64 / d.as_secs_f64();
         println!(
             "batch of {rows} rows at {IN_FLIGHT} in flight, sends answered after {} ms: plain {:.0} rows/s, journaled batch {:.0} rows/s; throughput ratio batch/plain median {:.2} (spread {:.2}..{:.2}, {rounds} interleaved rounds; goal at least 0.8)",
@@ -187,6 +256,13 @@ fn main() {
             ratios[ratios.len() / 2],
             ratios[0],
             ratios[ratios.len() - 1],
+        );
+        println!(
+            "the same file sent without a journal (read, parsed, sent at {IN_FLIGHT} in flight): {:.0} rows/s; throughput ratio journaled batch/unjournaled median {:.2} (spread {:.2}..{:.2})",
+            per_s(u_total),
+            file_ratios[file_ratios.len() / 2],
+            file_ratios[0],
+            file_ratios[file_ratios.len() - 1],
         );
         let _ = std::fs::remove_dir_all(&dir);
     });
