@@ -17,7 +17,7 @@
 //!   with one bulk statement.
 //!
 //! `cargo bench -p whish-journal --bench journal`; `WHISH_BENCH_DURABLE_OUTCOMES=1` opens the
-//! journals with `durable_outcomes(true)`. On PostgreSQL each journal is a fresh database of
+//! journals with `durable_outcomes(true)`; `WHISH_BENCH_ONLY=ab` measures (a) and (b) alone. On PostgreSQL each journal is a fresh database of
 //! the server, dropped at the end. docs/performance.md holds the latest figures.
 
 use std::time::{Duration, Instant};
@@ -219,6 +219,11 @@ async fn throughput(
     );
 }
 
+/// `WHISH_BENCH_ONLY=ab`: measure (a) and (b) only.
+fn ab_only() -> bool {
+    std::env::var("WHISH_BENCH_ONLY").is_ok_and(|v| v == "ab")
+}
+
 async fn measure(name: &str, url: &str, client: &TransferClient, sb: &Sandbox) {
     // WHISH_BENCH_DURABLE_OUTCOMES=1: every write waits for the disk (the outcome's too).
     let durable = std::env::var("WHISH_BENCH_DURABLE_OUTCOMES").is_ok_and(|v| v == "1");
@@ -283,6 +288,11 @@ async fn measure(name: &str, url: &str, client: &TransferClient, sb: &Sandbox) {
         "{name:<10} (b) journaled minus plain = {:.2} x one journal write (rounds {lo:.2}..{hi:.2}; goal: at most 1.2)",
         (journal_median - plain_median) / write_median,
     );
+    // WHISH_BENCH_ONLY=ab: (a) and (b) alone (a quick look at one send's cost).
+    if ab_only() {
+        journal.close().await;
+        return;
+    }
     // (c) 16 in flight, against the sandbox as it is (it answers in a few microseconds), then
     // against one that answers each send 20 ms later, as a service across a network does.
     throughput(name, client, &journal, sb, Duration::ZERO, ROUNDS).await;
@@ -487,7 +497,9 @@ fn main() {
             None => println!("postgres   NOT RUN: WHISH_TEST_POSTGRES_URL is not set"),
         }
         let _ = std::fs::remove_dir_all(&dir);
-        scale(postgres.as_deref()).await;
+        if !ab_only() {
+            scale(postgres.as_deref()).await;
+        }
         sb.shutdown().await;
     });
 }

@@ -457,8 +457,10 @@ async fn update_all<'c>(
     now: &str,
     finishes: &[&Finish],
 ) -> Result<Vec<(i64, i64)>, String> {
-    // Anonymous parameters, in order (see `insert_many_sql`).
-    let values = vec!["(?, ?, ?, ?, ?, ?)"; finishes.len()];
+    // Anonymous parameters, in order (see `insert_many_sql`), padded to a power of two (see
+    // `padded_len`) with rows that match no entry (row id 0: ids start at 1).
+    let padded = crate::store::padded_len(finishes.len());
+    let values = vec!["(?, ?, ?, ?, ?, ?)"; padded];
     // `finish` leaves the token as it is, so the row's token after the update is the one that
     // matched: two outcomes of one entry under two tokens in a group are told apart by it.
     let sql = format!(
@@ -481,6 +483,15 @@ async fn update_all<'c>(
             .bind(f.state)
             .bind(f.outcome.as_str())
             .bind(f.refs.as_str());
+    }
+    for _ in finishes.len()..padded {
+        q = q
+            .bind(0_i64)
+            .bind("")
+            .bind(-1_i64)
+            .bind("")
+            .bind("")
+            .bind("");
     }
     let rows = q.fetch_all(pool).await.map_err(|e| {
         format!(

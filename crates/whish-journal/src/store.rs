@@ -350,6 +350,28 @@ pub(crate) fn insert_many_sql(n: usize, now: &str, anonymous: bool) -> String {
     )
 }
 
+/// The number of rows a statement of `n` rows is padded to: the next power of two, so that a
+/// grouped statement takes one of a few sizes (each prepared once a connection and cached)
+/// instead of one of every size (each parsed again).
+pub(crate) fn padded_len(n: usize) -> usize {
+    n.max(1).next_power_of_two()
+}
+
+/// `items` cut into pieces of at most `max` (a power of two), each a power of two long: the
+/// statements of many rows then take a few sizes (see [`padded_len`]).
+pub(crate) fn pow2_chunks<T>(mut items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
+    std::iter::from_fn(move || {
+        if items.is_empty() {
+            return None;
+        }
+        let n = items.len().min(max);
+        let n = 1 << n.ilog2();
+        let (piece, rest) = items.split_at(n);
+        items = rest;
+        Some(piece)
+    })
+}
+
 /// The `n`th parameter of a statement whose parameters each appear once, in order.
 pub(crate) fn placeholder(n: usize, anonymous: bool) -> String {
     if anonymous {
@@ -1312,11 +1334,13 @@ impl Db {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        // Every parameter once, in order: anonymous on SQLite (see `insert_many_sql`).
+        // Every parameter once, in order: anonymous on SQLite (see `insert_many_sql`). The list
+        // is padded to a power of two with its last key again (a key twice matches its row
+        // once): a statement of one of a few sizes is prepared once a connection and kept,
+        // where one of every size was parsed again each time.
         let anonymous = self.backend() == Backend::Sqlite;
-        let marks: Vec<String> = (0..keys.len())
-            .map(|i| placeholder(i + 3, anonymous))
-            .collect();
+        let padded = padded_len(keys.len());
+        let marks: Vec<String> = (0..padded).map(|i| placeholder(i + 3, anonymous)).collect();
         let sql = format!(
             "SELECT {COLUMNS} FROM whish_journal_entries \
              WHERE service = {} AND operation = {} AND idem_key IN ({})",
@@ -1328,7 +1352,7 @@ impl Db {
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(service.as_str())
                 .bind(operation.as_str());
-            for k in keys {
+            for k in keys.iter().chain(std::iter::repeat_n(&keys[keys.len() - 1], padded - keys.len())) {
                 q = q.bind(*k);
             }
             let rows = q.fetch_all(pool).await.map_err(JournalError::read)?;

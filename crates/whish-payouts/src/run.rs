@@ -380,6 +380,40 @@ async fn prepare_chunk(
         .collect()
 }
 
+/// What the journal holds for a chunk's rows, in order.
+type Resolved = Result<Vec<(RequestId, Option<Entry>)>, BatchError>;
+
+/// The check of a chunk's rows against what the journal holds: a row the service would refuse
+/// before it is sent, and a row changed since an earlier run recorded it.
+fn check_against_journal(
+    client: &TransferClient,
+    chunk: Vec<Payout>,
+    resolved: Vec<(RequestId, Option<Entry>)>,
+    report: &mut CheckReport,
+) {
+    for (p, (id, entry)) in chunk.into_iter().zip(resolved) {
+        let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                report.errors.push(RowError::new(p.line, "", e.to_string()));
+                continue;
+            }
+        };
+        if let Some(entry) = entry
+            && entry.request != prepared.body()
+        {
+            report.errors.push(RowError::new(
+                p.line,
+                "",
+                format!(
+                    "the row changed since an earlier run recorded it (Request-id {id}, {}): a changed row is refused; pay a correction as a new row with its own reference",
+                    entry.state
+                ),
+            ));
+        }
+    }
+}
+
 fn retryable(e: &Entry) -> bool {
     e.state == State::Refused
         && e.outcome
@@ -405,11 +439,17 @@ impl Batch {
         let mut report = CheckReport::default();
         let mut seen: HashSet<i64> = HashSet::new();
         let mut rows = self.rows()?;
-        let mut chunk: Vec<Payout> = Vec::with_capacity(CHUNK);
+        // Each chunk's journal lookup runs as a task of its own while the next chunk is read
+        // and parsed; its rows are compared once both are done.
+        let mut looking: Option<(Vec<Payout>, tokio::task::JoinHandle<Resolved>)> = None;
         loop {
-            let row = rows.next_row();
-            let end = row.is_none();
-            if let Some(row) = row {
+            let mut chunk: Vec<Payout> = Vec::with_capacity(CHUNK);
+            let mut end = false;
+            while chunk.len() < CHUNK {
+                let Some(row) = rows.next_row() else {
+                    end = true;
+                    break;
+                };
                 report.rows += 1;
                 match row.and_then(|raw| payout(&raw, &self.defaults)) {
                     Ok(p) => {
@@ -431,34 +471,30 @@ impl Batch {
                     Err(errors) => report.errors.extend(errors),
                 }
             }
-            if chunk.len() < CHUNK && !end {
-                continue;
+            if let Some((earlier, lookup)) = looking.take() {
+                let resolved = lookup
+                    .await
+                    .map_err(|e| BatchError::Input(format!("the journal lookup failed: {e}")))??;
+                check_against_journal(client, earlier, resolved, &mut report);
             }
-            let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-            let resolved =
-                resolve_many(journal, &self.id, &keys, key::request_id, Operation::Send).await?;
-            for (p, (id, entry)) in chunk.drain(..).zip(resolved) {
-                let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
-                    Ok(prepared) => prepared,
-                    Err(e) => {
-                        report.errors.push(RowError::new(p.line, "", e.to_string()));
-                        continue;
-                    }
-                };
-                if let Some(entry) = entry
-                    && entry.request != prepared.body()
-                {
-                    report.errors.push(RowError::new(
-                        p.line,
-                        "",
-                        format!(
-                            "the row changed since an earlier run recorded it (Request-id {id}, {}): a changed row is refused; pay a correction as a new row with its own reference",
-                            entry.state
-                        ),
-                    ));
-                }
+            if !chunk.is_empty() {
+                let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
+                let (journal, batch) = (journal.clone(), self.id.clone());
+                looking = Some((
+                    chunk,
+                    tokio::spawn(async move {
+                        resolve_many(&journal, &batch, &keys, key::request_id, Operation::Send)
+                            .await
+                    }),
+                ));
             }
             if end {
+                if let Some((earlier, lookup)) = looking.take() {
+                    let resolved = lookup.await.map_err(|e| {
+                        BatchError::Input(format!("the journal lookup failed: {e}"))
+                    })??;
+                    check_against_journal(client, earlier, resolved, &mut report);
+                }
                 break;
             }
         }

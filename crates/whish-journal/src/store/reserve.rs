@@ -4,12 +4,13 @@ use std::collections::HashMap;
 
 use sqlx::Row;
 
-use super::{Db, Lease, insert_many_sql, placeholder};
+use super::{Db, Lease, insert_many_sql, placeholder, pow2_chunks};
 use crate::JournalError;
 use crate::entry::Outcome;
 use crate::journaled::Request;
 
-/// Intents one statement of a reservation carries (seven parameters each).
+/// The most intents one statement of a reservation carries (seven parameters each); a
+/// reservation's statements are each a power of two long (see `pow2_chunks`).
 const PER_STATEMENT: usize = 64;
 
 impl Db {
@@ -33,7 +34,7 @@ impl Db {
         let _turn = self.turn().await;
         on_db!(self, pool => {
             let mut tx = pool.begin().await.map_err(JournalError::write)?;
-            for chunk in requests.chunks(PER_STATEMENT) {
+            for chunk in pow2_chunks(requests, PER_STATEMENT) {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_many_sql(chunk.len(), now, anonymous)));
                 for r in chunk {
                     q = q
@@ -90,7 +91,7 @@ impl Db {
         let _turn = self.turn().await;
         on_db!(self, pool => {
             let mut tx = pool.begin().await.map_err(JournalError::write)?;
-            for chunk in requests.chunks(PER_STATEMENT) {
+            for chunk in pow2_chunks(requests, PER_STATEMENT) {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_unsent_sql(chunk.len(), now, anonymous)));
                 for r in chunk {
                     q = q

@@ -364,3 +364,57 @@ async fn sync_makes_relaxed_writes_durable_and_leaves_nothing() {
         db.close().await;
     }
 }
+
+#[test]
+fn grouped_statements_take_power_of_two_sizes() {
+    assert_eq!(
+        (0..=9).map(padded_len).collect::<Vec<_>>(),
+        [1, 1, 2, 4, 4, 8, 8, 8, 8, 16]
+    );
+    let items: Vec<u32> = (0..200).collect();
+    let pieces: Vec<&[u32]> = pow2_chunks(&items, 64).collect();
+    assert_eq!(
+        pieces.iter().map(|p| p.len()).collect::<Vec<_>>(),
+        [64, 64, 64, 8]
+    );
+    // Every item once, in order.
+    assert_eq!(pieces.concat(), items);
+    assert_eq!(
+        pow2_chunks(&items[..7], 64)
+            .map(<[u32]>::len)
+            .collect::<Vec<_>>(),
+        [4, 2, 1]
+    );
+    assert_eq!(pow2_chunks(&items[..0], 64).count(), 0);
+}
+
+/// A lookup of three keys is padded to four (the last key twice): each entry comes back once,
+/// and a key not recorded is simply absent.
+#[tokio::test]
+async fn a_padded_lookup_returns_each_entry_once() {
+    let db = sqlite("padded-lookup").await;
+    for key in ["k1", "k2"] {
+        let request = Request {
+            service: Service::MoneyTransfer,
+            operation: Operation::Send,
+            key,
+            context: None,
+            body: b"{}",
+        };
+        db.insert(&request, "me", 30_000).await.expect("insert");
+    }
+    let mut keys: Vec<String> = db
+        .get_many(Service::MoneyTransfer, Operation::Send, &["k1", "k2", "k3"])
+        .await
+        .expect("read")
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["k1", "k2"]);
+    let twice = db
+        .get_many(Service::MoneyTransfer, Operation::Send, &["k3", "k2", "k2"])
+        .await
+        .expect("read");
+    assert_eq!(twice.len(), 1);
+}
