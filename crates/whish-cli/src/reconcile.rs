@@ -141,6 +141,7 @@ fn print(ctx: &Ctx, r: &TransferReport) {
         "currencies": currencies,
         "findings": findings,
         "cancellations": r.cancellations.len(),
+        "sentAfterRange": r.sent_after_range.iter().map(|i| i.get()).collect::<Vec<_>>(),
     }));
 }
 

@@ -214,7 +214,8 @@ pub struct Entry {
     /// recorded as never sent (reserved and given back, or its first write's answer lost)
     /// counts one, so a send of it after that makes two.
     pub attempts: u32,
-    /// When it was recorded.
+    /// When it was recorded to be sent. A request recorded as never sent (`refused`,
+    /// `not-sent`) and sent later is recorded again then: its `created` is that later time.
     #[serde(with = "time::serde::rfc3339")]
     pub created: OffsetDateTime,
     /// When it last changed.

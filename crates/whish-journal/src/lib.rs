@@ -163,6 +163,18 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// How many keys one query of [`Journal::entries`] looks up.
 pub const MANY_KEYS: usize = 500;
 
+/// Refusals of a money-transfer send that created nothing and ask for the transfer again under
+/// a **new** Request-id (the account's balance or daily limit, the receiver's daily limit): a
+/// payout batch sends such a row again under its next derived Request-id, and finds the row's
+/// attempts by reading them in order from the first. [`Journal::prune`] therefore keeps these
+/// refusals: with one of them gone and a later attempt paid, the row would look never sent and
+/// be paid again under its first Request-id.
+pub const RETRY_UNDER_NEW_KEY: &[&str] = &[
+    "transfer.account_reach_balance_limit",
+    "transfer.exceeds_account_daily_limit",
+    "transfer.exceeds_customer_daily_limit",
+];
+
 /// The default claim window of a notification handed to a handler: a claim neither completed
 /// nor released within it (its process died in the handler) is claimed again.
 pub const DEFAULT_CLAIM_WINDOW: Duration = Duration::from_secs(120);
@@ -527,8 +539,10 @@ impl Journal {
 
     /// Delete the final entries (`accepted`, `refused`) last changed more than `older_than`
     /// ago, and the status changes recorded before then; returns how many entries went. Open
-    /// entries and those waiting for an operator are never pruned. Request bodies hold personal
-    /// data (names, phones, dates of birth): prune on your retention schedule.
+    /// entries and those waiting for an operator are never pruned, nor the refusals of
+    /// [`RETRY_UNDER_NEW_KEY`] (a later attempt of the same payout row is found through them;
+    /// they are rare, and hold no transfer). Request bodies hold personal data (names, phones,
+    /// dates of birth): prune on your retention schedule.
     ///
     /// # Errors
     ///

@@ -517,10 +517,23 @@ impl Db {
     /// the final entries by `(state, updated_ms)`, read in its order and no further than the
     /// batch (a clock read in the statement would be a filter on every final row). The
     /// condition `state IN (...)` is the index's own, so that the database may use it.
+    ///
+    /// A refusal whose code asks for a retry under a new key ([`crate::RETRY_UNDER_NEW_KEY`])
+    /// is kept: the outcome is JSON text, matched on its `"code":"..."` member (the codes are
+    /// this crate's constants).
     fn prune_entries_sql(&self, state: State) -> String {
+        let kept: String = if state == State::Refused {
+            let not: Vec<String> = crate::RETRY_UNDER_NEW_KEY
+                .iter()
+                .map(|code| format!("outcome NOT LIKE '%\"code\":\"{code}\"%'"))
+                .collect();
+            format!(" AND (outcome IS NULL OR ({}))", not.join(" AND "))
+        } else {
+            String::new()
+        };
         let ids = self.ids_in(&format!(
             "SELECT id FROM whish_journal_entries \
-             WHERE state = '{}' AND state IN ({FINAL_STATES}) AND updated_ms < $1 \
+             WHERE state = '{}' AND state IN ({FINAL_STATES}) AND updated_ms < $1{kept} \
              ORDER BY updated_ms LIMIT $2",
             state.as_str()
         ));
@@ -896,7 +909,9 @@ impl Db {
 
     /// [`take_lease`](Self::take_lease); `reopen`: only for an entry recorded as never sent
     /// (`refused`, `not-sent`), which goes back to `intended` (open) in the same statement, so
-    /// that from the moment it may be sent, recovery finishes it if this process dies.
+    /// that from the moment it may be sent, recovery finishes it if this process dies. Its
+    /// creation time becomes now: nothing went out before, so the request is recorded to go out
+    /// now (a follow-up's cutoff and a reconciliation's window read it as the send's time).
     pub(crate) async fn take_lease_as(
         &self,
         id: i64,
@@ -907,11 +922,11 @@ impl Db {
         let now = self.now_sql();
         let (set, only) = if reopen {
             (
-                "state = 'intended', outcome = NULL, refs = NULL, ",
+                format!("state = 'intended', outcome = NULL, refs = NULL, created_ms = {now}, "),
                 " AND state = 'refused'",
             )
         } else {
-            ("", "")
+            (String::new(), "")
         };
         let sql = format!(
             "UPDATE whish_journal_entries \

@@ -706,3 +706,47 @@ async fn a_cancel_sent_again_after_its_reply_was_lost_is_recorded_as_applied() {
         );
     }
 }
+
+/// Prune deletes a final refusal, but keeps one that asks for the transfer again under a new
+/// Request-id (a payout batch finds a row's later attempts through it: with it gone, a row
+/// paid under its second Request-id would look never sent and be paid again under its first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_keeps_the_refusals_that_ask_for_a_new_request_id() {
+    for place in places("prune-retry").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let limited = t.client().prepare_send(cash_send(81)).expect("prepare");
+        let invalid = t.client().prepare_send(cash_send(82)).expect("prepare");
+        for (p, code) in [
+            (&limited, "transfer.exceeds_customer_daily_limit"),
+            (&invalid, "api.account.invalid_request"),
+        ] {
+            sb.inject(Endpoint::TransferSend, Fault::Code(code), 1);
+            let e = t.send(p).await.expect_err("refused");
+            assert!(!e.outcome_unknown(), "{e}");
+        }
+        journal.flush().await;
+        for p in [&limited, &invalid] {
+            assert_eq!(
+                state_of(
+                    &journal,
+                    Service::MoneyTransfer,
+                    Operation::Send,
+                    &p.request_id().to_string()
+                )
+                .await,
+                State::Refused
+            );
+        }
+        assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 1);
+        let left = journal
+            .list(&whish_journal::Listing::new().limit(100))
+            .await
+            .expect("list");
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].key, limited.request_id().to_string());
+        assert!(sb.transfers().is_empty());
+        journal.close().await;
+    }
+}

@@ -161,7 +161,11 @@ async fn transfers_recorded_unsent_are_never_sent_by_recovery_and_an_entry_alrea
             .expect("recover");
         assert!(report.changes.is_empty(), "{report:?}");
         assert_eq!(sb.transfers().len(), 1, "only the one sent before");
-        // A later send of one is a first send: one transfer, its second attempt on record.
+        // A later send of one is a first send: one transfer, its second attempt on record,
+        // recorded as sent when it was sent (a follow-up's cutoff and a reconciliation's
+        // window read that time), not when it was recorded as never sent.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let before_send = time::OffsetDateTime::now_utc();
         let _ = t.send(&prepared[1]).await.expect("accepted");
         assert_eq!(transfers_with(&sb, prepared[1].request_id().get()), 1);
         journal.flush().await;
@@ -175,6 +179,11 @@ async fn transfers_recorded_unsent_are_never_sent_by_recovery_and_an_entry_alrea
             .expect("read")
             .expect("recorded");
         assert_eq!((e.state, e.attempts), (State::Accepted, 2));
+        assert!(
+            e.created >= before_send - time::Duration::milliseconds(5),
+            "created {} is the send's time, not the record's (the send began at {before_send})",
+            e.created
+        );
         journal.close().await;
     }
 }

@@ -19,8 +19,11 @@ pub enum RowOutcome {
     Pending,
     /// The request may have arrived and its outcome is unknown: run the batch again.
     Unknown,
-    /// Nothing was sent for this row: a bad row skipped on purpose, a row changed since it was
-    /// recorded, or a batch stopped before the row's turn. Running the batch again sends it.
+    /// This run sent nothing for this row: a bad row skipped on purpose, a row changed since it
+    /// was recorded, or a batch stopped before the row's turn (recorded in the journal as never
+    /// sent before it is reported). Running the batch again sends it. Another process running
+    /// the same batch at the same time may take the row and send it after this run recorded
+    /// it: its journal entry then counts a second attempt.
     NotSent,
     /// The journal holds the row for a person to look at (an entry past its deadline or one
     /// this version cannot read): nothing is sent for it until they do.

@@ -19,12 +19,9 @@ use crate::{Batch, BatchError, key};
 
 /// Refusals that created nothing and say nothing about the row itself (the account's balance
 /// or daily limit, the receiver's daily limit): the next run of the batch sends the row again,
-/// under the row's next Request-id. Every other refusal is final for the row.
-pub const RETRYABLE: &[&str] = &[
-    "transfer.account_reach_balance_limit",
-    "transfer.exceeds_account_daily_limit",
-    "transfer.exceeds_customer_daily_limit",
-];
+/// under the row's next Request-id. Every other refusal is final for the row. The journal's
+/// prune keeps these entries (a row's attempts are read in order from the first).
+pub const RETRYABLE: &[&str] = whish_journal::RETRY_UNDER_NEW_KEY;
 
 /// Refusals about the account, not the row: every row after would meet them too, so the batch
 /// stops sending (unless told not to) and leaves the rest unsent, saying so.

@@ -184,6 +184,51 @@ async fn reconciliation_finds_nothing_after_a_batch_and_exactly_the_three_faults
     );
 }
 
+/// A send recorded in the range and sent after it (as a recovery or a later run sends a request
+/// recorded earlier): the range's activity log does not list it, but the status read finds it
+/// at the service, so it is listed as sent after the range, never "missing at the service".
+#[tokio::test]
+async fn a_send_recorded_in_the_range_and_sent_after_it_is_not_missing() {
+    let d = std::env::temp_dir().join(format!(
+        "whish-payouts-reconcile-late-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("dir");
+    let sb = sandbox().await;
+    let c = client(&sb);
+    let j = Journal::open(&format!("sqlite:{}", d.join("journal.sqlite").display()))
+        .await
+        .expect("journal");
+    let from = OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let t = j.transfer(c.clone());
+    let p = c.prepare_send(one_send(66)).expect("prepare");
+    let mut reserved = t.reserve(vec![p.clone()]).await;
+    let to = OffsetDateTime::now_utc();
+    // The activity log dates to the second: sent more than a second after the range ends.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let _ = t
+        .send_reserved(reserved.pop().expect("reserved"))
+        .await
+        .expect("sent");
+    j.flush().await;
+    let report = reconcile::transfers(&j, &c, &range(from, to), from, to)
+        .await
+        .expect("reconcile");
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert_eq!(report.journal_sends, 1);
+    assert_eq!(report.sent_after_range, vec![p.request_id()]);
+    // The range that holds the send matches it.
+    let to = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let report = reconcile::transfers(&j, &c, &range(from, to), from, to)
+        .await
+        .expect("reconcile");
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert!(report.sent_after_range.is_empty());
+    assert_eq!(report.currencies["USD"].matched, 1);
+    j.close().await;
+}
+
 #[cfg(feature = "hosted-collect")]
 #[tokio::test]
 async fn collect_reconciliation_flags_a_refund_made_outside_the_journal() {

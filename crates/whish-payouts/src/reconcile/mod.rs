@@ -4,7 +4,9 @@
 //!
 //! Each transfer in the range is checked both ways:
 //!
-//! - in the journal (accepted) but not in the activity log: **missing at the service** (lost?);
+//! - in the journal (accepted) but not in the activity log, and not found by a status read:
+//!   **missing at the service** (lost?); found by the status read, it was sent after the range
+//!   (listed in `sent_after_range`, not a difference);
 //! - in the activity log but not in the journal: **not in the journal** (sent by something
 //!   else, or by hand); open in the journal: recover the journal; refused in the journal but at
 //!   the service: the journal is wrong about a payment;
@@ -38,7 +40,9 @@ use time::OffsetDateTime;
 use whish_core::{Amount, Currency, RequestId};
 use whish_journal::{Entry, Journal, Listing, Operation, Service, State};
 use whish_money_transfer::reconcile::check_balance_rule;
-use whish_money_transfer::{ActivityStatus, ReportRange, StatementType, TransferClient};
+use whish_money_transfer::{
+    ActivityStatus, ReportRange, StatementType, StatusQuery, TransferClient, TransferCode,
+};
 
 /// What kind of difference a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -162,6 +166,11 @@ pub struct TransferReport {
     pub cancellations: Vec<Cancelled>,
     /// The journal's accepted sends in the range.
     pub journal_sends: u64,
+    /// Accepted sends the journal recorded in the range that the activity log of the range does
+    /// not list but the service holds (its status read by Request-id found them): sent after
+    /// the range (a recovery or a later run sent a request recorded earlier). Not a difference:
+    /// they are in the activity log of the day they were sent.
+    pub sent_after_range: Vec<RequestId>,
 }
 
 impl TransferReport {
@@ -421,6 +430,19 @@ pub async fn transfers(
         if at_service.contains(&id) {
             continue;
         }
+        // Not in this range's activity log: the status endpoint (authoritative) says whether the
+        // service has it at all. A request recorded in the range may have gone out later (a
+        // recovery, or a later run, sent it): then it is listed on the day it was sent.
+        let why = match client.status(&StatusQuery::RequestId(id)).await {
+            Ok(_) => {
+                report.sent_after_range.push(id);
+                continue;
+            }
+            Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
+                "its status read says the service never received it".to_owned()
+            }
+            Err(e) => format!("its status could not be read ({e})"),
+        };
         let sent = sent_of(j);
         report.findings.push(Finding {
             kind: FindingKind::MissingAtService,
@@ -433,7 +455,7 @@ pub async fn transfers(
             journal: sent.map(|s| s.amount.to_plain_string()),
             service: None,
             message: format!(
-                "the journal holds Request-id {id} as accepted on {}, but the activity log does not list it: lost?",
+                "the journal holds Request-id {id} as accepted on {}, but the activity log does not list it and {why}: lost?",
                 j.created
             ),
         });
