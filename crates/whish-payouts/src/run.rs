@@ -377,8 +377,13 @@ async fn prepare_chunk(
         .collect()
 }
 
-/// What the journal holds for a chunk's rows, in order.
-type Resolved = Result<Vec<(RequestId, Option<Entry>)>, BatchError>;
+/// A chunk's check, run as a task: its bad rows.
+async fn joined_check(
+    task: tokio::task::JoinHandle<Result<Vec<RowError>, BatchError>>,
+) -> Result<Vec<RowError>, BatchError> {
+    task.await
+        .map_err(|e| BatchError::Input(format!("the check of a chunk failed: {e}")))?
+}
 
 /// The check of a chunk's rows against what the journal holds: a row the service would refuse
 /// before it is sent, and a row changed since an earlier run recorded it.
@@ -386,20 +391,20 @@ fn check_against_journal(
     client: &TransferClient,
     chunk: Vec<Payout>,
     resolved: Vec<(RequestId, Option<Entry>)>,
-    report: &mut CheckReport,
-) {
+) -> Vec<RowError> {
+    let mut errors = Vec::new();
     for (p, (id, entry)) in chunk.into_iter().zip(resolved) {
-        let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
+        let prepared = match client.prepare_send(p.request.request_id(id)) {
             Ok(prepared) => prepared,
             Err(e) => {
-                report.errors.push(RowError::new(p.line, "", e.to_string()));
+                errors.push(RowError::new(p.line, "", e.to_string()));
                 continue;
             }
         };
         if let Some(entry) = entry
             && entry.request != prepared.body()
         {
-            report.errors.push(RowError::new(
+            errors.push(RowError::new(
                 p.line,
                 "",
                 format!(
@@ -409,6 +414,7 @@ fn check_against_journal(
             ));
         }
     }
+    errors
 }
 
 fn retryable(e: &Entry) -> bool {
@@ -436,9 +442,9 @@ impl Batch {
         let mut report = CheckReport::default();
         let mut seen: HashSet<i64> = HashSet::new();
         let mut rows = self.rows()?;
-        // Each chunk's journal lookup runs as a task of its own while the next chunk is read
-        // and parsed; its rows are compared once both are done.
-        let mut looking: Option<(Vec<Payout>, tokio::task::JoinHandle<Resolved>)> = None;
+        // Each chunk's journal lookup and comparison run as a task of their own while the next
+        // chunk is read and parsed (the two cores share the check).
+        let mut looking: Option<tokio::task::JoinHandle<Result<Vec<RowError>, BatchError>>> = None;
         loop {
             let mut chunk: Vec<Payout> = Vec::with_capacity(CHUNK);
             let mut end = false;
@@ -468,29 +474,22 @@ impl Batch {
                     Err(errors) => report.errors.extend(errors),
                 }
             }
-            if let Some((earlier, lookup)) = looking.take() {
-                let resolved = lookup
-                    .await
-                    .map_err(|e| BatchError::Input(format!("the journal lookup failed: {e}")))??;
-                check_against_journal(client, earlier, resolved, &mut report);
+            if let Some(earlier) = looking.take() {
+                report.errors.extend(joined_check(earlier).await?);
             }
             if !chunk.is_empty() {
-                let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-                let (journal, batch) = (journal.clone(), self.id.clone());
-                looking = Some((
-                    chunk,
-                    tokio::spawn(async move {
+                let (journal, client, batch) = (journal.clone(), client.clone(), self.id.clone());
+                looking = Some(tokio::spawn(async move {
+                    let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
+                    let resolved =
                         resolve_many(&journal, &batch, &keys, key::request_id, Operation::Send)
-                            .await
-                    }),
-                ));
+                            .await?;
+                    Ok(check_against_journal(&client, chunk, resolved))
+                }));
             }
             if end {
-                if let Some((earlier, lookup)) = looking.take() {
-                    let resolved = lookup.await.map_err(|e| {
-                        BatchError::Input(format!("the journal lookup failed: {e}"))
-                    })??;
-                    check_against_journal(client, earlier, resolved, &mut report);
+                if let Some(earlier) = looking.take() {
+                    report.errors.extend(joined_check(earlier).await?);
                 }
                 break;
             }
