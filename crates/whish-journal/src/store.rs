@@ -907,11 +907,12 @@ impl Db {
         self.take_lease_as(id, owner, lease_ms, false).await
     }
 
-    /// [`take_lease`](Self::take_lease); `reopen`: only for an entry recorded as never sent
-    /// (`refused`, `not-sent`), which goes back to `intended` (open) in the same statement, so
-    /// that from the moment it may be sent, recovery finishes it if this process dies. Its
-    /// creation time becomes now: nothing went out before, so the request is recorded to go out
-    /// now (a follow-up's cutoff and a reconciliation's window read it as the send's time).
+    /// [`take_lease`](Self::take_lease) (never a refused entry); `reopen`: only for an entry
+    /// still recorded as never sent (`refused`, `not-sent`), which goes back to `intended`
+    /// (open) in the same statement, so that from the moment it may be sent, recovery finishes
+    /// it if this process dies. Its creation time becomes now: nothing went out before, so the
+    /// request is recorded to go out now (a follow-up's cutoff and a reconciliation's window
+    /// read it as the send's time).
     pub(crate) async fn take_lease_as(
         &self,
         id: i64,
@@ -920,13 +921,16 @@ impl Db {
         reopen: bool,
     ) -> Result<Option<Lease>, JournalError> {
         let now = self.now_sql();
+        // Only the entry as the caller read it: another process may have taken it meanwhile,
+        // sent it and recorded the service's refusal, which is final and never sent again.
+        // Reopened: still recorded as never sent (its outcome's result); taken: not refused.
         let (set, only) = if reopen {
             (
                 format!("state = 'intended', outcome = NULL, refs = NULL, created_ms = {now}, "),
-                " AND state = 'refused'",
+                " AND state = 'refused' AND outcome LIKE '%\"result\":\"not-sent\"%'",
             )
         } else {
-            (String::new(), "")
+            (String::new(), " AND state <> 'refused'")
         };
         let sql = format!(
             "UPDATE whish_journal_entries \
