@@ -10,11 +10,13 @@ use tokio::task::JoinSet;
 use whish_core::RequestId;
 use whish_journal::{Journal, Operation, State};
 use whish_money_transfer::{
-    ActivityStatus, PreparedCancel, ReportRange, StatusQuery, TransferClient, TransferStatus,
+    ActivityStatus, PreparedCancel, ReportRange, StatusQuery, TransferClient, TransferCode,
+    TransferStatus,
 };
 
 use crate::row::{Payout, payout};
 use crate::run::{resolve, resolve_many};
+use crate::send::{ALREADY_DONE, ALREADY_HELD};
 use crate::{Batch, BatchError, key};
 
 /// Where a row's money is, as the service says now.
@@ -233,15 +235,23 @@ async fn follow_row(
         };
     row.request_id = Some(id);
     let Some(entry) = entry else {
-        row.collection = Collection::NotPaid;
-        row.message = Some("never sent: run the batch".into());
+        // Nothing in the journal: never sent, unless its entry is gone (pruned, or another
+        // journal): the service says which.
+        not_in_journal(&client, id, &log, &mut row).await;
         return row;
     };
     row.sent_at = Some(entry.created);
     row.ltn_number = entry.references.ltn_number.clone();
     row.transfer_id = entry.references.transfer_id.clone();
+    let already_held = entry.state == State::Refused
+        && entry.outcome.as_ref().and_then(|o| o.code.as_deref()) == Some(ALREADY_DONE);
     match entry.state {
         State::Accepted => {}
+        // A first send answered `transfer.already.done`: the service holds this row's
+        // transfer from an earlier run whose entry is gone; read where it is.
+        State::Refused if already_held => {
+            row.message = Some(ALREADY_HELD.into());
+        }
         State::Refused => {
             row.collection = Collection::NotPaid;
             row.message = entry.outcome.as_ref().map(|o| {
@@ -300,6 +310,45 @@ async fn follow_row(
     }
     row
 }
+
+/// A row the journal holds nothing for: never sent, unless the service holds a transfer under
+/// its Request-id (its journal entry pruned, or sent with another journal).
+async fn not_in_journal(
+    client: &TransferClient,
+    id: RequestId,
+    log: &Activity,
+    row: &mut FollowUpRow,
+) {
+    if let Some((collection, status)) = log.settled(id) {
+        row.collection = collection;
+        row.status = Some(status.to_owned());
+        row.source = Source::ActivityLog;
+        row.message = Some(NOT_IN_JOURNAL.into());
+        return;
+    }
+    row.source = Source::Status;
+    match client.status(&StatusQuery::RequestId(id)).await {
+        Ok(s) => {
+            row.collection = collection_of(&s.status);
+            row.status = Some(s.status.to_string());
+            row.ltn_number = s.ltn_number;
+            row.transfer_id = s.transfer_id;
+            row.message = Some(NOT_IN_JOURNAL.into());
+        }
+        Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
+            row.collection = Collection::NotPaid;
+            row.message = Some("never sent: run the batch".into());
+        }
+        Err(e) => {
+            row.message = Some(format!(
+                "the journal holds nothing for this row, and its status could not be read: {e}"
+            ));
+        }
+    }
+}
+
+/// Why a paid row has no journal entry.
+const NOT_IN_JOURNAL: &str = "the journal holds nothing for this row (pruned, or sent with another journal), but the service holds its transfer";
 
 /// What the activity log says of the batch's transfers: the final event of each (RECEIVED or
 /// CANCELLED) by Request-id. Empty when it could not be read (every row is read by status).

@@ -37,6 +37,12 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
             Some(r)
         }
         State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => None,
+        State::Refused if outcome.and_then(|o| o.code.as_deref()) == Some(ALREADY_DONE) => {
+            r.outcome = RowOutcome::Unknown;
+            r.code = Some(ALREADY_DONE.into());
+            r.message = Some(ALREADY_HELD.into());
+            Some(r)
+        }
         State::Refused => {
             r.outcome = RowOutcome::Refused;
             r.code = outcome.and_then(|o| o.code.clone());
@@ -120,6 +126,14 @@ pub(crate) enum Sending {
     Recorded(PreparedTransfer),
 }
 
+/// The service's answer to a Request-id it already holds a transfer under.
+pub(crate) const ALREADY_DONE: &str = "transfer.already.done";
+
+/// Why a row whose first send met [`ALREADY_DONE`] is unknown, never refused: the Request-id is
+/// derived from the batch and the row, so the transfer the service holds under it is this row's,
+/// sent by an earlier run whose journal entry is gone (pruned, or another journal).
+pub(crate) const ALREADY_HELD: &str = "the service already holds a transfer under this row's Request-id, and the journal held nothing for it (pruned, or sent with another journal): it was not paid again; `whish payouts follow-up` reads where it is";
+
 /// Why a row this run held back is unknown: the journal held it before.
 pub(crate) const RECORDED_BEFORE: &str = "this run did not send the row, but the journal already held it (an earlier run, or another process running this batch, may have sent it): run the batch again to settle it";
 
@@ -195,6 +209,10 @@ pub(crate) async fn send_row(
                 r.code = Some(f.raw.clone());
             }
             r.message = Some(e.to_string());
+            if r.outcome == RowOutcome::Refused && r.code.as_deref() == Some(ALREADY_DONE) {
+                r.outcome = RowOutcome::Unknown;
+                r.message = Some(ALREADY_HELD.into());
+            }
         }
     }
     r
