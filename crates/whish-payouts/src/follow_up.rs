@@ -278,21 +278,10 @@ async fn follow_row(
         row.status = Some("CREDITED".into());
         return row;
     }
-    // Collected or cancelled in the activity log: final, so no status read and no cancel.
-    if let Some((collection, status)) = log.settled(id) {
-        row.collection = collection;
-        row.status = Some(status.to_owned());
-        row.source = Source::ActivityLog;
-        return row;
-    }
-    row.source = Source::Status;
-    match client.status(&StatusQuery::RequestId(id)).await {
-        Ok(s) => {
-            row.collection = collection_of(&s.status);
-            row.status = Some(s.status.to_string());
-            row.ltn_number = s.ltn_number.or(row.ltn_number);
-            row.transfer_id = s.transfer_id.or(row.transfer_id);
-        }
+    match at_service(&client, id, &log, &mut row).await {
+        // Collected or cancelled in the activity log: final, so no cancel.
+        Ok(true) => return row,
+        Ok(false) => {}
         Err(e) => {
             row.message = Some(format!("the status could not be read: {e}"));
             return row;
@@ -319,22 +308,8 @@ async fn not_in_journal(
     log: &Activity,
     row: &mut FollowUpRow,
 ) {
-    if let Some((collection, status)) = log.settled(id) {
-        row.collection = collection;
-        row.status = Some(status.to_owned());
-        row.source = Source::ActivityLog;
-        row.message = Some(NOT_IN_JOURNAL.into());
-        return;
-    }
-    row.source = Source::Status;
-    match client.status(&StatusQuery::RequestId(id)).await {
-        Ok(s) => {
-            row.collection = collection_of(&s.status);
-            row.status = Some(s.status.to_string());
-            row.ltn_number = s.ltn_number;
-            row.transfer_id = s.transfer_id;
-            row.message = Some(NOT_IN_JOURNAL.into());
-        }
+    match at_service(client, id, log, row).await {
+        Ok(_) => row.message = Some(NOT_IN_JOURNAL.into()),
         Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
             row.collection = Collection::NotPaid;
             row.message = Some("never sent: run the batch".into());
@@ -345,6 +320,30 @@ async fn not_in_journal(
             ));
         }
     }
+}
+
+/// Where the service says the transfer under `id` is, into `row`: the activity log's final
+/// event (RECEIVED or CANCELLED, read once for the batch) when it lists one, `Ok(true)`; else
+/// the status read by Request-id, `Ok(false)`, or its error.
+async fn at_service(
+    client: &TransferClient,
+    id: RequestId,
+    log: &Activity,
+    row: &mut FollowUpRow,
+) -> Result<bool, whish_money_transfer::Error> {
+    if let Some((collection, status)) = log.settled(id) {
+        row.collection = collection;
+        row.status = Some(status.to_owned());
+        row.source = Source::ActivityLog;
+        return Ok(true);
+    }
+    row.source = Source::Status;
+    let s = client.status(&StatusQuery::RequestId(id)).await?;
+    row.collection = collection_of(&s.status);
+    row.status = Some(s.status.to_string());
+    row.ltn_number = s.ltn_number.or(row.ltn_number.take());
+    row.transfer_id = s.transfer_id.or(row.transfer_id.take());
+    Ok(false)
 }
 
 /// Why a paid row has no journal entry.

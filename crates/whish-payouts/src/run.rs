@@ -488,11 +488,11 @@ impl Batch {
                 }));
             }
             if end {
-                if let Some(earlier) = looking.take() {
-                    report.errors.extend(joined_check(earlier).await?);
-                }
                 break;
             }
+        }
+        if let Some(last) = looking {
+            report.errors.extend(joined_check(last).await?);
         }
         report.errors.sort_by_key(|e| e.line);
         Ok(report)
