@@ -181,17 +181,48 @@ impl Rows {
     }
 }
 
+/// One JSON object's members in the order written, each value as its exact text: a number is
+/// read from its digits as written (a double would round `12345678901234567` to
+/// `...568`, and a payout's amount must be the file's), and a key written twice is kept twice
+/// so that it can be refused (a JSON object that says `amount` twice is ambiguous).
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut members = Vec::new();
+                while let Some(entry) =
+                    m.next_entry::<String, &'de serde_json::value::RawValue>()?
+                {
+                    members.push(entry);
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
 fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
-    let object: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(text).map_err(|e| {
-            vec![RowError::new(
-                line,
-                "",
-                format!("is not a JSON object: {e}"),
-            )]
-        })?;
+    let Members(object) = serde_json::from_str(text).map_err(|e| {
+        vec![RowError::new(
+            line,
+            "",
+            format!("is not a JSON object: {e}"),
+        )]
+    })?;
     let mut values = BTreeMap::new();
     let mut errors = Vec::new();
+    let mut seen: Vec<&'static str> = Vec::new();
     for (key, value) in object {
         let Some(c) = column(&key) else {
             errors.push(RowError::new(
@@ -201,11 +232,32 @@ fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
             ));
             continue;
         };
-        let text = match value {
-            serde_json::Value::Null => continue,
-            serde_json::Value::String(s) => s,
-            serde_json::Value::Number(n) => n.to_string(),
-            serde_json::Value::Bool(b) => b.to_string(),
+        if seen.contains(&c.name) {
+            errors.push(RowError::new(
+                line,
+                c.name,
+                "is given twice in this object: give each key once",
+            ));
+            continue;
+        }
+        seen.push(c.name);
+        let raw = value.get();
+        let text = match raw.as_bytes().first() {
+            // null: the column is not given.
+            Some(b'n') => continue,
+            Some(b'"') => match serde_json::from_str::<String>(raw) {
+                Ok(s) => s,
+                Err(e) => {
+                    errors.push(RowError::new(
+                        line,
+                        c.name,
+                        format!("is not a JSON string: {e}"),
+                    ));
+                    continue;
+                }
+            },
+            // A number, its digits exactly as written; true or false.
+            Some(b'-' | b'0'..=b'9' | b't' | b'f') => raw.to_owned(),
             _ => {
                 errors.push(RowError::new(
                     line,

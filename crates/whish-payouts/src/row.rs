@@ -67,7 +67,7 @@ pub const COLUMNS: &[Column] = &[
     col(
         "amount",
         true,
-        "Plain decimal text (`150`, `12.50`), in the row's currency.",
+        "Plain decimal digits (`150`, `12.50`), in the row's currency; not in exponent notation (`1e2`). In JSON lines a string or a number, read from its digits as written.",
     ),
     col("currency", true, "USD or LBP."),
     col(
@@ -251,6 +251,18 @@ pub(crate) fn payout(row: &RawRow, defaults: &Defaults) -> Result<Payout, Vec<Ro
         }
     });
     let amount = get("amount").and_then(|v| match Amount::parse(v) {
+        // Exact, but a spreadsheet that writes `1.5E+06` may have rounded the cell to write
+        // it: a payout's amount is written out in digits.
+        Ok(_) if v.contains(['e', 'E']) => {
+            errors.push(RowError::new(
+                line,
+                "amount",
+                format!(
+                    "`{v}` is in exponent notation: write the amount in plain digits (150, 12.50), as the sum to pay"
+                ),
+            ));
+            None
+        }
         Ok(a) => Some(a),
         Err(e) => {
             errors.push(RowError::new(line, "amount", e.to_string()));

@@ -198,6 +198,97 @@ async fn the_whole_file_is_checked_before_anything_is_sent() {
     );
 }
 
+/// An amount is the file's digits: never read through a double (a JSON number with more digits
+/// than a double holds was rounded to another amount, and that amount paid), never in exponent notation
+/// (a spreadsheet's `1.5E+06` may be a rounded cell), and a JSON key given twice is refused
+/// rather than the last one silently winning.
+#[tokio::test]
+async fn an_amount_is_the_files_digits() {
+    let d = dir("digits");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let row = |reference: &str, amount: &str, currency: &str| {
+        format!(
+            "{{\"reference\":\"{reference}\",\"receiver_first_name\":\"Maya\",\"receiver_last_name\":\"Khoury\",\"receiver_phone\":\"+96170100000\",\"receiver_date_of_birth\":\"01-01-1985\",\"amount\":{amount},\"currency\":\"{currency}\",\"reason\":\"Family Support\",\"source_of_funds\":\"Salary\"}}\n"
+        )
+    };
+    let file = d.join("digits.jsonl");
+    let mut text = String::new();
+    // Through a double this reads 100, a valid amount that is not the file's.
+    text.push_str(&row("D1", "100.000000000000001", "USD"));
+    text.push_str(&row("D2", "1e2", "USD"));
+    text.push_str(&row("D3", "\"1.5E+06\"", "LBP"));
+    text.push_str(&row("D4", "10, \"amount\": 1000", "USD"));
+    text.push_str(&row("D5", "12.50", "USD"));
+    text.push_str(&row("D6", "\"12.50\"", "USD"));
+    write(&file, &text);
+    let batch = Batch::new("digits-1", &file, defaults()).expect("batch");
+    let report = batch.check(&j, &c).await.expect("check");
+    let got: Vec<(u64, &str)> = report
+        .errors
+        .iter()
+        .map(|e| (e.line, e.field.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(1, "amount"), (2, "amount"), (3, "amount"), (4, "amount")],
+        "{:#?}",
+        report.errors
+    );
+    assert!(
+        report.errors[1].message.contains("exponent"),
+        "{}",
+        report.errors[1].message
+    );
+    assert!(
+        report.errors[3].message.contains("twice"),
+        "{}",
+        report.errors[3].message
+    );
+
+    // The same in a CSV file: an exponent is refused, plain digits are the amount.
+    let csv = d.join("digits.csv");
+    write(
+        &csv,
+        &format!(
+            "{HEADER}\n\
+             E1,Rami,Haddad,+96170000001,07-03-1990,1E2,USD,Family Support,Savings\n\
+             E2,Rami,Haddad,+96170000002,07-03-1990,100.50,USD,Family Support,Savings\n"
+        ),
+    );
+    let csv_batch = Batch::new("digits-2", &csv, defaults()).expect("batch");
+    let report = csv_batch.check(&j, &c).await.expect("check");
+    assert_eq!(
+        report
+            .errors
+            .iter()
+            .map(|e| (e.line, e.field.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(2, "amount")],
+        "{:#?}",
+        report.errors
+    );
+    assert!(sb.requests().is_empty(), "a check sends nothing");
+
+    // With the bad rows skipped, the good ones are paid their exact amounts.
+    let (summary, results) = run(&batch, &j, &c, &RunOptions::new().skip_bad_rows(true)).await;
+    let summary = summary.expect("run");
+    assert_eq!(summary.count(RowOutcome::Accepted), 2, "{results:#?}");
+    assert_eq!(sb.transfers().len(), 2);
+    let amounts: Vec<serde_json::Value> = sb
+        .requests()
+        .iter()
+        .filter(|r| r.endpoint == Endpoint::TransferSend)
+        .map(|r| {
+            serde_json::from_str::<serde_json::Value>(&r.body).expect("body")["amount"].clone()
+        })
+        .collect();
+    assert_eq!(
+        amounts,
+        vec![serde_json::json!(12.5), serde_json::json!(12.5)]
+    );
+}
+
 #[tokio::test]
 async fn a_batch_run_again_pays_no_row_twice_and_a_changed_row_is_refused() {
     let d = dir("again");
