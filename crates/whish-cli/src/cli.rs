@@ -422,8 +422,8 @@ pub enum ReconcileCmd {
         csv: Option<PathBuf>,
     },
     /// The hosted-collect service: each payment the journal created in the range, its status
-    /// read from the service, against the journal's refunds. Exit 0 when everything matches, 6
-    /// when something does not.
+    /// read from the service, against the journal's refunds; and, for refunds, the payments
+    /// created in the days before it. Exit 0 when everything matches, 6 when something does not.
     Collect {
         /// From this time (UTC), `yyyy-MM-dd HH:mm:ss`.
         #[arg(long, value_name = "DATE")]
@@ -431,6 +431,10 @@ pub enum ReconcileCmd {
         /// To this time (UTC), `yyyy-MM-dd HH:mm:ss`.
         #[arg(long, value_name = "DATE")]
         to: String,
+        /// Read the status of the payments created this many days before `--from` too, for a
+        /// refund made outside the journal (the service keeps no log of refunds).
+        #[arg(long, value_name = "DAYS", default_value_t = 7)]
+        look_back_days: u16,
     },
 }
 

@@ -21,11 +21,16 @@ fn utc(v: &str, flag: &str) -> Result<time::OffsetDateTime, u8> {
 
 pub async fn run(ctx: &Ctx, cmd: ReconcileCmd) -> Done {
     match cmd {
-        ReconcileCmd::Collect { from, to } => {
+        ReconcileCmd::Collect {
+            from,
+            to,
+            look_back_days,
+        } => {
             let (start, end) = (utc(&from, "from")?, utc(&to, "to")?);
             let client = ctx.collect()?;
             let journal = ctx.journal().await?;
-            let report = reconcile::collect(&journal, &client, start, end)
+            let look_back = time::Duration::days(i64::from(look_back_days));
+            let report = reconcile::collect_looking_back(&journal, &client, start, end, look_back)
                 .await
                 .map_err(|e| usage(e.to_string()))?;
             let currencies: serde_json::Map<String, Value> = report
@@ -63,6 +68,7 @@ pub async fn run(ctx: &Ctx, cmd: ReconcileCmd) -> Done {
                 "matches": report.is_clean(),
                 "currencies": currencies,
                 "findings": findings,
+                "earlierChecked": report.earlier_checked,
             }));
             Ok(if report.is_clean() { OK } else { DIFFERENCES })
         }
@@ -112,6 +118,7 @@ fn print(ctx: &Ctx, r: &TransferReport) {
                     "collected": t.collected,
                     "cancelled": t.cancelled,
                     "cancelledAmount": t.cancelled_amount.to_string(),
+                    "refunded": t.refunded.to_string(),
                     "matched": t.matched,
                     "openingBalance": t.opening_balance.map(|b| b.to_string()),
                     "closingBalance": t.closing_balance.map(|b| b.to_string()),
@@ -159,12 +166,12 @@ fn write_csv(path: &Path, r: &TransferReport) -> std::io::Result<()> {
     let opt = |v: Option<whish::Decimal>| v.map(|b| b.to_string()).unwrap_or_default();
     writeln!(
         f,
-        "record,currency,kind,request_id,transfer_id,journal,service,sent,sent_amount,fees,collected,cancelled,cancelled_amount,matched,opening_balance,closing_balance,message"
+        "record,currency,kind,request_id,transfer_id,journal,service,sent,sent_amount,fees,collected,cancelled,cancelled_amount,refunded,matched,opening_balance,closing_balance,message"
     )?;
     for (code, t) in &r.currencies {
         writeln!(
             f,
-            "total,{},,,,,,{},{},{},{},{},{},{},{},{},",
+            "total,{},,,,,,{},{},{},{},{},{},{},{},{},{},",
             field(code),
             t.sent,
             t.sent_amount,
@@ -172,6 +179,7 @@ fn write_csv(path: &Path, r: &TransferReport) -> std::io::Result<()> {
             t.collected,
             t.cancelled,
             t.cancelled_amount,
+            t.refunded,
             t.matched,
             opt(t.opening_balance),
             opt(t.closing_balance),
@@ -180,7 +188,7 @@ fn write_csv(path: &Path, r: &TransferReport) -> std::io::Result<()> {
     for x in &r.findings {
         writeln!(
             f,
-            "finding,{},{},{},{},{},{},,,,,,,,,,{}",
+            "finding,{},{},{},{},{},{},,,,,,,,,,,{}",
             field(&x.currency),
             x.kind,
             x.request_id.map(|i| i.to_string()).unwrap_or_default(),

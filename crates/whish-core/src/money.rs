@@ -60,6 +60,14 @@ impl Currency {
         }
     }
 
+    /// The decimals of the currency's smallest unit: USD 2 (cents), LBP 0; 2 for any other.
+    pub fn decimals(&self) -> u32 {
+        match self {
+            Currency::Lbp => 0,
+            Currency::Usd | Currency::Other(_) => 2,
+        }
+    }
+
     /// A currency from its code, case-insensitively; never fails (unknown codes are `Other`).
     pub fn from_code(code: &str) -> Currency {
         Currency::parse(code)
@@ -101,6 +109,15 @@ impl Amount {
     /// The decimal value.
     pub fn value(self) -> Decimal {
         self.0
+    }
+
+    /// Whether two sums of `currency` are the same money: they differ by less than half its
+    /// smallest unit (a cent, one LBP). The services type amounts and balances as doubles, and a
+    /// book kept in doubles writes 10000.1 - 45.3 as `9954.800000000001`: that is 9954.80, not
+    /// a difference. Use it to compare what the service reports; compare what you send exactly.
+    pub fn is_same_sum(self, other: Amount, currency: &Currency) -> bool {
+        let half = Decimal::new(5, currency.decimals() + 1);
+        self.0.checked_sub(other.0).is_some_and(|d| d.abs() < half)
     }
 
     /// The shortest exact text: `12.34`, `1000`, `0.1`.

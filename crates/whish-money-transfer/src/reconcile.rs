@@ -2,7 +2,8 @@
 //!
 //! - [`latest_states`] folds the activity event log into the latest state of each transfer (a
 //!   cancelled transfer shows twice, SENT then CANCELLED; CANCELLED is CANCELED_FULL elsewhere).
-//! - [`check_balance_rule`] checks balance = previous + debit - credit on every line, exactly, and
+//! - [`check_balance_rule`] checks balance = previous + debit - credit on every line, to the
+//!   currency's smallest unit (the service keeps doubles: `9954.800000000001` is 9954.80), and
 //!   reports the first line that breaks it.
 //! - [`match_by_request_id`] pairs activity events and statement lines through `requestId`.
 
@@ -83,7 +84,9 @@ impl std::fmt::Display for BalanceBreak {
 }
 
 /// Check the balance rule the spec gives, on every line after the first (whose previous balance
-/// is not in the statement), exactly, and return the first break.
+/// is not in the statement), in decimals, to the currency's smallest unit (a difference under
+/// half a cent, or half a pound, is the service's doubles, not money: see
+/// [`Amount::is_same_sum`]), and return the first break.
 ///
 /// `currentBalance` is the balance **now**, not at the end of the range: a range that ends before
 /// now, with later transactions, legitimately ends on another balance, so it is not compared.
@@ -100,7 +103,7 @@ pub fn check_balance_rule(statement: &CurrencyStatement) -> Result<(), BalanceBr
             .value()
             .checked_add(line.debit.value())
             .and_then(|v| v.checked_sub(line.credit.value()));
-        if expected != Some(line.balance.value()) {
+        if !expected.is_some_and(|e| Amount::new(e).is_same_sum(line.balance, &line.currency)) {
             return Err(BalanceBreak {
                 index: i + 1,
                 expected: expected.map(Amount::new),

@@ -44,7 +44,7 @@ fn the_event_log_folds_into_the_latest_state() {
 }
 
 #[test]
-fn the_statement_keeps_the_balance_rule_exactly() {
+fn the_statement_keeps_the_balance_rule() {
     for s in statement() {
         check_balance_rule(&s).expect("the fixture keeps the rule");
     }
@@ -62,6 +62,21 @@ fn the_first_broken_line_is_reported() {
     );
     assert_eq!(b.actual.to_string(), "4986.57");
     assert!(b.to_string().contains("line 3"));
+}
+
+/// The service's amounts are doubles: a book kept in doubles states 4986.56 as
+/// 4986.560000000001. Less than half a cent is not money; a cent is.
+#[test]
+fn a_doubles_artefact_is_not_a_break_and_a_cent_is() {
+    let mut s = statement().remove(0);
+    s.transactions[3].balance = "4986.560000000001".parse().expect("amount");
+    check_balance_rule(&s).expect("a doubles artefact is not a break");
+    s.transactions[3].balance = "4986.564999".parse().expect("amount");
+    check_balance_rule(&s).expect("under half a cent");
+    s.transactions[3].balance = "4986.555".parse().expect("amount");
+    assert_eq!(check_balance_rule(&s).expect_err("half a cent").index, 3);
+    s.transactions[3].balance = "4986.55".parse().expect("amount");
+    assert_eq!(check_balance_rule(&s).expect_err("a cent").index, 3);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use time::OffsetDateTime;
 use tokio::task::JoinSet;
-use whish_core::RequestId;
+use whish_core::{RequestId, Verdict};
 use whish_journal::{Journal, Operation, State};
 use whish_money_transfer::{
     ActivityStatus, PreparedCancel, ReportRange, StatusQuery, TransferClient, TransferCode,
@@ -202,11 +202,30 @@ async fn cancel(
             row.cancelled_now = row.collection == Collection::Cancelled;
         }
         Err(e) => {
-            row.message = Some(format!("the cancel was not applied: {e}"));
-            // Collected meanwhile, or already cancelled: the status says which.
+            // A refusal is final; Pending (`code` 500) and a lost answer are not: the cancel
+            // may have been applied, and its journal entry stays open until a run of the
+            // cancel sends the same request again.
+            let verdict = e.verdict();
+            row.message = Some(match verdict {
+                Verdict::Refused => format!("the service refused the cancel: {e}"),
+                Verdict::NothingSent => format!("the cancel was not sent: {e}"),
+                _ => format!(
+                    "the cancel's outcome is not known ({e}): run the cancel again, which sends the same cancel, never a second one"
+                ),
+            });
+            // Collected meanwhile, or cancelled (by this cancel, or before): the status says.
             if let Ok(s) = client.status(&StatusQuery::LtnNumber(ltn.to_owned())).await {
                 row.collection = collection_of(&s.status);
                 row.status = Some(s.status.to_string());
+                if matches!(verdict, Verdict::Pending | Verdict::Unknown)
+                    && row.collection == Collection::Cancelled
+                {
+                    row.cancelled_now = true;
+                    row.message = Some(format!(
+                        "this run's cancel was answered without a final outcome ({e}), and the status read after it says {}: cancelled",
+                        s.status
+                    ));
+                }
             }
         }
     }

@@ -250,22 +250,19 @@ pub(crate) fn payout(row: &RawRow, defaults: &Defaults) -> Result<Payout, Vec<Ro
             }
         }
     });
-    let amount = get("amount").and_then(|v| match Amount::parse(v) {
-        // Exact, but a spreadsheet that writes `1.5E+06` may have rounded the cell to write
-        // it: a payout's amount is written out in digits.
-        Ok(_) if v.contains(['e', 'E']) => {
-            errors.push(RowError::new(
-                line,
-                "amount",
-                format!(
-                    "`{v}` is in exponent notation: write the amount in plain digits (150, 12.50), as the sum to pay"
-                ),
-            ));
-            None
-        }
+    // A person's text: plain decimal digits (`str::parse`), never an exponent: exact, but a
+    // spreadsheet that writes `1.5E+06` may have rounded the cell to write it.
+    let amount = get("amount").and_then(|v| match v.parse::<Amount>() {
         Ok(a) => Some(a),
         Err(e) => {
-            errors.push(RowError::new(line, "amount", e.to_string()));
+            let why = if v.contains(['e', 'E']) && Amount::parse(v).is_ok() {
+                format!(
+                    "`{v}` is in exponent notation: write the amount in plain digits (150, 12.50), as the sum to pay"
+                )
+            } else {
+                e.to_string()
+            };
+            errors.push(RowError::new(line, "amount", why));
             None
         }
     });

@@ -9,7 +9,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use whish_core::{Amount, Currency, ExternalId};
 use whish_hosted_collect::{CollectClient, CollectStatus};
-use whish_journal::{Journal, Listing, Operation, Service, State};
+use whish_journal::{Entry, Journal, Listing, Operation, Service, State};
 
 use super::ReconcileError;
 
@@ -81,10 +81,13 @@ pub struct CollectTotals {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct CollectReport {
-    /// Totals per currency code.
+    /// Totals per currency code (the payments the journal created in the range).
     pub currencies: BTreeMap<String, CollectTotals>,
     /// Every difference. Empty: everything matches.
     pub findings: Vec<CollectFinding>,
+    /// Payments created before the range (within the look-back, or refunded through the
+    /// journal in the range) whose status was read for refunds; not in the totals.
+    pub earlier_checked: u64,
 }
 
 impl CollectReport {
@@ -104,8 +107,14 @@ fn amount_and_currency(body: &[u8]) -> Option<(Amount, Currency)> {
     Some((amount, Currency::from_code(v.get("currency")?.as_str()?)))
 }
 
-/// Reconcile the hosted-collect payments the journal created between `from` and `to` (UTC):
-/// the status of each, read from the service, against the journal's refunds.
+/// How far before the range [`collect`] looks for refunds of earlier payments.
+pub const REFUND_LOOK_BACK: time::Duration = time::Duration::days(7);
+
+/// Reconcile the hosted-collect payments the journal created between `from` and `to` (UTC, each
+/// to the second: a payment created at 23:59:59.500 is in a range that ends at 23:59:59): the
+/// status of each, read from the service, against the journal's refunds; and, for refunds, the
+/// payments created in the [`REFUND_LOOK_BACK`] before `from` and those the journal refunded in
+/// the range. See [`collect_looking_back`].
 ///
 /// # Errors
 ///
@@ -117,58 +126,126 @@ pub async fn collect(
     from: OffsetDateTime,
     to: OffsetDateTime,
 ) -> Result<CollectReport, ReconcileError> {
+    collect_looking_back(journal, client, from, to, REFUND_LOOK_BACK).await
+}
+
+/// [`collect`], reading the status of the payments created up to `look_back` before `from` for
+/// refunds. The service keeps no log of refunds: a refund made outside the journal, of a payment
+/// created on an earlier day, shows only in that payment's status, so a day's report finds it
+/// when its look-back reaches the payment (and every day's report after, while it does: the
+/// status carries no date). Each payment costs one status read.
+///
+/// # Errors
+///
+/// A `ReconcileError` when the journal cannot be read (a status that cannot be read is a
+/// finding, not an error).
+pub async fn collect_looking_back(
+    journal: &Journal,
+    client: &CollectClient,
+    from: OffsetDateTime,
+    to: OffsetDateTime,
+    look_back: time::Duration,
+) -> Result<CollectReport, ReconcileError> {
     journal.flush().await;
     let mut report = CollectReport::default();
-    let to_ms = to.unix_timestamp_nanos();
     let entries = journal
-        .list(&Listing::new().since(from).limit(u32::MAX))
+        .list(&Listing::new().since(from - look_back).limit(u32::MAX))
         .await
         .map_err(ReconcileError::Journal)?;
-    for e in entries.iter().rev().filter(|e| {
-        e.service == Service::HostedCollect
-            && e.operation == Operation::Create
-            && e.created.unix_timestamp_nanos() <= to_ms
-    }) {
-        let Some((amount, currency)) = amount_and_currency(&e.request) else {
+    // To the second: `to` is the last second of the range, whole.
+    let until = |e: &Entry| e.created.unix_timestamp() <= to.unix_timestamp();
+    let in_range = |e: &Entry| e.created >= from && until(e);
+    let mut payments: BTreeMap<String, (Entry, bool)> = BTreeMap::new();
+    for e in entries.iter().rev() {
+        if e.service != Service::HostedCollect || !until(e) {
             continue;
-        };
-        let code = currency.code().to_owned();
-        let finding = |kind, message: String| CollectFinding {
-            kind,
-            currency: code.clone(),
-            external_id: e.key.clone(),
-            message,
-        };
-        if e.state.is_open() {
+        }
+        match e.operation {
+            Operation::Create => {
+                payments.insert(e.key.clone(), (e.clone(), in_range(e)));
+            }
+            // A refund the journal made in the range, of a payment created before the look-back.
+            Operation::Refund if in_range(e) && !payments.contains_key(&e.key) => {
+                if let Some(p) = journal
+                    .entry(Service::HostedCollect, Operation::Create, &e.key)
+                    .await
+                    .map_err(ReconcileError::Journal)?
+                {
+                    payments.insert(e.key.clone(), (p, false));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut ordered: Vec<(Entry, bool)> = payments.into_values().collect();
+    ordered.sort_by_key(|(e, _)| e.id);
+    for (e, in_range) in &ordered {
+        check_payment(journal, client, &mut report, e, *in_range).await?;
+    }
+    Ok(report)
+}
+
+/// One payment: its create and refund in the journal against its status at the service. A
+/// payment created before the range is checked for its refund only, and not counted.
+async fn check_payment(
+    journal: &Journal,
+    client: &CollectClient,
+    report: &mut CollectReport,
+    e: &Entry,
+    in_range: bool,
+) -> Result<(), ReconcileError> {
+    let Some((amount, currency)) = amount_and_currency(&e.request) else {
+        return Ok(());
+    };
+    let code = currency.code().to_owned();
+    let created = e.created;
+    let finding = |kind, message: String| CollectFinding {
+        kind,
+        currency: code.clone(),
+        external_id: e.key.clone(),
+        message: if in_range {
+            message
+        } else {
+            format!("{message} (a payment created on {created}, before the range)")
+        },
+    };
+    if e.state.is_open() {
+        if in_range {
             report.findings.push(finding(
                 CollectFindingKind::OpenInJournal,
                 format!("the create is {} in the journal: run recovery", e.state),
             ));
-            continue;
         }
-        if e.state != State::Accepted {
-            continue;
-        }
+        return Ok(());
+    }
+    if e.state != State::Accepted {
+        return Ok(());
+    }
+    if in_range {
         let totals = report.currencies.entry(code.clone()).or_default();
         totals.created += 1;
         totals.created_amount += amount.value();
-        let refund = journal
-            .entry(Service::HostedCollect, Operation::Refund, &e.key)
-            .await
-            .map_err(ReconcileError::Journal)?;
-        let Ok(id) = ExternalId::new(e.key.clone()) else {
-            continue;
-        };
-        let status = match client.status(currency.clone(), &id).await {
-            Ok(s) => s.collect_status,
-            Err(err) => {
-                report.findings.push(finding(
-                    CollectFindingKind::StatusUnknown,
-                    format!("the status could not be read: {err}"),
-                ));
-                continue;
-            }
-        };
+    } else {
+        report.earlier_checked += 1;
+    }
+    let refund = journal
+        .entry(Service::HostedCollect, Operation::Refund, &e.key)
+        .await
+        .map_err(ReconcileError::Journal)?;
+    let Ok(id) = ExternalId::new(e.key.clone()) else {
+        return Ok(());
+    };
+    let status = match client.status(currency.clone(), &id).await {
+        Ok(s) => s.collect_status,
+        Err(err) => {
+            report.findings.push(finding(
+                CollectFindingKind::StatusUnknown,
+                format!("the status could not be read: {err}"),
+            ));
+            return Ok(());
+        }
+    };
+    if in_range {
         let totals = report.currencies.entry(code.clone()).or_default();
         match status {
             CollectStatus::Success => {
@@ -186,27 +263,25 @@ pub async fn collect(
                 format!("the service says `{other}`"),
             )),
         }
-        match (&refund, &status) {
-            (Some(r), _) if r.state.is_open() => report.findings.push(finding(
-                CollectFindingKind::OpenInJournal,
-                format!("the refund is {} in the journal: run recovery", r.state),
-            )),
-            (Some(r), s) if r.state == State::Accepted && *s != CollectStatus::Refunded => {
-                report.findings.push(finding(
-                    CollectFindingKind::RefundNotAtService,
-                    format!("the journal holds the refund as accepted; the service says `{s}`"),
-                ));
-            }
-            (r, CollectStatus::Refunded)
-                if r.as_ref().is_none_or(|r| r.state != State::Accepted) =>
-            {
-                report.findings.push(finding(
-                    CollectFindingKind::RefundedOutsideJournal,
-                    "the service says refunded; the journal holds no accepted refund".into(),
-                ));
-            }
-            _ => {}
-        }
     }
-    Ok(report)
+    match (&refund, &status) {
+        (Some(r), _) if r.state.is_open() => report.findings.push(finding(
+            CollectFindingKind::OpenInJournal,
+            format!("the refund is {} in the journal: run recovery", r.state),
+        )),
+        (Some(r), s) if r.state == State::Accepted && *s != CollectStatus::Refunded => {
+            report.findings.push(finding(
+                CollectFindingKind::RefundNotAtService,
+                format!("the journal holds the refund as accepted; the service says `{s}`"),
+            ));
+        }
+        (r, CollectStatus::Refunded) if r.as_ref().is_none_or(|r| r.state != State::Accepted) => {
+            report.findings.push(finding(
+                CollectFindingKind::RefundedOutsideJournal,
+                "the service says refunded; the journal holds no accepted refund".into(),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
 }

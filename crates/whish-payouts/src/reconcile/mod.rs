@@ -2,47 +2,48 @@
 //! log and statement say happened, joined by Request-id (the service's own rule for
 //! reconciliation), per currency.
 //!
-//! Each transfer in the range is checked both ways:
+//! Every movement of money in the range is explained both ways:
 //!
-//! - in the journal (accepted) but not in the activity log, and not found by a status read:
-//!   **missing at the service** (lost?); found by the status read, it was sent after the range
-//!   (listed in `sent_after_range`, not a difference);
-//! - in the activity log but not in the journal: **not in the journal** (sent by something
-//!   else, or by hand); open in the journal: recover the journal; refused in the journal but at
-//!   the service: the journal is wrong about a payment;
-//! - the amount the journal sent against the activity's (the receiver's amount, or the total when
-//!   the fee was deducted), the fee the send's answer gave against the activity's, and the
-//!   statement's charge against the activity's total; a transfer without its statement line;
+//! - each send of the activity log by the journal (held, accepted, once, in its currency, for
+//!   its amount and fee) and by a charge of the statement in its currency;
+//! - each charge of the statement by a send of the activity log (under its Request-id, in its
+//!   currency; a charge without a Request-id by a send without one, of the same total);
+//! - each cancellation by a refund of the statement (between its amount and its amount plus
+//!   fee), and no transfer both collected and cancelled;
+//! - each accepted send of the journal by the activity log: when the log does not list it, its
+//!   status read decides between **missing at the service** (lost?) and sent after the range
+//!   (`sent_after_range`, not a difference), unless the range's statement charged it;
 //! - the statement's balance rule (balance = previous + debit - credit), line by line.
+//!
+//! Sums the service reports are doubles: they are compared to the currency's smallest unit
+//! ([`whish_core::Amount::is_same_sum`]).
 //!
 //! With the feature `hosted-collect`, `collect` does the same for hosted payments: each
 //! payment the journal created, its status read from the service, against the journal's refunds.
 //!
-//! Cancellations (SENT then CANCELLED in the activity log) are listed, not flagged. Totals per
-//! currency: sent, fees, collected, cancelled, the opening and the closing balance.
+//! Cancellations (SENT then CANCELLED in the activity log) are listed with what came back.
+//! Totals per currency: sent, fees, collected, cancelled, refunded, the opening and the closing
+//! balance.
 //!
-//! Times: the journal records UTC; the report range is compared with it as UTC. A transfer whose
-//! journal time and service time fall on either side of a range edge is matched anyway (every
-//! Request-id the service lists is looked up in the journal by key); only "missing at the
-//! service" depends on the journal's time, so reconcile whole days with a margin.
+//! Times: the journal records UTC; the report range is compared with it as UTC, to the second.
+//! A transfer whose journal time and service time fall on either side of a range edge is matched
+//! anyway (every Request-id the service lists is looked up in the journal by key); only "missing
+//! at the service" depends on the journal's time, so reconcile whole days with a margin.
 
 #[cfg(feature = "hosted-collect")]
 mod collect;
 
 #[cfg(feature = "hosted-collect")]
-pub use collect::{CollectFinding, CollectFindingKind, CollectReport, CollectTotals, collect};
+pub use collect::{
+    CollectFinding, CollectFindingKind, CollectReport, CollectTotals, REFUND_LOOK_BACK, collect,
+    collect_looking_back,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use rust_decimal::Decimal;
 use serde::Serialize;
-use time::OffsetDateTime;
-use whish_core::{Amount, Currency, RequestId};
-use whish_journal::{Entry, Journal, Listing, Operation, Service, State};
-use whish_money_transfer::reconcile::check_balance_rule;
-use whish_money_transfer::{
-    ActivityStatus, ReportRange, StatementType, StatusQuery, TransferClient, TransferCode,
-};
+use whish_core::RequestId;
 
 /// What kind of difference a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -67,6 +68,20 @@ pub enum FindingKind {
     NotInStatement,
     /// A statement line breaks balance = previous + debit - credit.
     BalanceRule,
+    /// The activity log lists more than one send under one Request-id: paid more than once.
+    DuplicateAtService,
+    /// The journal sent it in one currency; the activity log records another.
+    CurrencyDiffers,
+    /// The statement charged money that no send of the activity log explains (a charge under
+    /// a Request-id the log does not list as sent in that currency, or a charge without one).
+    NotInActivity,
+    /// The activity log lists a cancellation; the statement booked no refund for it.
+    RefundNotInStatement,
+    /// The statement's refund of a cancellation is less than its amount or more than its
+    /// amount plus fee.
+    RefundDiffers,
+    /// The activity log lists the transfer both collected and cancelled: paid out and refunded.
+    CollectedAndCancelled,
 }
 
 impl FindingKind {
@@ -82,6 +97,12 @@ impl FindingKind {
             FindingKind::StatementDiffers => "statement-differs",
             FindingKind::NotInStatement => "not-in-statement",
             FindingKind::BalanceRule => "balance-rule",
+            FindingKind::DuplicateAtService => "duplicate-at-service",
+            FindingKind::CurrencyDiffers => "currency-differs",
+            FindingKind::NotInActivity => "not-in-activity",
+            FindingKind::RefundNotInStatement => "refund-not-in-statement",
+            FindingKind::RefundDiffers => "refund-differs",
+            FindingKind::CollectedAndCancelled => "collected-and-cancelled",
         }
     }
 }
@@ -126,6 +147,9 @@ pub struct Cancelled {
     pub amount: Decimal,
     /// Its fee.
     pub fee: Decimal,
+    /// What the statement of the range booked back for it (its lines under the Request-id that
+    /// raised the balance); zero when none.
+    pub refunded: Decimal,
 }
 
 /// The totals of one currency over the range.
@@ -142,8 +166,10 @@ pub struct CurrencyTotals {
     pub collected: u64,
     /// Transfers cancelled (CANCELLED events).
     pub cancelled: u64,
-    /// Their amounts.
+    /// Their amounts (what the receivers were to collect; the fees are in `fees`).
     pub cancelled_amount: Decimal,
+    /// What the statement booked back for them: the money that came back to the account.
+    pub refunded: Decimal,
     /// Transfers the journal and the service agree on, both ways.
     pub matched: u64,
     /// The balance before the statement's first line in the range.
@@ -169,7 +195,8 @@ pub struct TransferReport {
     /// Accepted sends the journal recorded in the range that the activity log of the range does
     /// not list but the service holds (its status read by Request-id found them): sent after
     /// the range (a recovery or a later run sent a request recorded earlier). Not a difference:
-    /// they are in the activity log of the day they were sent.
+    /// they are in the activity log of the day they were sent. One the range's statement
+    /// charged is not here but a `NotInActivity` finding: it went out in the range.
     pub sent_after_range: Vec<RequestId>,
 }
 
@@ -197,269 +224,6 @@ pub enum ReconcileError {
     Service(#[source] whish_money_transfer::Error),
 }
 
-/// What the journal's request said: amount, currency, whether the fee was deducted.
-struct Sent {
-    amount: Amount,
-    currency: Currency,
-    deduct: bool,
-}
+mod transfer;
 
-fn sent_of(entry: &Entry) -> Option<Sent> {
-    let v: serde_json::Value = serde_json::from_slice(&entry.request).ok()?;
-    let amount = match v.get("amount")? {
-        serde_json::Value::Number(n) => Amount::parse(&n.to_string()).ok()?,
-        serde_json::Value::String(s) => Amount::parse(s).ok()?,
-        _ => return None,
-    };
-    let currency = Currency::from_id(v.get("currencyId")?.as_i64()?)?;
-    let deduct = v.get("deductFees").and_then(serde_json::Value::as_bool) == Some(true);
-    Some(Sent {
-        amount,
-        currency,
-        deduct,
-    })
-}
-
-fn ms(t: OffsetDateTime) -> i128 {
-    t.unix_timestamp_nanos() / 1_000_000
-}
-
-/// Reconcile the money-transfer service over `range` (the activity log and the statement of
-/// that range) against the journal's sends recorded between `from` and `to` (UTC).
-///
-/// # Errors
-///
-/// A `ReconcileError` when the journal or the service cannot be read.
-pub async fn transfers(
-    journal: &Journal,
-    client: &TransferClient,
-    range: &ReportRange,
-    from: OffsetDateTime,
-    to: OffsetDateTime,
-) -> Result<TransferReport, ReconcileError> {
-    // This process's own acceptances still being written count too.
-    journal.flush().await;
-    let activity = client
-        .activity(range)
-        .await
-        .map_err(ReconcileError::Service)?;
-    let statements = client
-        .statement(range)
-        .await
-        .map_err(ReconcileError::Service)?;
-    let mut report = TransferReport::default();
-
-    // The statement: per currency, the charge of each Request-id, the balances, the rule.
-    let mut charged: BTreeMap<RequestId, Decimal> = BTreeMap::new();
-    for s in &statements {
-        let Some(first) = s.transactions.first() else {
-            continue;
-        };
-        let code = first.currency.code().to_owned();
-        let totals = report.currencies.entry(code.clone()).or_default();
-        totals.statement_lines = s.transactions.len() as u64;
-        totals.opening_balance =
-            Some(first.balance.value() - first.debit.value() + first.credit.value());
-        totals.closing_balance = s.transactions.last().map(|l| l.balance.value());
-        for l in &s.transactions {
-            if let (Some(r), StatementType::Transfer) = (l.request_id, &l.kind)
-                && l.credit.value() > Decimal::ZERO
-            {
-                *charged.entry(r).or_default() += l.credit.value();
-            }
-        }
-        if let Err(b) = check_balance_rule(s) {
-            report.findings.push(Finding {
-                kind: FindingKind::BalanceRule,
-                currency: code,
-                request_id: b.line.request_id,
-                transfer_id: Some(b.line.id.clone()),
-                journal: None,
-                service: Some(b.actual.to_plain_string()),
-                message: b.to_string(),
-            });
-        }
-    }
-
-    // The activity log: one SENT event per transfer; RECEIVED and CANCELLED after it.
-    let mut at_service: BTreeSet<RequestId> = BTreeSet::new();
-    for e in &activity {
-        let code = Currency::from_code(&e.currency).code().to_owned();
-        let totals = report.currencies.entry(code.clone()).or_default();
-        match e.status {
-            ActivityStatus::Sent => {
-                totals.sent += 1;
-                totals.sent_amount += e.amount.value();
-                totals.fees += e.fee.value();
-            }
-            ActivityStatus::Received => totals.collected += 1,
-            ActivityStatus::Cancelled => {
-                totals.cancelled += 1;
-                totals.cancelled_amount += e.amount.value();
-                report.cancellations.push(Cancelled {
-                    currency: code.clone(),
-                    request_id: e.request_id,
-                    transfer_id: e.id.clone(),
-                    amount: e.amount.value(),
-                    fee: e.fee.value(),
-                });
-            }
-            _ => {}
-        }
-        if e.status != ActivityStatus::Sent {
-            continue;
-        }
-        let Some(request_id) = e.request_id else {
-            continue;
-        };
-        at_service.insert(request_id);
-        let finding =
-            |kind, journal: Option<String>, service: Option<String>, message: String| Finding {
-                kind,
-                currency: code.clone(),
-                request_id: Some(request_id),
-                transfer_id: Some(e.id.clone()),
-                journal,
-                service,
-                message,
-            };
-        let mut found = Vec::new();
-        let entry = journal
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &request_id.to_string(),
-            )
-            .await
-            .map_err(ReconcileError::Journal)?;
-        match &entry {
-            None => found.push(finding(
-                FindingKind::NotInJournal,
-                None,
-                Some(e.total.to_plain_string()),
-                format!("the service sent {} {} under Request-id {request_id}, which the journal does not hold: sent by something else", e.amount.to_plain_string(), e.currency),
-            )),
-            Some(j) if j.state.is_open() => found.push(finding(
-                FindingKind::OpenInJournal,
-                Some(j.state.to_string()),
-                Some("SENT".into()),
-                "the journal still holds it open: run recovery to record its outcome".into(),
-            )),
-            Some(j) if j.state != State::Accepted => found.push(finding(
-                FindingKind::RefusedInJournal,
-                Some(j.state.to_string()),
-                Some("SENT".into()),
-                "the journal holds it as not paid, but the service sent it".into(),
-            )),
-            Some(_) => {}
-        }
-        if let Some(j) = &entry
-            && let Some(sent) = sent_of(j)
-        {
-            let service_amount = if sent.deduct { e.total } else { e.amount };
-            if service_amount.value() != sent.amount.value() {
-                found.push(finding(
-                    FindingKind::AmountDiffers,
-                    Some(sent.amount.to_plain_string()),
-                    Some(service_amount.to_plain_string()),
-                    format!(
-                        "the journal sent {} {}, the service recorded {}",
-                        sent.amount.to_plain_string(),
-                        sent.currency.code(),
-                        service_amount.to_plain_string()
-                    ),
-                ));
-            }
-            if let Some(fee) = j.references.charges
-                && fee.value() != e.fee.value()
-            {
-                found.push(finding(
-                    FindingKind::FeeDiffers,
-                    Some(fee.to_plain_string()),
-                    Some(e.fee.to_plain_string()),
-                    format!(
-                        "the send's answer gave a fee of {}, the activity log says {}",
-                        fee.to_plain_string(),
-                        e.fee.to_plain_string()
-                    ),
-                ));
-            }
-        }
-        match charged.get(&request_id) {
-            None => found.push(finding(
-                FindingKind::NotInStatement,
-                None,
-                Some(e.total.to_plain_string()),
-                "the statement has no charge for this transfer".into(),
-            )),
-            Some(c) if *c != e.total.value() => found.push(finding(
-                FindingKind::StatementDiffers,
-                None,
-                Some(c.to_string()),
-                format!(
-                    "the statement charged {c}, the activity log's total is {}",
-                    e.total.to_plain_string()
-                ),
-            )),
-            Some(_) => {}
-        }
-        if found.is_empty() {
-            report.currencies.entry(code).or_default().matched += 1;
-        }
-        report.findings.extend(found);
-    }
-
-    // The journal's accepted sends in the range that the service does not list.
-    let since = Listing::new()
-        .state(State::Accepted)
-        .since(from)
-        .limit(u32::MAX);
-    let entries = journal
-        .list(&since)
-        .await
-        .map_err(ReconcileError::Journal)?;
-    for j in entries.iter().filter(|j| {
-        j.service == Service::MoneyTransfer
-            && j.operation == Operation::Send
-            && ms(j.created) <= ms(to)
-    }) {
-        report.journal_sends += 1;
-        let Ok(id) = j.key.parse::<RequestId>() else {
-            continue;
-        };
-        if at_service.contains(&id) {
-            continue;
-        }
-        // Not in this range's activity log: the status endpoint (authoritative) says whether the
-        // service has it at all. A request recorded in the range may have gone out later (a
-        // recovery, or a later run, sent it): then it is listed on the day it was sent.
-        let why = match client.status(&StatusQuery::RequestId(id)).await {
-            Ok(_) => {
-                report.sent_after_range.push(id);
-                continue;
-            }
-            Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
-                "its status read says the service never received it".to_owned()
-            }
-            Err(e) => format!("its status could not be read ({e})"),
-        };
-        let sent = sent_of(j);
-        report.findings.push(Finding {
-            kind: FindingKind::MissingAtService,
-            currency: sent
-                .as_ref()
-                .map(|s| s.currency.code().to_owned())
-                .unwrap_or_default(),
-            request_id: Some(id),
-            transfer_id: j.references.transfer_id.clone(),
-            journal: sent.map(|s| s.amount.to_plain_string()),
-            service: None,
-            message: format!(
-                "the journal holds Request-id {id} as accepted on {}, but the activity log does not list it and {why}: lost?",
-                j.created
-            ),
-        });
-    }
-    report.findings.sort_by_key(|f| (f.kind, f.request_id));
-    Ok(report)
-}
+pub use transfer::transfers;
