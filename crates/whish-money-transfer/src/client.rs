@@ -231,6 +231,46 @@ impl ReportRange {
         self.currency = Some(currency);
         self
     }
+
+    /// The start (`fromDate`).
+    pub fn start(&self) -> DateTime {
+        self.from
+    }
+
+    /// The end (`toDate`).
+    pub fn end(&self) -> DateTime {
+        self.to
+    }
+
+    /// Whether `date` falls in the range, both ends included.
+    pub fn contains(&self, date: DateTime) -> bool {
+        self.from <= date && date <= self.to
+    }
+
+    /// The `by` before this range: from `by` before its start to the second before it.
+    pub fn preceding(&self, by: time::Duration) -> ReportRange {
+        let end = self
+            .from
+            .0
+            .checked_sub(time::Duration::SECOND)
+            .unwrap_or(self.from.0);
+        ReportRange {
+            from: DateTime(end.checked_sub(by).unwrap_or(end)),
+            to: DateTime(end),
+            currency: self.currency.clone(),
+        }
+    }
+
+    /// The same range, `by` wider on each side (at the calendar's ends, as far as it goes): to
+    /// pair an event at the range's edge with its other half just outside it (a send at
+    /// 23:59:59 charged at 00:00:00).
+    pub fn widened(&self, by: time::Duration) -> ReportRange {
+        ReportRange {
+            from: DateTime(self.from.0.checked_sub(by).unwrap_or(self.from.0)),
+            to: DateTime(self.to.0.checked_add(by).unwrap_or(self.to.0)),
+            currency: self.currency.clone(),
+        }
+    }
 }
 
 impl TransferClient {

@@ -2,9 +2,10 @@
 //!
 //! - [`latest_states`] folds the activity event log into the latest state of each transfer (a
 //!   cancelled transfer shows twice, SENT then CANCELLED; CANCELLED is CANCELED_FULL elsewhere).
-//! - [`check_balance_rule`] checks balance = previous + debit - credit on every line, to the
-//!   currency's smallest unit (the service keeps doubles: `9954.800000000001` is 9954.80), and
-//!   reports the first line that breaks it.
+//! - [`in_time_order`] gives a statement's lines in time order (the spec gives no order).
+//! - [`check_balance_rule`] checks balance = previous + debit - credit on every line, in time
+//!   order, to the currency's smallest unit (the service keeps doubles: `9954.800000000001` is
+//!   9954.80) without letting such differences add up, and reports the first line that breaks it.
 //! - [`match_by_request_id`] pairs activity events and statement lines through `requestId`.
 
 use std::collections::BTreeMap;
@@ -83,10 +84,29 @@ impl std::fmt::Display for BalanceBreak {
     }
 }
 
-/// Check the balance rule the spec gives, on every line after the first (whose previous balance
-/// is not in the statement), in decimals, to the currency's smallest unit (a difference under
-/// half a cent, or half a pound, is the service's doubles, not money: see
-/// [`Amount::is_same_sum`]), and return the first break.
+/// The lines of a statement in time order. The spec gives no order for `transactions[]`: a
+/// statement listed newest first (its first line dated after its last) is read backwards, then
+/// the lines are sorted by date, lines of the same second keeping that order.
+pub fn in_time_order(statement: &CurrencyStatement) -> Vec<&StatementLine> {
+    let lines = &statement.transactions;
+    let mut ordered: Vec<&StatementLine> = lines.iter().collect();
+    if let (Some(first), Some(last)) = (lines.first(), lines.last())
+        && first.date > last.date
+    {
+        ordered.reverse();
+    }
+    ordered.sort_by_key(|l| l.date);
+    ordered
+}
+
+/// Check the balance rule the spec gives (balance = previous + debit - credit) on every line
+/// after the first (whose previous balance is not in the statement), in time order
+/// ([`in_time_order`]), and return the first break.
+///
+/// Each line's balance is compared with the first line's balance plus every debit and minus
+/// every credit since, summed exactly, to the currency's smallest unit: a difference under half
+/// a cent (or half a pound) is the service's doubles (`9954.800000000001` is 9954.80), but such
+/// differences cannot add up unseen, line after line.
 ///
 /// `currentBalance` is the balance **now**, not at the end of the range: a range that ends before
 /// now, with later transactions, legitimately ends on another balance, so it is not compared.
@@ -95,20 +115,26 @@ impl std::fmt::Display for BalanceBreak {
 ///
 /// The first line that breaks `balance = previous + debit - credit`, as a `BalanceBreak`.
 pub fn check_balance_rule(statement: &CurrencyStatement) -> Result<(), BalanceBreak> {
-    let lines = &statement.transactions;
-    for (i, pair) in lines.windows(2).enumerate() {
-        let (prev, line) = (&pair[0], &pair[1]);
-        let expected = prev
-            .balance
-            .value()
-            .checked_add(line.debit.value())
+    let ordered = in_time_order(statement);
+    let Some(first) = ordered.first() else {
+        return Ok(());
+    };
+    let mut expected = Some(first.balance.value());
+    for line in ordered.iter().skip(1) {
+        expected = expected
+            .and_then(|v| v.checked_add(line.debit.value()))
             .and_then(|v| v.checked_sub(line.credit.value()));
         if !expected.is_some_and(|e| Amount::new(e).is_same_sum(line.balance, &line.currency)) {
+            let index = statement
+                .transactions
+                .iter()
+                .position(|l| std::ptr::eq(l, *line))
+                .unwrap_or_default();
             return Err(BalanceBreak {
-                index: i + 1,
+                index,
                 expected: expected.map(Amount::new),
                 actual: line.balance,
-                line: Box::new(line.clone()),
+                line: Box::new((*line).clone()),
             });
         }
     }

@@ -79,6 +79,35 @@ fn a_doubles_artefact_is_not_a_break_and_a_cent_is() {
     assert_eq!(check_balance_rule(&s).expect_err("a cent").index, 3);
 }
 
+/// Differences under half a cent do not add up unseen: a book 0.004 short on every line is a
+/// cent short by the third.
+#[test]
+fn differences_under_half_a_cent_do_not_add_up_unseen() {
+    let mut s = statement().remove(0);
+    let n = s.transactions.len();
+    assert!(n >= 4, "the fixture has {n} lines");
+    let short = whish_core::Decimal::new(4, 3);
+    for (i, l) in s.transactions.iter_mut().enumerate().skip(1) {
+        l.balance =
+            whish_core::Amount::new(l.balance.value() - short * whish_core::Decimal::from(i));
+    }
+    let b = check_balance_rule(&s).expect_err("drift");
+    assert_eq!(
+        b.index, 2,
+        "0.004 short passes, 0.008 short is a break: {b}"
+    );
+}
+
+/// The spec gives no order for a statement's lines: newest first is the same book.
+#[test]
+fn a_statement_listed_newest_first_is_the_same_book() {
+    let mut s = statement().remove(0);
+    s.transactions.reverse();
+    check_balance_rule(&s).expect("the same book, listed newest first");
+    let ordered = whish_money_transfer::reconcile::in_time_order(&s);
+    assert!(ordered.windows(2).all(|w| w[0].date <= w[1].date));
+}
+
 #[test]
 fn the_current_balance_is_the_balance_now_not_at_the_end_of_the_range() {
     // The spec: currentBalance is the balance now. A range that ends before now, with later

@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 use time::OffsetDateTime;
 use whish_core::{Amount, Currency, RequestId};
 use whish_journal::{Entry, Journal, Listing, Operation, Service, State};
-use whish_money_transfer::reconcile::check_balance_rule;
+use whish_money_transfer::reconcile::{check_balance_rule, in_time_order};
 use whish_money_transfer::{
     ActivityEntry, ActivityStatus, ReportRange, StatementLine, StatusQuery, TransferClient,
     TransferCode,
@@ -38,6 +38,17 @@ fn sent_of(entry: &Entry) -> Option<Sent> {
     })
 }
 
+/// How far past the range's edges the activity log and the statement are read, to pair an
+/// event in the range with its other half just outside it (a send at 23:59:59 charged at
+/// 00:00:00, a cancel and its refund a second apart). Only events in the range are counted and
+/// reported.
+const PAIRING_MARGIN: time::Duration = time::Duration::minutes(5);
+
+/// How far before the range the activity log is read for the earlier events of a transfer the
+/// range only collects or cancels (sent on an earlier day): a transfer collected after it was
+/// cancelled, or the bounds of a refund.
+const LOOK_BACK: time::Duration = time::Duration::days(30);
+
 /// What the statement booked under one Request-id in one currency.
 #[derive(Default)]
 struct Booked {
@@ -45,14 +56,20 @@ struct Booked {
     charged: Decimal,
     /// Its lines that raised it (a cancellation's refund).
     refunded: Decimal,
+    /// Of those, the ones dated in the range.
+    charged_in_range: Decimal,
+    /// Of those, the ones dated in the range.
+    refunded_in_range: Decimal,
 }
 
-/// The activity log's events of one Request-id.
+/// The activity log's events of one Request-id, the range's and the margin's.
 #[derive(Default)]
 struct Events<'a> {
     sent: Vec<&'a ActivityEntry>,
     received: Vec<&'a ActivityEntry>,
     cancelled: Vec<&'a ActivityEntry>,
+    /// Whether any of them is dated in the range.
+    in_range: bool,
 }
 
 fn code_of(e: &ActivityEntry) -> String {
@@ -63,15 +80,32 @@ fn plain(d: Decimal) -> String {
     Amount::new(d).to_plain_string()
 }
 
+/// What a line took from the account (positive) or gave back (negative): credit - debit, so a
+/// negative debit is a charge too.
+fn outflow(l: &StatementLine) -> Decimal {
+    l.credit.value() - l.debit.value()
+}
+
+/// Per currency, the sums of the charges and the activity totals of the sends found to match
+/// one by one: each is compared to half a cent, so their sums are compared too.
+#[derive(Default)]
+struct Sums {
+    charged: Decimal,
+    total: Decimal,
+}
+
 /// Reconcile the money-transfer service over `range` (the activity log and the statement of
 /// that range) against the journal's sends recorded between `from` and `to` (UTC, each to the
 /// second: a send recorded at 23:59:59.500 is in a range that ends at 23:59:59).
 ///
-/// Every movement of money is explained both ways: each send of the activity log by the
-/// journal (once, in its currency, for its amount and fee) and by a charge of the statement;
-/// each charge of the statement by a send of the activity log; each cancellation by a refund
-/// of the statement; each accepted send of the journal by the activity log. Amounts the
-/// service reports are compared to its currency's smallest unit (they are doubles).
+/// Every movement of money in the range is explained both ways: each send of the activity log
+/// by the journal (once, in its currency, for its amount and fee, under the transfer id the
+/// journal recorded) and by a charge of the statement; each charge and each refund of the
+/// statement by a send or a cancellation of the activity log; each cancellation by a refund;
+/// each accepted send of the journal by the activity log. Amounts the service reports are
+/// compared to its currency's smallest unit (they are doubles), one by one and summed. The two
+/// reports are read a few minutes past the range's edges, so that a send at 23:59:59 pairs with
+/// its charge at 00:00:00; only what is dated in the range is counted and reported.
 ///
 /// # Errors
 ///
@@ -85,43 +119,58 @@ pub async fn transfers(
 ) -> Result<TransferReport, ReconcileError> {
     // This process's own acceptances still being written count too.
     journal.flush().await;
+    let wide = range.widened(PAIRING_MARGIN);
     let activity = client
-        .activity(range)
+        .activity(&wide)
         .await
         .map_err(ReconcileError::Service)?;
     let statements = client
-        .statement(range)
+        .statement(&wide)
         .await
         .map_err(ReconcileError::Service)?;
     let mut report = TransferReport::default();
 
-    // The statement: per currency, what each Request-id was charged and refunded, the charges
-    // without a Request-id, the balances, the rule.
+    // The statement: per currency, what each Request-id was charged and refunded, the lines
+    // without a Request-id that took money, the balances of the range, the rule.
     let mut book: BTreeMap<(String, RequestId), Booked> = BTreeMap::new();
-    let mut charges_without_id: Vec<&StatementLine> = Vec::new();
+    let mut charges_without_id: Vec<(&StatementLine, bool)> = Vec::new();
     for s in &statements {
-        let Some(first) = s.transactions.first() else {
+        let mut in_range: Vec<&StatementLine> = in_time_order(s)
+            .into_iter()
+            .filter(|l| range.contains(l.date))
+            .collect();
+        for l in &s.transactions {
+            let code = l.currency.code().to_owned();
+            let out = outflow(l);
+            let here = range.contains(l.date);
+            match l.request_id {
+                Some(r) => {
+                    let b = book.entry((code, r)).or_default();
+                    let (charge, refund) = (out.max(Decimal::ZERO), (-out).max(Decimal::ZERO));
+                    b.charged += charge;
+                    b.refunded += refund;
+                    if here {
+                        b.charged_in_range += charge;
+                        b.refunded_in_range += refund;
+                    }
+                }
+                None if out > Decimal::ZERO => charges_without_id.push((l, here)),
+                None => {}
+            }
+        }
+        let (Some(first), Some(last)) = (in_range.first().copied(), in_range.last().copied())
+        else {
             continue;
         };
         let code = first.currency.code().to_owned();
         let totals = report.currencies.entry(code.clone()).or_default();
-        totals.statement_lines = s.transactions.len() as u64;
+        totals.statement_lines = in_range.len() as u64;
         totals.opening_balance =
             Some(first.balance.value() - first.debit.value() + first.credit.value());
-        totals.closing_balance = s.transactions.last().map(|l| l.balance.value());
-        for l in &s.transactions {
-            let code = l.currency.code().to_owned();
-            match l.request_id {
-                Some(r) => {
-                    let b = book.entry((code, r)).or_default();
-                    b.charged += l.credit.value();
-                    b.refunded += l.debit.value();
-                }
-                None if l.credit.value() > Decimal::ZERO => charges_without_id.push(l),
-                None => {}
-            }
-        }
-        if let Err(b) = check_balance_rule(s) {
+        totals.closing_balance = Some(last.balance.value());
+        let mut of_range = s.clone();
+        of_range.transactions = in_range.drain(..).cloned().collect();
+        if let Err(b) = check_balance_rule(&of_range) {
             report.findings.push(Finding {
                 kind: FindingKind::BalanceRule,
                 currency: code,
@@ -134,54 +183,126 @@ pub async fn transfers(
         }
     }
 
-    // The activity log: the totals, and its events grouped by Request-id.
+    // The activity log: the range's totals, and every event grouped by Request-id.
     let mut events: BTreeMap<RequestId, Events<'_>> = BTreeMap::new();
-    let mut sent_without_id: Vec<&ActivityEntry> = Vec::new();
+    let mut sent_without_id: Vec<(&ActivityEntry, bool)> = Vec::new();
     for e in &activity {
-        let totals = report.currencies.entry(code_of(e)).or_default();
-        match e.status {
-            ActivityStatus::Sent => {
-                totals.sent += 1;
-                totals.sent_amount += e.amount.value();
-                totals.fees += e.fee.value();
+        let here = range.contains(e.date);
+        if here {
+            let totals = report.currencies.entry(code_of(e)).or_default();
+            match e.status {
+                ActivityStatus::Sent => {
+                    totals.sent += 1;
+                    totals.sent_amount += e.amount.value();
+                    totals.fees += e.fee.value();
+                }
+                ActivityStatus::Received => totals.collected += 1,
+                ActivityStatus::Cancelled => {
+                    totals.cancelled += 1;
+                    totals.cancelled_amount += e.amount.value();
+                }
+                _ => {}
             }
-            ActivityStatus::Received => totals.collected += 1,
-            ActivityStatus::Cancelled => {
-                totals.cancelled += 1;
-                totals.cancelled_amount += e.amount.value();
-            }
-            _ => {}
         }
-        match (e.request_id, &e.status) {
-            (Some(r), ActivityStatus::Sent) => events.entry(r).or_default().sent.push(e),
-            (Some(r), ActivityStatus::Received) => events.entry(r).or_default().received.push(e),
-            (Some(r), ActivityStatus::Cancelled) => {
-                events.entry(r).or_default().cancelled.push(e);
+        let Some(r) = e.request_id else {
+            if e.status == ActivityStatus::Sent {
+                sent_without_id.push((e, here));
             }
-            (None, ActivityStatus::Sent) => sent_without_id.push(e),
+            continue;
+        };
+        let ev = events.entry(r).or_default();
+        ev.in_range |= here;
+        match e.status {
+            ActivityStatus::Sent => ev.sent.push(e),
+            ActivityStatus::Received => ev.received.push(e),
+            ActivityStatus::Cancelled => ev.cancelled.push(e),
             _ => {}
         }
     }
 
+    // A transfer the range collects or cancels but did not send: its earlier events, from the
+    // activity log of the days before (one read, only when there is such a transfer).
+    let sent_before: BTreeSet<RequestId> = events
+        .iter()
+        .filter(|(_, ev)| ev.in_range && ev.sent.is_empty())
+        .map(|(r, _)| *r)
+        .collect();
+    let earlier_log = if sent_before.is_empty() {
+        Vec::new()
+    } else {
+        client
+            .activity(&wide.preceding(LOOK_BACK))
+            .await
+            .map_err(ReconcileError::Service)?
+    };
+    let mut earlier: BTreeMap<RequestId, Events<'_>> = BTreeMap::new();
+    for e in &earlier_log {
+        let Some(r) = e.request_id.filter(|r| sent_before.contains(r)) else {
+            continue;
+        };
+        let ev = earlier.entry(r).or_default();
+        match e.status {
+            ActivityStatus::Sent => ev.sent.push(e),
+            ActivityStatus::Received => ev.received.push(e),
+            ActivityStatus::Cancelled => ev.cancelled.push(e),
+            _ => {}
+        }
+    }
+
+    let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
+    let none = Events::default();
     for (&request_id, ev) in &events {
-        let found = check_request(journal, &mut report, &book, request_id, ev).await?;
-        if let Some(first) = ev.sent.first()
+        if !ev.in_range {
+            continue;
+        }
+        let before = earlier.get(&request_id).unwrap_or(&none);
+        let found = check_request(
+            journal,
+            &mut report,
+            &book,
+            &mut sums,
+            request_id,
+            ev,
+            before,
+        )
+        .await?;
+        if let Some(first) = ev.sent.iter().find(|e| range.contains(e.date))
             && found.is_empty()
         {
             report.currencies.entry(code_of(first)).or_default().matched += 1;
         }
         report.findings.extend(found);
     }
+    for (code, s) in &sums {
+        let currency = Currency::from_code(code);
+        if !Amount::new(s.charged).is_same_sum(Amount::new(s.total), &currency) {
+            report.findings.push(Finding {
+                kind: FindingKind::StatementDiffers,
+                currency: code.clone(),
+                request_id: None,
+                transfer_id: None,
+                journal: None,
+                service: Some(plain(s.charged)),
+                message: format!(
+                    "the statement charged {} {code} in all for the sends it matched one by one, whose totals in the activity log come to {}",
+                    plain(s.charged),
+                    plain(s.total)
+                ),
+            });
+        }
+    }
 
     // Sends without a Request-id: made by something else; each explains one charge without a
     // Request-id of the same currency and total.
-    for e in sent_without_id {
+    for (e, here) in sent_without_id {
         let code = code_of(e);
-        if let Some(i) = charges_without_id
-            .iter()
-            .position(|l| l.currency.code() == code && l.credit.is_same_sum(e.total, &l.currency))
-        {
+        if let Some(i) = charges_without_id.iter().position(|(l, _)| {
+            l.currency.code() == code && Amount::new(outflow(l)).is_same_sum(e.total, &l.currency)
+        }) {
             charges_without_id.swap_remove(i);
+        }
+        if !here {
+            continue;
         }
         report.findings.push(Finding {
             kind: FindingKind::NotInJournal,
@@ -197,17 +318,17 @@ pub async fn transfers(
             ),
         });
     }
-    for l in charges_without_id {
+    for (l, _) in charges_without_id.into_iter().filter(|(_, here)| *here) {
         report.findings.push(Finding {
             kind: FindingKind::NotInActivity,
             currency: l.currency.code().to_owned(),
             request_id: None,
             transfer_id: Some(l.id.clone()),
             journal: None,
-            service: Some(l.credit.to_plain_string()),
+            service: Some(plain(outflow(l))),
             message: format!(
-                "the statement charged {} {} on {} ({} line, no Request-id), and no send of the activity log explains it",
-                l.credit.to_plain_string(),
+                "the statement took {} {} on {} ({} line, no Request-id), and no send of the activity log explains it",
+                plain(outflow(l)),
                 l.currency.code(),
                 l.date,
                 l.kind
@@ -215,40 +336,75 @@ pub async fn transfers(
         });
     }
 
-    // Charges under a Request-id the activity log does not list as sent in that currency.
+    // Charges and refunds in the range under a Request-id the activity log does not list as
+    // sent (or cancelled) in that currency.
     for ((code, request_id), b) in &book {
-        let sent_here = events
-            .get(request_id)
-            .is_some_and(|ev| ev.sent.iter().any(|e| code_of(e) == *code));
-        if b.charged > Decimal::ZERO && !sent_here {
+        let ev = events.get(request_id);
+        let listed = |status: ActivityStatus| {
+            ev.is_some_and(|ev| {
+                let of = if status == ActivityStatus::Sent {
+                    &ev.sent
+                } else {
+                    &ev.cancelled
+                };
+                of.iter().any(|e| code_of(e) == *code)
+            })
+        };
+        if b.charged_in_range > Decimal::ZERO && !listed(ActivityStatus::Sent) {
             report.findings.push(Finding {
                 kind: FindingKind::NotInActivity,
                 currency: code.clone(),
                 request_id: Some(*request_id),
                 transfer_id: None,
                 journal: None,
-                service: Some(plain(b.charged)),
+                service: Some(plain(b.charged_in_range)),
                 message: format!(
                     "the statement charged {} {code} under Request-id {request_id}, which the activity log does not list as sent in {code}",
-                    plain(b.charged)
+                    plain(b.charged_in_range)
+                ),
+            });
+        }
+        if b.refunded_in_range > Decimal::ZERO && !listed(ActivityStatus::Cancelled) {
+            report.findings.push(Finding {
+                kind: FindingKind::NotInActivity,
+                currency: code.clone(),
+                request_id: Some(*request_id),
+                transfer_id: None,
+                journal: None,
+                service: Some(plain(b.refunded_in_range)),
+                message: format!(
+                    "the statement booked {} {code} back under Request-id {request_id}, which the activity log does not list as cancelled",
+                    plain(b.refunded_in_range)
                 ),
             });
         }
     }
 
-    missing_at_service(journal, client, &mut report, &events, &book, from, to).await?;
+    missing_at_service(
+        journal,
+        client,
+        &mut report,
+        range,
+        &events,
+        &book,
+        (from, to),
+    )
+    .await?;
     report.findings.sort_by_key(|f| (f.kind, f.request_id));
     Ok(report)
 }
 
-/// Every check of one Request-id the activity log lists: the journal's entry, the amount,
-/// currency and fee, the statement's charge and refund, collected and cancelled both.
+/// Every check of one Request-id with an event in the range: the journal's entry, the amount,
+/// currency, fee and transfer id, the statement's charge and refund, collected and cancelled
+/// both. Events just outside the range pair with those in it; findings are about the range's.
 async fn check_request(
     journal: &Journal,
     report: &mut TransferReport,
     book: &BTreeMap<(String, RequestId), Booked>,
+    sums: &mut BTreeMap<String, Sums>,
     request_id: RequestId,
     ev: &Events<'_>,
+    before: &Events<'_>,
 ) -> Result<Vec<Finding>, ReconcileError> {
     let mut found = Vec::new();
     let Some(any) = ev
@@ -272,8 +428,18 @@ async fn check_request(
             message,
         };
     let booked = book.get(&(code.clone(), request_id));
+    let entry = journal
+        .entry(
+            Service::MoneyTransfer,
+            Operation::Send,
+            &request_id.to_string(),
+        )
+        .await
+        .map_err(ReconcileError::Journal)?;
+    let sent = entry.as_ref().and_then(sent_of);
+    let fee = entry.as_ref().and_then(|j| j.references.charges);
 
-    if !ev.sent.is_empty() {
+    if let Some(&e) = ev.sent.first() {
         let ids: BTreeSet<&str> = ev.sent.iter().map(|e| e.id.as_str()).collect();
         if ev.sent.len() > 1 {
             found.push(finding(
@@ -283,19 +449,24 @@ async fn check_request(
                 format!(
                     "the activity log lists {} sends under Request-id {request_id} (transfers {}): paid more than once",
                     ev.sent.len(),
-                    ids.into_iter().collect::<Vec<_>>().join(", ")
+                    ids.iter().copied().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        } else if let Some(t) = entry
+            .as_ref()
+            .and_then(|j| j.references.transfer_id.as_deref())
+            && !ids.contains(t)
+        {
+            found.push(finding(
+                FindingKind::DuplicateAtService,
+                Some(t.to_owned()),
+                Some(e.id.clone()),
+                format!(
+                    "the journal's send under Request-id {request_id} created transfer {t}; the activity log lists transfer {} sent under it: paid more than once",
+                    e.id
                 ),
             ));
         }
-        let e = ev.sent[0];
-        let entry = journal
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &request_id.to_string(),
-            )
-            .await
-            .map_err(ReconcileError::Journal)?;
         match &entry {
             None => found.push(finding(
                 FindingKind::NotInJournal,
@@ -321,9 +492,7 @@ async fn check_request(
             )),
             Some(_) => {}
         }
-        if let Some(j) = &entry
-            && let Some(sent) = sent_of(j)
-        {
+        if let Some(sent) = &sent {
             if sent.currency.code() != code {
                 found.push(finding(
                     FindingKind::CurrencyDiffers,
@@ -350,7 +519,7 @@ async fn check_request(
                     ));
                 }
             }
-            if let Some(fee) = j.references.charges
+            if let Some(fee) = fee
                 && !fee.is_same_sum(e.fee, &currency)
             {
                 found.push(finding(
@@ -385,11 +554,17 @@ async fn check_request(
                     ),
                 ));
             }
-            Some(_) => {}
+            Some(c) => {
+                let s = sums.entry(code.clone()).or_default();
+                s.charged += c;
+                s.total += total;
+            }
         }
     }
 
-    if !ev.received.is_empty() && !ev.cancelled.is_empty() {
+    let received = !ev.received.is_empty() || !before.received.is_empty();
+    let cancelled = !ev.cancelled.is_empty() || !before.cancelled.is_empty();
+    if received && cancelled {
         found.push(finding(
             FindingKind::CollectedAndCancelled,
             None,
@@ -399,12 +574,23 @@ async fn check_request(
     }
     if let Some(c) = ev.cancelled.first() {
         let refunded = booked.map_or(Decimal::ZERO, |b| b.refunded);
-        let (least, most) = (c.amount, c.total);
+        // What may come back: at least what the receiver was to collect, at most with the fee:
+        // from the send, else the journal's request, else the cancellation's own event.
+        let (least, most) = match (ev.sent.first().or(before.sent.first()), &sent) {
+            (Some(s), _) => (s.amount, s.total),
+            (None, Some(j)) if j.currency.code() == code => match (j.deduct, fee) {
+                (true, Some(f)) => (Amount::new(j.amount.value() - f.value()), j.amount),
+                (true, None) => (c.amount, j.amount),
+                (false, Some(f)) => (j.amount, Amount::new(j.amount.value() + f.value())),
+                (false, None) => (j.amount, c.total),
+            },
+            _ => (c.amount, c.total),
+        };
         if refunded <= Decimal::ZERO {
             found.push(finding(
                 FindingKind::RefundNotInStatement,
                 None,
-                Some(c.total.to_plain_string()),
+                Some(most.to_plain_string()),
                 format!(
                     "cancelled, but the statement booked no refund in {code} for it (its amount {}, with the fee {})",
                     least.to_plain_string(),
@@ -444,10 +630,10 @@ async fn missing_at_service(
     journal: &Journal,
     client: &TransferClient,
     report: &mut TransferReport,
+    range: &ReportRange,
     events: &BTreeMap<RequestId, Events<'_>>,
     book: &BTreeMap<(String, RequestId), Booked>,
-    from: OffsetDateTime,
-    to: OffsetDateTime,
+    (from, to): (OffsetDateTime, OffsetDateTime),
 ) -> Result<(), ReconcileError> {
     let since = Listing::new()
         .state(State::Accepted)
@@ -459,7 +645,7 @@ async fn missing_at_service(
         .map_err(ReconcileError::Journal)?;
     let charged: BTreeSet<RequestId> = book
         .iter()
-        .filter(|(_, b)| b.charged > Decimal::ZERO)
+        .filter(|(_, b)| b.charged_in_range > Decimal::ZERO)
         .map(|((_, r), _)| *r)
         .collect();
     // To the second: `to` is the last second of the range, whole.
@@ -472,7 +658,11 @@ async fn missing_at_service(
         let Ok(id) = j.key.parse::<RequestId>() else {
             continue;
         };
-        if events.get(&id).is_some_and(|ev| !ev.sent.is_empty()) {
+        if let Some(ev) = events.get(&id).filter(|ev| !ev.sent.is_empty()) {
+            // Listed just past the range's end (the margin read for pairing): sent after it.
+            if ev.sent.iter().all(|e| e.date > range.end()) {
+                report.sent_after_range.push(id);
+            }
             continue;
         }
         if charged.contains(&id) {
