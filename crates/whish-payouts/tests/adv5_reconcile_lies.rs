@@ -827,3 +827,43 @@ async fn a_charge_booked_the_second_after_midnight_is_not_two_differences() {
         kinds(&day2)
     );
 }
+
+/// MISS (range start). The range starts after the account's funding line. The first line in
+/// the range states one dollar more than the funding line before it gives, and every line
+/// after it follows from it: the range's own lines keep the rule, so checking them alone finds
+/// nothing. The line before the range (read in the pairing margin) shows the dollar.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_break_at_the_ranges_first_line_is_found_from_the_line_before() {
+    let day = paid_batch("first-line-break", 2, "10").await;
+    clean_baseline(&day).await;
+    let t0 = day.from + time::Duration::minutes(10);
+    day.rw.set(move |path, v| {
+        if !path.ends_with("/woo/statement") {
+            return;
+        }
+        let lines = usd_lines(v);
+        assert!(lines.len() >= 3, "setup: the funding and two charges");
+        for (i, l) in lines.iter_mut().enumerate() {
+            let at = if i == 0 { 0 } else { 10 + i as i64 };
+            l["date"] = Value::from(service_date(t0 + time::Duration::seconds(at)));
+        }
+        let b = dec(&lines[1]["balance"]) + Decimal::ONE;
+        lines[1]["balance"] = num(b);
+        for i in 2..lines.len() {
+            let prev = dec(&lines[i - 1]["balance"]);
+            lines[i]["balance"] = num(prev + dec(&lines[i]["debit"]) - dec(&lines[i]["credit"]));
+        }
+    });
+    let from = t0 + time::Duration::seconds(5);
+    let to = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let report = reconcile_between(&day, from, to).await;
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.kind == FindingKind::BalanceRule),
+        "LIE (miss): the range's first line states a dollar its previous balance does not \
+         give, and reconciliation says {:#?}",
+        report.findings
+    );
+}

@@ -135,10 +135,22 @@ pub async fn transfers(
     let mut book: BTreeMap<(String, RequestId), Booked> = BTreeMap::new();
     let mut charges_without_id: Vec<(&StatementLine, bool)> = Vec::new();
     for s in &statements {
-        let mut in_range: Vec<&StatementLine> = in_time_order(s)
-            .into_iter()
+        let ordered = in_time_order(s);
+        let in_range: Vec<&StatementLine> = ordered
+            .iter()
+            .copied()
             .filter(|l| range.contains(l.date))
             .collect();
+        // The rule from the line before the range (read in the margin), when there is one, so
+        // that the range's first line is checked too.
+        let checked: Vec<StatementLine> = match ordered.iter().position(|l| range.contains(l.date))
+        {
+            Some(i) => ordered[i.saturating_sub(1)..i + in_range.len()]
+                .iter()
+                .map(|l| (*l).clone())
+                .collect(),
+            None => Vec::new(),
+        };
         for l in &s.transactions {
             let code = l.currency.code().to_owned();
             let out = outflow(l);
@@ -169,7 +181,7 @@ pub async fn transfers(
             Some(first.balance.value() - first.debit.value() + first.credit.value());
         totals.closing_balance = Some(last.balance.value());
         let mut of_range = s.clone();
-        of_range.transactions = in_range.drain(..).cloned().collect();
+        of_range.transactions = checked;
         if let Err(b) = check_balance_rule(&of_range) {
             report.findings.push(Finding {
                 kind: FindingKind::BalanceRule,
