@@ -1,5 +1,3 @@
-#![cfg(feature = "hosted-collect")]
-#![allow(dead_code, missing_docs)]
 //! Adversarial (4th review): hosted-collect reconciliation (`reconcile::collect`, `whish
 //! reconcile collect --from .. --to ..`) reads the status only of the payments the journal
 //! *created* in the range. Reconciled day by day (the guide's way), a refund made on a later
@@ -12,6 +10,8 @@
 //!   neither that day nor the next looks at it.
 //!
 //! Run: `cargo test -p whish-payouts --features hosted-collect --test adv4_collect_days`.
+#![allow(dead_code, missing_docs)]
+#![cfg(feature = "hosted-collect")]
 
 use std::time::Duration;
 
