@@ -114,25 +114,8 @@ async fn a_statement_charge_nobody_sent_is_not_clean() {
 /// transfer under LBP as matched, and says everything matches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transfer_the_service_recorded_in_another_currency_is_not_clean() {
-    let d = dir("currency");
-    let sb = sandbox(1_000_000).await;
-    let (c, rw) = proxied(&sb);
-    let file = d.join("aid.csv");
-    write(&file, &csv_rows(2, "10"));
-    let batch = Batch::new("adv4-currency", &file, defaults()).expect("batch");
-    let j = journal(&d).await;
-    let from = OffsetDateTime::now_utc() - time::Duration::hours(1);
-    let (s, rows) = run(&batch, &j, &c, &RunOptions::new().concurrency(1)).await;
-    assert!(s.expect("run").all_accepted());
-    let day = Day {
-        sb,
-        c,
-        rw,
-        j,
-        batch,
-        from,
-        rows: rows.clone(),
-    };
+    let day = paid_batch_in_order("currency", 2, "10").await;
+    let rows = day.rows.clone();
     clean_baseline(&day).await;
     let victim = request_ids(&rows)[0];
     day.rw.set(move |path, v| {
@@ -287,25 +270,8 @@ async fn a_double_rounding_artefact_is_not_a_broken_balance() {
 /// ever list it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_the_activity_log_omits_is_not_called_sent_after_the_range() {
-    let d = dir("omitted");
-    let sb = sandbox(1_000_000).await;
-    let (c, rw) = proxied(&sb);
-    let file = d.join("aid.csv");
-    write(&file, &csv_rows(2, "10"));
-    let batch = Batch::new("adv4-omitted", &file, defaults()).expect("batch");
-    let j = journal(&d).await;
-    let from = OffsetDateTime::now_utc() - time::Duration::hours(1);
-    let (s, rows) = run(&batch, &j, &c, &RunOptions::new().concurrency(1)).await;
-    assert!(s.expect("run").all_accepted());
-    let day = Day {
-        sb,
-        c,
-        rw,
-        j,
-        batch,
-        from,
-        rows: rows.clone(),
-    };
+    let day = paid_batch_in_order("omitted", 2, "10").await;
+    let rows = day.rows.clone();
     clean_baseline(&day).await;
     let victim = request_ids(&rows)[0];
     let entry = day
@@ -443,25 +409,8 @@ async fn the_cancelled_amount_is_what_came_back() {
 /// and an LBP balance 15 lower.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_usd_transfer_charged_in_the_lbp_statement_is_not_clean() {
-    let d = dir("statement-currency");
-    let sb = sandbox(1_000_000).await;
-    let (c, rw) = proxied(&sb);
-    let file = d.join("aid.csv");
-    write(&file, &csv_rows(2, "10"));
-    let batch = Batch::new("adv4-statement-currency", &file, defaults()).expect("batch");
-    let j = journal(&d).await;
-    let from = OffsetDateTime::now_utc() - time::Duration::hours(1);
-    let (s, rows) = run(&batch, &j, &c, &RunOptions::new().concurrency(1)).await;
-    assert!(s.expect("run").all_accepted());
-    let day = Day {
-        sb,
-        c,
-        rw,
-        j,
-        batch,
-        from,
-        rows: rows.clone(),
-    };
+    let day = paid_batch_in_order("statement-currency", 2, "10").await;
+    let rows = day.rows.clone();
     clean_baseline(&day).await;
     let victim = request_ids(&rows)[0];
     day.rw.set(move |path, v| {
