@@ -34,7 +34,7 @@ impl Format {
 /// The rows of a file, in order, each read when asked for.
 pub(crate) enum Rows {
     Csv {
-        reader: Box<csv::Reader<File>>,
+        reader: Box<csv::Reader<LineEndings<File>>>,
         /// Each header's column (None: unknown; reported once, on the header's line).
         headers: Vec<&'static str>,
         record: csv::StringRecord,
@@ -62,7 +62,7 @@ pub(crate) fn open(path: &PathBuf, format: Format) -> Result<Rows, BatchError> {
                 .has_headers(true)
                 .flexible(false)
                 .trim(csv::Trim::All)
-                .from_reader(file);
+                .from_reader(LineEndings::new(file));
             let raw = reader
                 .headers()
                 .map_err(|e| BatchError::Input(format!("{}: {e}", path.display())))?
@@ -104,6 +104,48 @@ pub(crate) fn open(path: &PathBuf, format: Format) -> Result<Rows, BatchError> {
             lines: BufReader::new(file).lines(),
             line: 0,
         }),
+    }
+}
+
+/// A file's line endings as `\n`: `\r\n` (a spreadsheet on Windows) and a lone `\r` become
+/// `\n`. The csv reader counts lines by `\n` and stops a record at the `\r` of a `\r\n`, so
+/// with Windows line endings every bad row was reported one line up (rust-csv issue 395).
+pub(crate) struct LineEndings<R> {
+    inner: R,
+    /// The last byte given was a `\r` turned into `\n`: a `\n` right after it is dropped.
+    after_cr: bool,
+}
+
+impl<R> LineEndings<R> {
+    fn new(inner: R) -> Self {
+        LineEndings {
+            inner,
+            after_cr: false,
+        }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for LineEndings<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.inner.read(buf)?;
+            let mut kept = 0;
+            for i in 0..n {
+                let b = buf[i];
+                if b == b'\n' && self.after_cr {
+                    self.after_cr = false;
+                    continue;
+                }
+                self.after_cr = b == b'\r';
+                buf[kept] = if self.after_cr { b'\n' } else { b };
+                kept += 1;
+            }
+            // A read of only the `\n` of a `\r\n` gave nothing: read on, rather than say the
+            // file ended.
+            if kept > 0 || n == 0 {
+                return Ok(kept);
+            }
+        }
     }
 }
 

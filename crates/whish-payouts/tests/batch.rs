@@ -198,6 +198,51 @@ async fn the_whole_file_is_checked_before_anything_is_sent() {
     );
 }
 
+/// A file saved by a spreadsheet on Windows (a byte-order mark, `\r\n` line endings), or with
+/// the old `\r` alone, names each bad row by its own line, as one with `\n` does.
+#[tokio::test]
+async fn bad_rows_are_named_by_their_line_whatever_the_line_endings() {
+    let d = dir("line-endings");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let rows = [
+        "L1,Rami,Haddad,+96170000001,07-03-1990,10,USD,Family Support,Savings",
+        "L2,Rami,Haddad,+96170000002,07-03-1990,10,USD,family support,Savings",
+        "L3,Rami,Haddad,+96170000003,07-03-1990,10,USD,Family Support,Savings",
+        "L4,Rami,Haddad,+96170000004,07-03-1990,ten,USD,Family Support,Savings",
+    ];
+    for (name, start, end) in [
+        ("lf", "", "\n"),
+        ("crlf", "\u{feff}", "\r\n"),
+        ("cr", "", "\r"),
+    ] {
+        let file = d.join(format!("{name}.csv"));
+        let mut text = format!("{start}{HEADER}{end}");
+        for r in rows {
+            text.push_str(r);
+            text.push_str(end);
+        }
+        write(&file, &text);
+        let report = Batch::new(format!("endings-{name}"), &file, defaults())
+            .expect("batch")
+            .check(&j, &c)
+            .await
+            .expect("check");
+        assert_eq!(report.rows, 4, "{name}");
+        assert_eq!(
+            report
+                .errors
+                .iter()
+                .map(|e| (e.line, e.field.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(3, "reason"), (5, "amount")],
+            "{name}: {:#?}",
+            report.errors
+        );
+    }
+    assert!(sb.requests().is_empty(), "a check sends nothing");
+}
+
 /// An amount is the file's digits: never read through a double (a JSON number with more digits
 /// than a double holds was rounded to another amount, and that amount paid), never in exponent notation
 /// (a spreadsheet's `1.5E+06` may be a rounded cell), and a JSON key given twice is refused
