@@ -179,10 +179,56 @@ pub async fn collect_looking_back(
     }
     let mut ordered: Vec<(Entry, bool)> = payments.into_values().collect();
     ordered.sort_by_key(|(e, _)| e.id);
-    for (e, in_range) in &ordered {
-        check_payment(journal, client, &mut report, e, *in_range).await?;
+    // A status read each, `READS_IN_FLIGHT` at a time; merged in the journal's order, so that
+    // the report reads the same however the answers arrive.
+    let mut parts: Vec<Option<CollectReport>> = vec![None; ordered.len()];
+    let mut tasks: tokio::task::JoinSet<(usize, Result<CollectReport, ReconcileError>)> =
+        tokio::task::JoinSet::new();
+    let mut next = ordered.into_iter().enumerate();
+    loop {
+        while tasks.len() < READS_IN_FLIGHT {
+            let Some((i, (e, in_range))) = next.next() else {
+                break;
+            };
+            let (journal, client) = (journal.clone(), client.clone());
+            tasks.spawn(async move {
+                let mut part = CollectReport::default();
+                let r = check_payment(&journal, &client, &mut part, &e, in_range).await;
+                (i, r.map(|()| part))
+            });
+        }
+        let Some(done) = tasks.join_next().await else {
+            break;
+        };
+        // A task is never aborted: an error is its panic, carried on here.
+        let (i, part) = done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        parts[i] = Some(part?);
+    }
+    for part in parts.into_iter().flatten() {
+        report.merge(part);
     }
     Ok(report)
+}
+
+/// The status reads in flight at once.
+const READS_IN_FLIGHT: usize = 8;
+
+impl CollectReport {
+    fn merge(&mut self, part: CollectReport) {
+        for (code, t) in part.currencies {
+            let into = self.currencies.entry(code).or_default();
+            into.created += t.created;
+            into.created_amount += t.created_amount;
+            into.paid += t.paid;
+            into.paid_amount += t.paid_amount;
+            into.refunded += t.refunded;
+            into.refunded_amount += t.refunded_amount;
+            into.pending += t.pending;
+            into.failed += t.failed;
+        }
+        self.findings.extend(part.findings);
+        self.earlier_checked += part.earlier_checked;
+    }
 }
 
 /// One payment: its create and refund in the journal against its status at the service. A
