@@ -340,6 +340,10 @@ pub struct BatchArgs {
     /// The address the service calls when a cash-collection row is collected.
     #[arg(long, value_name = "URL")]
     pub callback_url: Option<String>,
+    /// Let rows without a `reference` be known by their line. Without it such a row is a bad
+    /// row: a line added above it, or the file saved as JSON lines, would pay it again.
+    #[arg(long)]
+    pub key_by_line: bool,
 }
 
 #[derive(Debug, Subcommand)]

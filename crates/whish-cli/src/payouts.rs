@@ -175,7 +175,9 @@ fn batch_of(a: &BatchArgs) -> Result<Batch, u8> {
             .map(str::to_owned)
             .ok_or_else(|| usage("--batch: the file has no name to use; name the batch"))?,
     };
-    Batch::new(name, &a.file, defaults).map_err(|e| usage(e.to_string()))
+    Batch::new(name, &a.file, defaults)
+        .map(|b| b.key_rows_by_line(a.key_by_line))
+        .map_err(|e| usage(e.to_string()))
 }
 
 /// `payroll.csv` -> `payroll.results.csv`, beside it.

@@ -435,7 +435,7 @@ impl Batch {
             let row = rows.next_row();
             let end = row.is_none();
             if let Some(Ok(raw)) = row
-                && let Ok(p) = payout(&raw, &self.defaults)
+                && let Ok(p) = payout(&raw, &self.defaults, false)
             {
                 keys.push(Payout::row_key(&p));
             }
@@ -523,7 +523,7 @@ impl Batch {
         while let Some(row) = rows.next_row() {
             let p = match row
                 .map_err(|e| e.first().cloned())
-                .and_then(|raw| payout(&raw, &self.defaults).map_err(|e| e.first().cloned()))
+                .and_then(|raw| payout(&raw, &self.defaults, false).map_err(|e| e.first().cloned()))
             {
                 Ok(p) => p,
                 Err(e) => {

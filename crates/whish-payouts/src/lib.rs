@@ -95,6 +95,7 @@ pub struct Batch {
     path: PathBuf,
     format: Format,
     defaults: Defaults,
+    key_by_line: bool,
 }
 
 impl Batch {
@@ -139,7 +140,20 @@ impl Batch {
             path: path.as_ref().to_owned(),
             format,
             defaults,
+            key_by_line: false,
         })
+    }
+
+    /// Let rows without a `reference` be known by their line (`line:N` in their Request-id).
+    /// Off by default: such a row is a bad row, because its line is not the payment: a line
+    /// added above it shifts every row below to a line never paid, and the same rows saved in
+    /// the other format (CSV counts its header line, JSON lines does not) are all other lines,
+    /// so either pays rows again. Turn it on only for a file that will never be edited or
+    /// converted, or to finish a batch started without references. The follow-up looks rows
+    /// up by their line either way.
+    pub fn key_rows_by_line(mut self, yes: bool) -> Self {
+        self.key_by_line = yes;
+        self
     }
 
     /// The batch's name.

@@ -40,8 +40,10 @@ pub(crate) enum Rows {
         record: csv::StringRecord,
     },
     Json {
-        lines: std::io::Lines<BufReader<File>>,
+        reader: BufReader<File>,
         line: u64,
+        /// The bytes of the line being read.
+        bytes: Vec<u8>,
     },
     /// The header was bad: its errors, then nothing.
     Failed(Vec<RowError>),
@@ -101,8 +103,9 @@ pub(crate) fn open(path: &PathBuf, format: Format) -> Result<Rows, BatchError> {
             })
         }
         Format::JsonLines => Ok(Rows::Json {
-            lines: BufReader::new(file).lines(),
+            reader: BufReader::new(file),
             line: 0,
+            bytes: Vec::new(),
         }),
     }
 }
@@ -204,20 +207,35 @@ impl Rows {
                     Some(Err(vec![RowError::new(line, "", message)]))
                 }
             },
-            Rows::Json { lines, line } => loop {
+            Rows::Json {
+                reader,
+                line,
+                bytes,
+            } => loop {
                 *line += 1;
-                let text = match lines.next()? {
-                    Ok(t) => t,
+                bytes.clear();
+                match reader.read_until(b'\n', bytes) {
+                    Ok(0) => return None,
+                    Ok(_) => {}
                     Err(e) => {
                         let at = *line;
                         *self = Rows::Failed(Vec::new());
                         return Some(Err(vec![RowError::new(at, "", e.to_string())]));
                     }
+                }
+                // Each line on its own: a line that is not UTF-8 is a bad row, and the lines
+                // after it are read (and checked) as any other.
+                let Ok(text) = std::str::from_utf8(bytes) else {
+                    return Some(Err(vec![RowError::new(*line, "", "is not UTF-8 text")]));
                 };
+                let mut text = text.trim_end_matches(['\n', '\r']);
+                if *line == 1 {
+                    text = text.trim_start_matches('\u{feff}');
+                }
                 if text.trim().is_empty() {
                     continue;
                 }
-                return Some(json_row(*line, &text));
+                return Some(json_row(*line, text));
             },
         }
     }
@@ -252,6 +270,16 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
         }
         d.deserialize_map(Visit(std::marker::PhantomData))
     }
+}
+
+/// The columns a JSON number may give: amounts, ids, phones and references are often numbers
+/// in a program's output; a name or a reason never is (`"receiver_middle_name": false` was
+/// sent as the name "false").
+fn takes_number(column: &str) -> bool {
+    matches!(
+        column,
+        "reference" | "amount" | "from_country" | "receiver_phone" | "sender_phone"
+    )
 }
 
 fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
@@ -298,13 +326,21 @@ fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
                     continue;
                 }
             },
-            // A number, its digits exactly as written; true or false.
-            Some(b'-' | b'0'..=b'9' | b't' | b'f') => raw.to_owned(),
+            // A number, its digits exactly as written, where a number is a value.
+            Some(b'-' | b'0'..=b'9') if takes_number(c.name) => raw.to_owned(),
+            // true or false, for the one column that is a yes or no.
+            Some(b't' | b'f') if c.name == "deduct_fees" => raw.to_owned(),
             _ => {
                 errors.push(RowError::new(
                     line,
                     c.name,
-                    "must be a string, a number or a boolean",
+                    if c.name == "deduct_fees" {
+                        "must be true or false"
+                    } else if takes_number(c.name) {
+                        "must be a string or a number"
+                    } else {
+                        "must be a string"
+                    },
                 ));
                 continue;
             }

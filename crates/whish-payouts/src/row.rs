@@ -37,9 +37,10 @@ pub const COLUMNS: &[Column] = &[
     col(
         "reference",
         false,
-        "Your own unique reference of the row (an invoice or beneficiary number). Strongly \
-         advised: the row's Request-id is derived from it, so the row keeps its identity when \
-         lines are added, removed or reordered. Without it the line number stands in.",
+        "Your own unique reference of the row (an invoice or beneficiary number), in printable \
+         ASCII. Required unless the batch keys rows by line (--key-by-line): the row's \
+         Request-id is derived from it, so the row keeps its identity when lines are added, \
+         removed or reordered, or the file is saved in the other format.",
     ),
     col(
         "payment_mode",
@@ -213,8 +214,13 @@ fn date_of_birth(line: u64, field: &str, v: &str) -> Result<DateOfBirth, RowErro
     DateOfBirth::parse(v.trim()).map_err(|e| RowError::new(line, field, e.to_string()))
 }
 
-/// Build the transfer of one row, every error with its line and column.
-pub(crate) fn payout(row: &RawRow, defaults: &Defaults) -> Result<Payout, Vec<RowError>> {
+/// Build the transfer of one row, every error with its line and column; a row without a
+/// reference is a bad row when `require_reference` (see [`crate::Batch::key_rows_by_line`]).
+pub(crate) fn payout(
+    row: &RawRow,
+    defaults: &Defaults,
+    require_reference: bool,
+) -> Result<Payout, Vec<RowError>> {
     let line = row.line;
     let mut errors = Vec::new();
     let get = |name: &str| {
@@ -385,6 +391,18 @@ pub(crate) fn payout(row: &RawRow, defaults: &Defaults) -> Result<Payout, Vec<Ro
             None => i,
         }
     });
+    // The service's identity carries the nationality and needs a date of birth: a nationality
+    // alone would be dropped, not sent.
+    if dob.is_none()
+        && get("receiver_nationality").is_some()
+        && get("receiver_date_of_birth").is_none()
+    {
+        errors.push(RowError::new(
+            line,
+            "receiver_nationality",
+            "needs receiver_date_of_birth: the receiver's identity, which holds the nationality, needs a date of birth",
+        ));
+    }
     if matches!(mode, Some(PaymentMode::CashCollection)) && dob.is_none() && errors.is_empty() {
         errors.push(RowError::new(
             line,
@@ -393,6 +411,25 @@ pub(crate) fn payout(row: &RawRow, defaults: &Defaults) -> Result<Payout, Vec<Ro
         ));
     }
     let reference = get("reference").map(str::to_owned);
+    // Printable ASCII only: a zero-width space, a stray byte-order mark or the decomposed
+    // spelling of a letter looks the same and is another reference, so two rows that read
+    // alike would be two payments.
+    if let Some(r) = &reference
+        && !r.bytes().all(|b| (0x20..0x7f).contains(&b))
+    {
+        errors.push(RowError::new(
+            line,
+            "reference",
+            "must be printable ASCII (letters, digits, punctuation, spaces): a reference with an invisible or look-alike character reads like another and is not",
+        ));
+    }
+    if reference.is_none() && require_reference {
+        errors.push(RowError::new(
+            line,
+            "reference",
+            "is required: a row without one is known by its line, so a line added above it, or the file saved as JSON lines, makes it another payment (paid again); give each row your own reference, or key the rows by their lines on purpose (--key-by-line)",
+        ));
+    }
     if !errors.is_empty() {
         return Err(errors);
     }

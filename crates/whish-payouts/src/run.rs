@@ -213,7 +213,9 @@ pub(crate) async fn resolve(
     derive: fn(&str, &str, u32) -> RequestId,
     operation: Operation,
 ) -> Result<(RequestId, Option<Entry>), BatchError> {
-    resolve_from(journal, batch, row_key, derive, operation, 0).await
+    resolve_from(journal, batch, row_key, derive, operation, 0)
+        .await
+        .map(|(id, entry, _)| (id, entry))
 }
 
 async fn resolve_from(
@@ -223,7 +225,8 @@ async fn resolve_from(
     derive: fn(&str, &str, u32) -> RequestId,
     operation: Operation,
     from: u32,
-) -> Result<(RequestId, Option<Entry>), BatchError> {
+) -> Result<Resolved, BatchError> {
+    let mut earlier = None;
     for attempt in from..MAX_ATTEMPTS {
         let id = derive(batch, row_key, attempt);
         let entry = journal
@@ -231,14 +234,19 @@ async fn resolve_from(
             .await
             .map_err(BatchError::Journal)?;
         match entry {
-            Some(e) if retryable(&e) => continue,
-            other => return Ok((id, other)),
+            Some(e) if retryable(&e) => earlier = Some(e),
+            other => return Ok((id, other, earlier)),
         }
     }
     Err(BatchError::Input(format!(
         "row {row_key} was refused for account limits {MAX_ATTEMPTS} times: look at it by hand"
     )))
 }
+
+/// A row's Request-id, the journal's entry under it, and the entry of the attempt before it
+/// when that one was refused for an account limit (the row's recorded bytes, to which a row
+/// sent under a later attempt must still be the same).
+pub(crate) type Resolved = (RequestId, Option<Entry>, Option<Entry>);
 
 /// [`resolve`] for many rows at once: one journal query for their first attempts, and one more
 /// per row only when its first attempt was refused for an account limit.
@@ -249,6 +257,23 @@ pub(crate) async fn resolve_many(
     derive: fn(&str, &str, u32) -> RequestId,
     operation: Operation,
 ) -> Result<Vec<(RequestId, Option<Entry>)>, BatchError> {
+    Ok(
+        resolve_many_with_earlier(journal, batch, row_keys, derive, operation)
+            .await?
+            .into_iter()
+            .map(|(id, entry, _)| (id, entry))
+            .collect(),
+    )
+}
+
+/// [`resolve_many`], with each row's earlier attempt refused for an account limit.
+pub(crate) async fn resolve_many_with_earlier(
+    journal: &Journal,
+    batch: &str,
+    row_keys: &[String],
+    derive: fn(&str, &str, u32) -> RequestId,
+    operation: Operation,
+) -> Result<Vec<Resolved>, BatchError> {
     let ids: Vec<RequestId> = row_keys.iter().map(|k| derive(batch, k, 0)).collect();
     let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
     let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
@@ -263,9 +288,11 @@ pub(crate) async fn resolve_many(
     for (i, row_key) in row_keys.iter().enumerate() {
         match found.remove(&keys[i]) {
             Some(e) if retryable(&e) => {
-                out.push(resolve_from(journal, batch, row_key, derive, operation, 1).await?);
+                let (id, entry, later) =
+                    resolve_from(journal, batch, row_key, derive, operation, 1).await?;
+                out.push((id, entry, later.or(Some(e))));
             }
-            other => out.push((ids[i], other)),
+            other => out.push((ids[i], other, None)),
         }
     }
     Ok(out)
@@ -301,8 +328,10 @@ async fn prepare_chunk(
     // The entries may still change before a row is sent (another process): the journal's own
     // hold decides then.
     let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-    let resolved: Vec<Result<(RequestId, Option<Entry>), String>> =
-        match resolve_many(journal, batch, &keys, key::request_id, Operation::Send).await {
+    let resolved: Vec<Result<Resolved, String>> =
+        match resolve_many_with_earlier(journal, batch, &keys, key::request_id, Operation::Send)
+            .await
+        {
             Ok(v) => v.into_iter().map(Ok).collect(),
             Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
         };
@@ -390,10 +419,10 @@ async fn joined_check(
 fn check_against_journal(
     client: &TransferClient,
     chunk: Vec<Payout>,
-    resolved: Vec<(RequestId, Option<Entry>)>,
+    resolved: Vec<Resolved>,
 ) -> Vec<RowError> {
     let mut errors = Vec::new();
-    for (p, (id, entry)) in chunk.into_iter().zip(resolved) {
+    for (p, (id, entry, earlier)) in chunk.into_iter().zip(resolved) {
         let prepared = match client.prepare_send(p.request.request_id(id)) {
             Ok(prepared) => prepared,
             Err(e) => {
@@ -401,15 +430,17 @@ fn check_against_journal(
                 continue;
             }
         };
-        if let Some(entry) = entry
+        // The entry under this attempt, else the attempt refused before it: a row sent again
+        // after an account limit is still the row that was recorded.
+        if let Some(entry) = entry.as_ref().or(earlier.as_ref())
             && entry.request != prepared.body()
         {
             errors.push(RowError::new(
                 p.line,
                 "",
                 format!(
-                    "the row changed since an earlier run recorded it (Request-id {id}, {}): a changed row is refused; pay a correction as a new row with its own reference",
-                    entry.state
+                    "the row changed since an earlier run recorded it (Request-id {}, {}): a changed row is refused; pay a correction as a new row with its own reference",
+                    entry.key, entry.state
                 ),
             ));
         }
@@ -454,7 +485,7 @@ impl Batch {
                     break;
                 };
                 report.rows += 1;
-                match row.and_then(|raw| payout(&raw, &self.defaults)) {
+                match row.and_then(|raw| payout(&raw, &self.defaults, !self.key_by_line)) {
                     Ok(p) => {
                         let first = key::request_id(&self.id, &p.row_key(), 0);
                         if seen.insert(first.get()) {
@@ -481,9 +512,14 @@ impl Batch {
                 let (journal, client, batch) = (journal.clone(), client.clone(), self.id.clone());
                 looking = Some(tokio::spawn(async move {
                     let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-                    let resolved =
-                        resolve_many(&journal, &batch, &keys, key::request_id, Operation::Send)
-                            .await?;
+                    let resolved = resolve_many_with_earlier(
+                        &journal,
+                        &batch,
+                        &keys,
+                        key::request_id,
+                        Operation::Send,
+                    )
+                    .await?;
                     Ok(check_against_journal(&client, chunk, resolved))
                 }));
             }
@@ -614,7 +650,7 @@ impl Batch {
                 match rows.next_row().map(|row| {
                     row.map_err(|e| e.first().map(ToString::to_string))
                         .and_then(|raw| {
-                            payout(&raw, &self.defaults)
+                            payout(&raw, &self.defaults, !self.key_by_line)
                                 .map_err(|e| e.first().map(ToString::to_string))
                         })
                 }) {

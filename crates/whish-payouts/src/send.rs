@@ -80,12 +80,12 @@ pub(crate) enum Planned {
 pub(crate) fn plan_row(
     client: &TransferClient,
     p: &Payout,
-    resolved: Result<(RequestId, Option<Entry>), String>,
+    resolved: Result<crate::run::Resolved, String>,
 ) -> Planned {
     let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
     r.amount = Some(p.amount);
     r.currency = Some(p.currency.clone());
-    let (id, entry) = match resolved {
+    let (id, entry, earlier) = match resolved {
         Ok(v) => v,
         Err(e) => {
             r.message = Some(e);
@@ -100,6 +100,17 @@ pub(crate) fn plan_row(
             return Planned::Done(r);
         }
     };
+    // A row sent under a later attempt after an account limit must still be the row recorded.
+    if entry.is_none()
+        && let Some(e) = &earlier
+        && e.request != prepared.body()
+    {
+        r.message = Some(format!(
+            "the row changed since Request-id {} recorded it: not sent (a changed row is a new payment: give it a new reference)",
+            e.key
+        ));
+        return Planned::Done(r);
+    }
     if let Some(entry) = &entry {
         if entry.request != prepared.body() {
             r.message = Some(format!(
