@@ -318,10 +318,12 @@ pub struct BatchArgs {
     /// columns`.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The batch's name: part of every row's Request-id, so the same file under the same name
-    /// is the same payments (default: the file's name without its extension).
+    /// The batch's name, required: part of every row's Request-id, so the same rows under the
+    /// same name are the same payments, and two files under one name are one batch (December's
+    /// payroll.csv under November's name would be reported paid, and not be). Name each batch
+    /// once, for good: `aid-2026-11-24`.
     #[arg(long, value_name = "NAME")]
-    pub batch: Option<String>,
+    pub batch: String,
     /// The sending country of rows without `from_country`.
     #[arg(long, value_name = "ID", allow_negative_numbers = true)]
     pub from_country: Option<i64>,

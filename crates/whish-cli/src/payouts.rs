@@ -166,16 +166,7 @@ fn batch_of(a: &BatchArgs) -> Result<Batch, u8> {
     if let Some(u) = &a.callback_url {
         defaults = defaults.callback_url(u.clone());
     }
-    let name = match &a.batch {
-        Some(n) => n.clone(),
-        None => a
-            .file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .map(str::to_owned)
-            .ok_or_else(|| usage("--batch: the file has no name to use; name the batch"))?,
-    };
-    Batch::new(name, &a.file, defaults)
+    Batch::new(a.batch.clone(), &a.file, defaults)
         .map(|b| b.key_rows_by_line(a.key_by_line))
         .map_err(|e| usage(e.to_string()))
 }

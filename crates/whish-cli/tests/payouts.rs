@@ -64,7 +64,15 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
     let results = dir.join("results.csv");
     let file_arg = file.display().to_string();
     let results_arg = results.display().to_string();
-    let mut send: Vec<&str> = vec!["payouts", "send", &file_arg, "--results", &results_arg];
+    let mut send: Vec<&str> = vec![
+        "payouts",
+        "send",
+        &file_arg,
+        "--batch",
+        "aid-cli",
+        "--results",
+        &results_arg,
+    ];
     send.extend(SENDER);
     send.extend(["--concurrency", "4"]);
 
@@ -130,7 +138,15 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
     // Receivers collect a third; the follow-up finds them.
     let collected = sb.collect_share(0.3).await.len();
     let follow_file = dir.join("follow.csv").display().to_string();
-    let mut follow: Vec<&str> = vec!["payouts", "follow-up", &file_arg, "--results", &follow_file];
+    let mut follow: Vec<&str> = vec![
+        "payouts",
+        "follow-up",
+        &file_arg,
+        "--batch",
+        "aid-cli",
+        "--results",
+        &follow_file,
+    ];
     follow.extend(SENDER);
     let followed = whish(&follow, &env).await;
     assert_eq!(followed.code, 0, "{followed:?}");
@@ -194,7 +210,7 @@ async fn a_batch_with_a_bad_row_sends_nothing_and_names_the_line() {
          B,Hiba,Mansour,+96170330002,05-06-1991,-5,USD,Family Support,Savings\n",
     );
     let f = file.display().to_string();
-    let mut args: Vec<&str> = vec!["payouts", "send", &f];
+    let mut args: Vec<&str> = vec!["payouts", "send", &f, "--batch", "bad-cli"];
     args.extend(SENDER);
     let run = whish(&args, &env).await;
     assert_eq!(run.code, 2, "{run:?}");
@@ -230,7 +246,15 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
     let file = batch_file();
     let results = dir.join("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
-    let mut send: Vec<&str> = vec!["payouts", "send", &file_arg, "--results", &results_arg];
+    let mut send: Vec<&str> = vec![
+        "payouts",
+        "send",
+        &file_arg,
+        "--batch",
+        "aid-cli-stopped",
+        "--results",
+        &results_arg,
+    ];
     send.extend(SENDER);
     send.extend(["--concurrency", "2"]);
     sb.inject(
