@@ -16,7 +16,7 @@ use whish_money_transfer::{
 
 use crate::row::{Payout, payout};
 use crate::run::{resolve, resolve_many};
-use crate::send::{ALREADY_DONE, ALREADY_HELD};
+use crate::send::{ALREADY_DONE, ALREADY_HELD, refusal_code};
 use crate::{Batch, BatchError, key};
 
 /// Where a row's money is, as the service says now.
@@ -262,8 +262,7 @@ async fn follow_row(
     row.sent_at = Some(entry.created);
     row.ltn_number = entry.references.ltn_number.clone();
     row.transfer_id = entry.references.transfer_id.clone();
-    let already_held = entry.state == State::Refused
-        && entry.outcome.as_ref().and_then(|o| o.code.as_deref()) == Some(ALREADY_DONE);
+    let already_held = refusal_code(&entry) == Some(ALREADY_DONE);
     match entry.state {
         State::Accepted => {}
         // A first send answered `transfer.already.done`: the service holds this row's

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use whish_core::{Amount, RequestId};
-use whish_journal::{Entry, Journal, Operation, Service, State, Unreserved};
+use whish_journal::{Entry, Journal, Operation, Service, Unreserved};
 use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
@@ -449,11 +449,7 @@ fn check_against_journal(
 }
 
 fn retryable(e: &Entry) -> bool {
-    e.state == State::Refused
-        && e.outcome
-            .as_ref()
-            .and_then(|o| o.code.as_deref())
-            .is_some_and(|c| RETRYABLE.contains(&c))
+    crate::send::refusal_code(e).is_some_and(|c| RETRYABLE.contains(&c))
 }
 
 impl Batch {

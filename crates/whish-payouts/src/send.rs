@@ -37,7 +37,7 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
             Some(r)
         }
         State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => None,
-        State::Refused if outcome.and_then(|o| o.code.as_deref()) == Some(ALREADY_DONE) => {
+        State::Refused if refusal_code(entry) == Some(ALREADY_DONE) => {
             r.outcome = RowOutcome::Unknown;
             r.code = Some(ALREADY_DONE.into());
             r.message = Some(ALREADY_HELD.into());
@@ -135,6 +135,15 @@ pub(crate) enum Sending {
     Reserved(ReservedSend),
     /// Its Request-id is in the journal from an earlier run: sent the journal's way.
     Recorded(PreparedTransfer),
+}
+
+/// The service's code of a refusal the journal holds: `None` for an entry not refused, or
+/// refused without a code.
+pub(crate) fn refusal_code(entry: &Entry) -> Option<&str> {
+    if entry.state != State::Refused {
+        return None;
+    }
+    entry.outcome.as_ref().and_then(|o| o.code.as_deref())
 }
 
 /// The service's answer to a Request-id it already holds a transfer under.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use whish_core::{Amount, Currency, ExternalId};
 use whish_hosted_collect::{CollectClient, CollectStatus};
@@ -99,11 +99,7 @@ impl CollectReport {
 
 fn amount_and_currency(body: &[u8]) -> Option<(Amount, Currency)> {
     let v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let amount = match v.get("amount")? {
-        serde_json::Value::String(s) => Amount::parse(s).ok()?,
-        serde_json::Value::Number(n) => Amount::parse(&n.to_string()).ok()?,
-        _ => return None,
-    };
+    let amount = Amount::deserialize(v.get("amount")?).ok()?;
     Some((amount, Currency::from_code(v.get("currency")?.as_str()?)))
 }
 

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rust_decimal::Decimal;
+use serde::Deserialize;
 use time::OffsetDateTime;
 use whish_core::{Amount, Currency, RequestId};
 use whish_journal::{Entry, Journal, Listing, Operation, Service, State};
@@ -24,11 +25,7 @@ struct Sent {
 
 fn sent_of(entry: &Entry) -> Option<Sent> {
     let v: serde_json::Value = serde_json::from_slice(&entry.request).ok()?;
-    let amount = match v.get("amount")? {
-        serde_json::Value::Number(n) => Amount::parse(&n.to_string()).ok()?,
-        serde_json::Value::String(s) => Amount::parse(s).ok()?,
-        _ => return None,
-    };
+    let amount = Amount::deserialize(v.get("amount")?).ok()?;
     let currency = Currency::from_id(v.get("currencyId")?.as_i64()?)?;
     let deduct = v.get("deductFees").and_then(serde_json::Value::as_bool) == Some(true);
     Some(Sent {
@@ -70,6 +67,18 @@ struct Events<'a> {
     cancelled: Vec<&'a ActivityEntry>,
     /// Whether any of them is dated in the range.
     in_range: bool,
+}
+
+impl<'a> Events<'a> {
+    /// File an event under its status (an unknown status is not counted).
+    fn add(&mut self, e: &'a ActivityEntry) {
+        match e.status {
+            ActivityStatus::Sent => self.sent.push(e),
+            ActivityStatus::Received => self.received.push(e),
+            ActivityStatus::Cancelled => self.cancelled.push(e),
+            _ => {}
+        }
+    }
 }
 
 fn code_of(e: &ActivityEntry) -> String {
@@ -224,12 +233,7 @@ pub async fn transfers(
         };
         let ev = events.entry(r).or_default();
         ev.in_range |= here;
-        match e.status {
-            ActivityStatus::Sent => ev.sent.push(e),
-            ActivityStatus::Received => ev.received.push(e),
-            ActivityStatus::Cancelled => ev.cancelled.push(e),
-            _ => {}
-        }
+        ev.add(e);
     }
 
     // A transfer the range collects or cancels but did not send: its earlier events, from the
@@ -252,13 +256,7 @@ pub async fn transfers(
         let Some(r) = e.request_id.filter(|r| sent_before.contains(r)) else {
             continue;
         };
-        let ev = earlier.entry(r).or_default();
-        match e.status {
-            ActivityStatus::Sent => ev.sent.push(e),
-            ActivityStatus::Received => ev.received.push(e),
-            ActivityStatus::Cancelled => ev.cancelled.push(e),
-            _ => {}
-        }
+        earlier.entry(r).or_default().add(e);
     }
 
     let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
@@ -352,43 +350,37 @@ pub async fn transfers(
     // sent (or cancelled) in that currency.
     for ((code, request_id), b) in &book {
         let ev = events.get(request_id);
-        let listed = |status: ActivityStatus| {
-            ev.is_some_and(|ev| {
-                let of = if status == ActivityStatus::Sent {
-                    &ev.sent
-                } else {
-                    &ev.cancelled
-                };
-                of.iter().any(|e| code_of(e) == *code)
-            })
-        };
-        if b.charged_in_range > Decimal::ZERO && !listed(ActivityStatus::Sent) {
+        let in_code = |of: &[&ActivityEntry]| of.iter().any(|e| code_of(e) == *code);
+        let sent = ev.is_some_and(|ev| in_code(&ev.sent));
+        let cancelled = ev.is_some_and(|ev| in_code(&ev.cancelled));
+        let mut not_in_activity = |amount: Decimal, message: String| {
             report.findings.push(Finding {
                 kind: FindingKind::NotInActivity,
                 currency: code.clone(),
                 request_id: Some(*request_id),
                 transfer_id: None,
                 journal: None,
-                service: Some(plain(b.charged_in_range)),
-                message: format!(
+                service: Some(plain(amount)),
+                message,
+            });
+        };
+        if b.charged_in_range > Decimal::ZERO && !sent {
+            not_in_activity(
+                b.charged_in_range,
+                format!(
                     "the statement charged {} {code} under Request-id {request_id}, which the activity log does not list as sent in {code}",
                     plain(b.charged_in_range)
                 ),
-            });
+            );
         }
-        if b.refunded_in_range > Decimal::ZERO && !listed(ActivityStatus::Cancelled) {
-            report.findings.push(Finding {
-                kind: FindingKind::NotInActivity,
-                currency: code.clone(),
-                request_id: Some(*request_id),
-                transfer_id: None,
-                journal: None,
-                service: Some(plain(b.refunded_in_range)),
-                message: format!(
+        if b.refunded_in_range > Decimal::ZERO && !cancelled {
+            not_in_activity(
+                b.refunded_in_range,
+                format!(
                     "the statement booked {} {code} back under Request-id {request_id}, which the activity log does not list as cancelled",
                     plain(b.refunded_in_range)
                 ),
-            });
+            );
         }
     }
 
