@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use whish::payouts::{
-    Batch, COLUMNS, Collection, Defaults, FollowUpRow, ResultFormat, ResultWriter, RowOutcome,
-    RunOptions, RunSummary, StopSignal,
+    Batch, BatchError, COLUMNS, Collection, Defaults, FollowUpRow, ResultFormat, ResultWriter,
+    RowOutcome, RunOptions, RunSummary, StopSignal,
 };
 use whish::transfer::{CountryId, Customer, DateOfBirth, FirstName, Identity, LastName};
 
@@ -104,7 +104,7 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             progress.done();
             match summary {
                 Ok(summary) => Ok(report_run(ctx, &b, &summary, &path)),
-                Err(e) => Err(usage(e.to_string())),
+                Err(e) => Err(failed_run(e, "rows sent before it")),
             }
         }
         PayoutsCmd::FollowUp { batch, results } => {
@@ -262,10 +262,14 @@ async fn follow(
         .map_err(|e| usage(format!("{}: {e}", path.display())))?;
     let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
     let mut cancelled_now = 0u64;
+    let mut cancels = Cancels::default();
     let mut sink = |r: &FollowUpRow| {
         *counts.entry(r.collection.as_str()).or_default() += 1;
         if r.cancelled_now {
             cancelled_now += 1;
+        }
+        if let Some(o) = r.cancel {
+            *cancels.0.entry(o).or_default() += 1;
         }
         writer.write(r)
     };
@@ -276,18 +280,72 @@ async fn follow(
                 .await
         }
     };
-    done.map_err(|e| usage(e.to_string()))?;
+    done.map_err(|e| failed_run(e, "cancels sent before it"))?;
     let unknown = counts
         .get(Collection::Unknown.as_str())
         .copied()
         .unwrap_or(0);
+    let cancels_open = cancels.count(RowOutcome::Pending)
+        + cancels.count(RowOutcome::Unknown)
+        + cancels.count(RowOutcome::NotSent);
     ctx.out.print(&json!({
         "batch": b.name(),
         "rows": counts,
         "cancelled": cancel.as_ref().map(|_| cancelled_now),
+        "cancels": cancel.as_ref().map(|_| {
+            RowOutcome::ALL
+                .iter()
+                .filter(|o| cancels.count(**o) > 0)
+                .map(|o| (o.as_str().to_owned(), json!(cancels.count(*o))))
+                .collect::<serde_json::Map<String, Value>>()
+        }),
         "results": path.display().to_string(),
     }));
-    Ok(if unknown > 0 { PENDING } else { OK })
+    if cancels_open > 0 {
+        eprintln!(
+            "whish: {cancels_open} cancel(s) pending, unknown or not sent: see `cancel` and `message` in {}; run the same command again (the same cancels are sent, never second ones)",
+            path.display()
+        );
+        return Ok(PENDING);
+    }
+    if unknown > 0 {
+        return Ok(PENDING);
+    }
+    if cancels.count(RowOutcome::Refused) > 0 {
+        eprintln!(
+            "whish: {} cancel(s) refused: see `message` in {}",
+            cancels.count(RowOutcome::Refused),
+            path.display()
+        );
+        return Ok(FAILED);
+    }
+    Ok(OK)
+}
+
+/// The cancels of a cancel run, by how each ended.
+#[derive(Default)]
+struct Cancels(std::collections::BTreeMap<RowOutcome, u64>);
+
+impl Cancels {
+    fn count(&self, o: RowOutcome) -> u64 {
+        self.0.get(&o).copied().unwrap_or(0)
+    }
+}
+
+/// A run that ended with an error: before anything was sent (bad rows, the file, the journal at
+/// start-up), exit 2; once sending began (its results could not be written), exit 5: the run
+/// stopped, what it sent is in the journal, and the same command run again reports it.
+fn failed_run(e: BatchError, sent: &str) -> u8 {
+    match e {
+        BatchError::Results(e) => {
+            eprintln!(
+                "whish: the results could not be written ({}): the run stopped; the {sent} are recorded in the journal: make room and run the same command again, which reports them (never sends them twice)",
+                output::printable(&e.to_string())
+            );
+            STOPPED
+        }
+        other => usage(other.to_string()),
+    }
 }
 
 /// Follow-up rows as CSV or JSON lines, flushed one by one.
@@ -297,7 +355,7 @@ struct FollowWriter {
 }
 
 impl FollowWriter {
-    const HEADER: &'static str = "line,reference,request_id,collection,status,ltn_number,transfer_id,sent_at,cancelled_now,source,message";
+    const HEADER: &'static str = "line,reference,request_id,collection,status,ltn_number,transfer_id,sent_at,cancelled_now,cancel,source,message";
 
     fn new(file: std::fs::File, format: ResultFormat) -> std::io::Result<FollowWriter> {
         let mut w = FollowWriter {
@@ -320,7 +378,7 @@ impl FollowWriter {
                 let field = |v: Option<String>| csv_field(&v.unwrap_or_default());
                 writeln!(
                     self.file,
-                    "{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{}",
                     r.line,
                     field(r.reference.clone()),
                     r.request_id.map(|i| i.to_string()).unwrap_or_default(),
@@ -334,6 +392,7 @@ impl FollowWriter {
                             .ok())
                         .unwrap_or_default(),
                     r.cancelled_now,
+                    r.cancel.map(RowOutcome::as_str).unwrap_or_default(),
                     r.source,
                     field(r.message.clone()),
                 )?;

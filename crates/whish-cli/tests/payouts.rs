@@ -307,3 +307,89 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
     assert_eq!(again.code, 0, "{again:?}");
     assert_eq!(sb.transfers().len(), ROWS);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
+    let plenty = Decimal::from(10_000_000u64);
+    let sb = Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let mut text = String::from(
+        "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
+    );
+    for i in 0..5 {
+        text.push_str(&format!(
+            "C{i},Hiba,Mansour,+961703300{i},05-06-1991,20,USD,Family Support,Savings\n"
+        ));
+    }
+    let file = temp_file("cancel-pending.csv", &text);
+    let dir = file.parent().expect("dir").to_owned();
+    env.push((
+        "WHISH_JOURNAL".into(),
+        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
+    ));
+    let file_arg = file.display().to_string();
+    let mut send: Vec<&str> = vec!["payouts", "send", &file_arg, "--batch", "cancel-pending"];
+    send.extend(SENDER);
+    let sent = whish(&send, &env).await;
+    assert_eq!(sent.code, 0, "{sent:?}");
+
+    let later = (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
+        .format(time::macros::format_description!(
+            "[year]-[month]-[day] [hour]:[minute]:[second]"
+        ))
+        .expect("format");
+    let results = dir.join("cancel.csv").display().to_string();
+    let mut cancel: Vec<&str> = vec![
+        "payouts",
+        "cancel",
+        &file_arg,
+        "--batch",
+        "cancel-pending",
+        "--uncollected-before",
+        &later,
+        "--results",
+        &results,
+    ];
+    cancel.extend(SENDER);
+    // One cancel answered Pending (`code` 500): not failed, not known either.
+    sb.inject(Endpoint::TransferCancel, Fault::Pending, 1);
+    let first = whish(&cancel, &env).await;
+    assert_eq!(first.code, 3, "a cancel still open is exit 3: {first:?}");
+    assert_eq!(first.json()["cancels"]["pending"], 1, "{first:?}");
+    assert_eq!(first.json()["cancels"]["accepted"], 4, "{first:?}");
+    let table = std::fs::read_to_string(&results).expect("cancel results");
+    assert!(
+        table.starts_with(
+            "line,reference,request_id,collection,status,ltn_number,transfer_id,sent_at,cancelled_now,cancel,source,message"
+        ),
+        "{table}"
+    );
+    assert_eq!(table.lines().filter(|l| l.contains(",pending,")).count(), 1);
+
+    let open = whish(&["journal", "list", "--open"], &env).await;
+    assert_eq!(
+        open.stdout.lines().count(),
+        1,
+        "the Pending cancel is open: {open:?}"
+    );
+
+    // Run again: the Pending cancel is settled first (its status reads CANCELED_FULL); every
+    // row is cancelled, once, and the journal holds nothing open.
+    let again = whish(&cancel, &env).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    let open = whish(&["journal", "list", "--open"], &env).await;
+    assert!(open.stdout.trim().is_empty(), "nothing left open: {open:?}");
+    assert_eq!(again.json()["rows"]["cancelled"], 5, "{again:?}");
+    assert_eq!(
+        sb.transfers()
+            .iter()
+            .filter(|t| t.status == "CANCELED_FULL")
+            .count(),
+        5
+    );
+}

@@ -14,6 +14,7 @@ use whish_money_transfer::{
     TransferStatus,
 };
 
+use crate::result::RowOutcome;
 use crate::row::{Payout, payout};
 use crate::run::{resolve, resolve_many};
 use crate::send::{ALREADY_DONE, ALREADY_HELD, refusal_code};
@@ -118,6 +119,12 @@ pub struct FollowUpRow {
     pub sent_at: Option<OffsetDateTime>,
     /// True when this follow-up cancelled it (or an earlier one did, as the journal says).
     pub cancelled_now: bool,
+    /// In a cancel run, for a row due for a cancel (still waiting, sent before the cutoff): how
+    /// its cancel ended. `accepted` (cancelled, by this run or, as the journal holds, an earlier
+    /// one); `refused` (final: see `message`); `pending` or `unknown` (the cancel may have been
+    /// applied: run the cancel again, which sends the same cancel, never a second one);
+    /// `not-sent` (nothing could be sent: see `message`). `None` for a row not due for one.
+    pub cancel: Option<RowOutcome>,
     /// Why, when something needs a word.
     pub message: Option<String>,
     /// Where the answer came from.
@@ -136,6 +143,7 @@ impl FollowUpRow {
             transfer_id: None,
             sent_at: None,
             cancelled_now: false,
+            cancel: None,
             message: None,
             source: Source::Journal,
         }
@@ -172,6 +180,7 @@ async fn cancel(
     {
         Ok(v) => v,
         Err(e) => {
+            row.cancel = Some(RowOutcome::NotSent);
             row.message = Some(e.to_string());
             return;
         }
@@ -184,12 +193,14 @@ async fn cancel(
         row.source = Source::Cancel;
         row.collection = Collection::Cancelled;
         row.cancelled_now = true;
+        row.cancel = Some(RowOutcome::Accepted);
         row.status = Some("CANCELED_FULL".into());
         return;
     }
     let prepared = match PreparedCancel::from_stored(id, body) {
         Ok(p) => p,
         Err(e) => {
+            row.cancel = Some(RowOutcome::NotSent);
             row.message = Some(e.to_string());
             return;
         }
@@ -200,12 +211,20 @@ async fn cancel(
             row.collection = collection_of(&c.status);
             row.status = Some(c.status.to_string());
             row.cancelled_now = row.collection == Collection::Cancelled;
+            row.cancel = Some(RowOutcome::Accepted);
         }
         Err(e) => {
             // A refusal is final; Pending (`code` 500) and a lost answer are not: the cancel
             // may have been applied, and its journal entry stays open until a run of the
             // cancel sends the same request again.
             let verdict = e.verdict();
+            row.cancel = Some(match verdict {
+                Verdict::Accepted => RowOutcome::Accepted,
+                Verdict::Refused => RowOutcome::Refused,
+                Verdict::NothingSent => RowOutcome::NotSent,
+                Verdict::Pending => RowOutcome::Pending,
+                _ => RowOutcome::Unknown,
+            });
             row.message = Some(match verdict {
                 Verdict::Refused => format!("the service refused the cancel: {e}"),
                 Verdict::NothingSent => format!("the cancel was not sent: {e}"),
@@ -312,6 +331,7 @@ async fn follow_row(
         if let Some(ltn) = row.ltn_number.clone() {
             cancel(&journal, &client, &batch, &row_key, &ltn, &reason, &mut row).await;
         } else {
+            row.cancel = Some(RowOutcome::NotSent);
             row.message = Some("no LTN number is known for it: cannot cancel".into());
         }
     }
@@ -478,7 +498,11 @@ impl Batch {
     /// Cancel every row still waiting for collection whose send the journal recorded before
     /// `before`, each cancel under its own derived Request-id through the journal (so a cancel
     /// interrupted and run again is the same cancel); `reason` goes to the account's audit log.
-    /// Hands every row's follow-up to `sink`.
+    /// Hands every row's follow-up to `sink`; each row due for a cancel says how it ended
+    /// ([`FollowUpRow::cancel`]). Starts with the journal's recovery of the transfer service's
+    /// open entries (a cancel an earlier run left Pending is settled first), as
+    /// [`run`](Self::run) does. When `sink` fails, no further row is started, the rows in
+    /// flight finish (their cancels recorded), and the error is returned.
     ///
     /// # Errors
     ///
@@ -511,6 +535,19 @@ impl Batch {
         sink: &mut (dyn FnMut(&FollowUpRow) -> std::io::Result<()> + Send),
     ) -> Result<(), BatchError> {
         journal.flush().await;
+        // A cancel run first settles what a run that died left open (as a batch run does): a
+        // cancel answered Pending or lost is read by status (CANCELED_FULL: accepted) or sent
+        // again, so that its entry is not left open behind a row that now reads cancelled. A
+        // follow-up alone sends nothing, so it recovers nothing.
+        if cancel_before.is_some() {
+            journal
+                .recover(
+                    &whish_journal::Clients::new().transfer(client.clone()),
+                    &whish_journal::Recovery::new(),
+                )
+                .await
+                .map_err(BatchError::Journal)?;
+        }
         let log = Arc::new(match self.first_send(journal).await? {
             Some(first) => Activity::read(client, first).await,
             None => Activity::default(),
@@ -518,8 +555,14 @@ impl Batch {
         let batch: Arc<str> = Arc::from(self.id.as_str());
         let mut tasks: JoinSet<FollowUpRow> = JoinSet::new();
         let mut rows = self.rows()?;
-        let mut give = |r: FollowUpRow| sink(&r).map_err(BatchError::Results);
+        // The first failure of `sink` (or of a row's task) ends the reading of rows; the rows in
+        // flight still finish (a cancel is never dropped half way: its journal entry would stay
+        // open, leased to this process) and are handed on no further.
+        let mut failed: Option<BatchError> = None;
         while let Some(row) = rows.next_row() {
+            if failed.is_some() {
+                break;
+            }
             let p = match row
                 .map_err(|e| e.first().cloned())
                 .and_then(|raw| payout(&raw, &self.defaults, false).map_err(|e| e.first().cloned()))
@@ -532,14 +575,17 @@ impl Batch {
                         Collection::NotPaid,
                     );
                     r.message = e.map(|e| format!("bad row: {e}"));
-                    give(r)?;
+                    hand_on(sink, &mut failed, Ok(r));
                     continue;
                 }
             };
             while tasks.len() >= concurrency.max(1) {
                 if let Some(done) = tasks.join_next().await {
-                    give(done.map_err(|e| BatchError::Input(e.to_string()))?)?;
+                    hand_on(sink, &mut failed, done);
                 }
+            }
+            if failed.is_some() {
+                break;
             }
             let row_key = p.row_key();
             tasks.spawn(follow_row(
@@ -554,8 +600,24 @@ impl Batch {
             ));
         }
         while let Some(done) = tasks.join_next().await {
-            give(done.map_err(|e| BatchError::Input(e.to_string()))?)?;
+            hand_on(sink, &mut failed, done);
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
+}
+
+/// Hand a finished row to `sink`, unless an earlier row's hand-over (or task) failed: the first
+/// failure is kept, and ends the reading of rows (the rows in flight still finish).
+fn hand_on(
+    sink: &mut (dyn FnMut(&FollowUpRow) -> std::io::Result<()> + Send),
+    failed: &mut Option<BatchError>,
+    row: Result<FollowUpRow, tokio::task::JoinError>,
+) {
+    if failed.is_some() {
+        return;
+    }
+    *failed = match row {
+        Ok(r) => sink(&r).err().map(BatchError::Results),
+        Err(e) => Some(BatchError::Input(format!("a row's follow-up failed: {e}"))),
+    };
 }

@@ -1,0 +1,303 @@
+//! Adversarial (7th review): the results file of `whish payouts send` is on a disk that fills up
+//! part way through the batch (a small tmpfs). The run stops, having paid the rows before the
+//! disk filled. What it says must be true: not exit 2 with "nothing was sent" (the docs' and
+//! `usage()`'s word for "refused before sending") while the service holds transfers it just
+//! made; and once space is freed, the next run pays nothing twice and writes a complete, true
+//! results file.
+//!
+//! Needs root (to mount a tmpfs); says so and passes when it cannot run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use whish::Decimal;
+use whish_sandbox::Sandbox;
+
+const ROWS: usize = 120;
+
+const SENDER: [&str; 8] = [
+    "--from-country",
+    "1",
+    "--sender-first-name",
+    "Relief",
+    "--sender-last-name",
+    "Org",
+    "--sender-phone",
+    "+9611000000",
+];
+
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A tmpfs of `size` at a fresh directory, or None (not root, no mount).
+fn tmpfs(size: &str) -> Option<Mount> {
+    let dir = std::env::temp_dir().join(format!(
+        "whish-adv7-full-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&dir).ok()?;
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(Mount(dir))
+}
+
+/// Fill `dir` with a file, leaving about `leave` bytes free.
+fn fill_leaving(dir: &Path, leave: u64) {
+    use std::io::Write;
+    let free = free_bytes(dir);
+    let mut f = std::fs::File::create(dir.join("filler")).expect("filler");
+    let block = vec![0u8; 4096];
+    let mut written = 0u64;
+    while written + leave < free {
+        if f.write_all(&block).is_err() {
+            break;
+        }
+        written += 4096;
+    }
+    let _ = f.sync_all();
+}
+
+fn free_bytes(dir: &Path) -> u64 {
+    let out = Command::new("df")
+        .args(["-B1", "--output=avail"])
+        .arg(dir)
+        .output()
+        .expect("df");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn batch_file() -> PathBuf {
+    let mut text = String::from(
+        "reference,payment_mode,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
+    );
+    for i in 0..ROWS {
+        text.push_str(&format!(
+            "FULL{i:04},CASH_COLLECTION,Hiba,Mansour,+9617044{i:04},05-06-1991,{},USD,Family Support,Savings\n",
+            20 + i % 7
+        ));
+    }
+    temp_file("aid-full.csv", &text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_rows() {
+    let Some(mount) = tmpfs("256k") else {
+        eprintln!("adv7_results_full NOT RUN: cannot mount a tmpfs here (not root?)");
+        return;
+    };
+    let plenty = Decimal::from(10_000_000u64);
+    let sb = Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let file = batch_file();
+    // The journal on an ordinary disk: only the results file runs out of space.
+    let journal_dir = file.parent().expect("dir").to_owned();
+    env.push((
+        "WHISH_JOURNAL".into(),
+        format!("sqlite:{}", journal_dir.join("payouts.sqlite").display()),
+    ));
+    // Room for the header and a few dozen result lines, not for all of them.
+    fill_leaving(&mount.0, 6 * 1024);
+    let results = mount.0.join("results.csv");
+    let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
+    let mut send: Vec<&str> = vec![
+        "payouts",
+        "send",
+        &file_arg,
+        "--batch",
+        "adv7-results-full",
+        "--results",
+        &results_arg,
+    ];
+    send.extend(SENDER);
+    send.extend(["--concurrency", "4"]);
+
+    let first = whish(&send, &env).await;
+    let paid = sb.transfers().len();
+    eprintln!(
+        "first run: exit {}, {paid} of {ROWS} paid at the service\nstdout: {}\nstderr: {}",
+        first.code, first.stdout, first.stderr
+    );
+    assert!(
+        paid > 0 && paid < ROWS,
+        "the disk must fill part way: {paid} of {ROWS} paid"
+    );
+    // The truth: the service made `paid` transfers. Exit 2 is "bad rows or usage (nothing
+    // sent)" (docs/cli.md, docs/payouts.md), and stderr must not say nothing was sent.
+    let mut lies = Vec::new();
+    if first.stderr.contains("nothing was sent") {
+        lies.push(format!(
+            "stderr says nothing was sent, but the service made {paid} transfers for this run"
+        ));
+    }
+    if first.code == 2 {
+        lies.push(format!(
+            "exit 2 (bad rows or usage: nothing sent), but {paid} rows were paid"
+        ));
+    }
+
+    // Space freed: the next run writes every row, truthfully, and pays nothing twice.
+    let _ = std::fs::remove_file(mount.0.join("filler"));
+    let again = whish(&send, &env).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    let transfers = sb.transfers();
+    assert_eq!(transfers.len(), ROWS, "every row paid exactly once");
+    let text = std::fs::read_to_string(&results).expect("results");
+    assert_eq!(
+        text.lines().count(),
+        ROWS + 1,
+        "a header and one line a row"
+    );
+    assert_eq!(
+        text.lines()
+            .skip(1)
+            .filter(|l| l.contains(",accepted,"))
+            .count(),
+        ROWS
+    );
+    drop(mount);
+    assert!(lies.is_empty(), "{lies:#?}");
+}
+
+/// The same for `whish payouts cancel`: its results file fills up part way, after some cancels
+/// were applied (money given back to the account). Exit 2 "nothing was sent" would tell the
+/// operator no cancel went out; the next run, with space, must tell every row as cancelled, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_cancelling() {
+    let Some(mount) = tmpfs("256k") else {
+        eprintln!("adv7_results_full NOT RUN: cannot mount a tmpfs here (not root?)");
+        return;
+    };
+    let plenty = Decimal::from(10_000_000u64);
+    let sb = Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    let file = batch_file();
+    let dir = file.parent().expect("dir").to_owned();
+    env.push((
+        "WHISH_JOURNAL".into(),
+        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
+    ));
+    let file_arg = file.display().to_string();
+    let sent_results = dir.join("results.csv").display().to_string();
+    let mut send: Vec<&str> = vec![
+        "payouts",
+        "send",
+        &file_arg,
+        "--batch",
+        "adv7-cancel-full",
+        "--results",
+        &sent_results,
+    ];
+    send.extend(SENDER);
+    let sent = whish(&send, &env).await;
+    assert_eq!(sent.code, 0, "{sent:?}");
+    assert_eq!(sb.transfers().len(), ROWS);
+
+    fill_leaving(&mount.0, 6 * 1024);
+    let results = mount.0.join("cancel.csv");
+    let results_arg = results.display().to_string();
+    let later = (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
+        .format(time::macros::format_description!(
+            "[year]-[month]-[day] [hour]:[minute]:[second]"
+        ))
+        .expect("format");
+    let mut cancel: Vec<&str> = vec![
+        "payouts",
+        "cancel",
+        &file_arg,
+        "--batch",
+        "adv7-cancel-full",
+        "--uncollected-before",
+        &later,
+        "--reason",
+        "not collected in time",
+        "--results",
+        &results_arg,
+    ];
+    cancel.extend(SENDER);
+    let first = whish(&cancel, &env).await;
+    let cancelled = |sb: &Sandbox| {
+        sb.transfers()
+            .iter()
+            .filter(|t| t.status == "CANCELED_FULL")
+            .count()
+    };
+    let done = cancelled(&sb);
+    eprintln!(
+        "first cancel run: exit {}, {done} of {ROWS} cancelled at the service\nstdout: {}\nstderr: {}",
+        first.code, first.stdout, first.stderr
+    );
+    assert!(
+        done > 0 && done < ROWS,
+        "the disk must fill part way: {done} of {ROWS} cancelled"
+    );
+    let mut lies = Vec::new();
+    if first.stderr.contains("nothing was sent") {
+        lies.push(format!(
+            "stderr says nothing was sent, but this run cancelled {done} transfers"
+        ));
+    }
+    if first.code == 2 {
+        lies.push(format!(
+            "exit 2 (bad rows or usage: nothing sent), but {done} transfers were cancelled"
+        ));
+    }
+
+    // Space freed at once (the operator reruns straight away, within the journal's lease).
+    let _ = std::fs::remove_file(mount.0.join("filler"));
+    let again = whish(&cancel, &env).await;
+    let text = std::fs::read_to_string(&results).unwrap_or_default();
+    let left = ROWS - cancelled(&sb);
+    eprintln!(
+        "second cancel run: exit {}, {left} left uncancelled\nstdout: {}\nstderr: {}\nnot cancelled: {:?}",
+        again.code,
+        again.stdout,
+        again.stderr,
+        text.lines()
+            .skip(1)
+            .filter(|l| !l.contains(",cancelled,"))
+            .collect::<Vec<_>>()
+    );
+    // Exit 0 says every row asked for is settled; a row whose cancel is still open (unknown)
+    // and which still waits at the service is exit 3 ("run it again").
+    if again.code == 0 && left > 0 {
+        lies.push(format!(
+            "the second run exits 0, but {left} row(s) still wait at the service with their cancel open in the journal (the first run's in-flight cancels were dropped when the results write failed)"
+        ));
+    }
+    assert_eq!(
+        text.lines().count(),
+        ROWS + 1,
+        "a header and one line a row"
+    );
+    drop(mount);
+    assert!(lies.is_empty(), "{lies:#?}");
+}
