@@ -1,6 +1,22 @@
 //! The two backends behind one set of statements. The SQL is written once: both SQLite and
 //! PostgreSQL read `$1`-style parameters, `ON CONFLICT` and `RETURNING`; only the row lease of
 //! a recovery differs (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite has one writer).
+//!
+//! **A write is read to its end** (`fetch_all`, `execute`), never with `fetch_optional` or
+//! `fetch_one`. A write outside a transaction commits when its statement finishes; with
+//! `RETURNING`, SQLite makes its changes at the first step, and sqlx's `fetch_optional` stops
+//! there and resets the statement, ignoring what the reset returns. On a full disk that reset's
+//! commit failed and was rolled back, and the write was reported done: an intent reported
+//! recorded was not, and its request was sent (found by the seventh review, on a small tmpfs).
+//!
+//! **A connection whose write transaction failed is closed**, never returned to the pool. On
+//! SQLITE_FULL (and I/O errors) SQLite may roll the whole transaction back by itself; sqlx's
+//! ROLLBACK then fails, it still counts the transaction open, and the next `begin` on that
+//! connection is a SAVEPOINT whose failed commit is undone with `ROLLBACK TO`, which leaves the
+//! transaction open. That connection, back in the pool, held the write lock (every other write
+//! waited out the busy timeout: a run hung) and took the next writes into a transaction never
+//! committed (intents reported recorded, sent, and lost with the process). Closing the
+//! connection rolls back whatever it held.
 
 #[cfg(feature = "postgres")]
 use std::borrow::Cow;
@@ -773,10 +789,18 @@ impl Db {
         let _turn = self.turn().await;
         let done = on_db!(self, pool => {
             async {
-                let mut tx = pool.begin().await?;
-                sqlx::query(MARK).bind(&mark).execute(&mut *tx).await?;
-                sqlx::query(UNMARK).bind(&mark).execute(&mut *tx).await?;
-                tx.commit().await
+                let mut conn = pool.acquire().await?;
+                let done = async {
+                    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+                    sqlx::query(MARK).bind(&mark).execute(&mut *tx).await?;
+                    sqlx::query(UNMARK).bind(&mark).execute(&mut *tx).await?;
+                    tx.commit().await
+                }
+                .await;
+                if done.is_err() {
+                    conn.close_on_drop();
+                }
+                done
             }
             .await
         });
@@ -843,9 +867,11 @@ impl Db {
                 .bind(request.body)
                 .bind(owner)
                 .bind(lease_ms)
-                .fetch_optional(pool)
+                .fetch_all(pool) // to its end: see the module's doc
                 .await
-                .map_err(JournalError::write)?;
+                .map_err(JournalError::write)?
+                .into_iter()
+                .next();
             row.map(|r| r.try_get::<i64, _>("id").map(|id| Lease { id, token: 1 }))
                 .transpose()
                 .map_err(JournalError::read)
@@ -888,10 +914,10 @@ impl Db {
                 .bind(request.body)
                 .bind(&outcome)
                 .bind(owner)
-                .fetch_optional(pool)
+                .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?;
-            Ok(row.is_some())
+            Ok(!row.is_empty())
         })
     }
 
@@ -945,9 +971,11 @@ impl Db {
                 .bind(id)
                 .bind(owner)
                 .bind(lease_ms)
-                .fetch_optional(pool)
+                .fetch_all(pool) // to its end: see the module's doc
                 .await
-                .map_err(JournalError::write)?;
+                .map_err(JournalError::write)?
+                .into_iter()
+                .next();
             row.map(|r| r.try_get::<i64, _>("lease_token").map(|token| Lease { id, token }))
                 .transpose()
                 .map_err(JournalError::read)
@@ -1201,9 +1229,11 @@ impl Db {
                 .bind(id)
                 .bind(owner)
                 .bind(lease_ms)
-                .fetch_optional(pool)
+                .fetch_all(pool) // to its end: see the module's doc
                 .await
-                .map_err(JournalError::write)?;
+                .map_err(JournalError::write)?
+                .into_iter()
+                .next();
             row.as_ref().map(claimed_of).transpose()
         })
     }

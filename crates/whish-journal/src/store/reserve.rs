@@ -33,7 +33,10 @@ impl Db {
         let mut inserted: HashMap<(String, String, String), i64> = HashMap::new();
         let _turn = self.turn().await;
         on_db!(self, pool => {
-            let mut tx = pool.begin().await.map_err(JournalError::write)?;
+            // A connection whose transaction failed is closed, never reused (see `store`).
+            let mut conn = pool.acquire().await.map_err(JournalError::write)?;
+            let written: Result<(), JournalError> = async {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
             for chunk in pow2_chunks(requests, PER_STATEMENT) {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_many_sql(chunk.len(), now, anonymous)));
                 for r in chunk {
@@ -54,6 +57,13 @@ impl Db {
                 }
             }
             tx.commit().await.map_err(JournalError::write)?;
+            Ok(())
+            }
+            .await;
+            if written.is_err() {
+                conn.close_on_drop();
+            }
+            written?;
         });
         // The first request of a key gets its row; a second one of the same key finds it taken.
         Ok(requests
@@ -90,7 +100,10 @@ impl Db {
         let mut inserted: HashMap<(String, String, String), ()> = HashMap::new();
         let _turn = self.turn().await;
         on_db!(self, pool => {
-            let mut tx = pool.begin().await.map_err(JournalError::write)?;
+            // A connection whose transaction failed is closed, never reused (see `store`).
+            let mut conn = pool.acquire().await.map_err(JournalError::write)?;
+            let written: Result<(), JournalError> = async {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
             for chunk in pow2_chunks(requests, PER_STATEMENT) {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_unsent_sql(chunk.len(), now, anonymous)));
                 for r in chunk {
@@ -109,6 +122,13 @@ impl Db {
                 }
             }
             tx.commit().await.map_err(JournalError::write)?;
+            Ok(())
+            }
+            .await;
+            if written.is_err() {
+                conn.close_on_drop();
+            }
+            written?;
         });
         Ok(requests
             .iter()
