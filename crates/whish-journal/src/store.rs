@@ -9,8 +9,10 @@
 //! commit failed and was rolled back, and the write was reported done: an intent reported
 //! recorded was not, and its request was sent (found by the seventh review, on a small tmpfs).
 //!
-//! **A connection whose write transaction failed is closed**, never returned to the pool. On
-//! SQLITE_FULL (and I/O errors) SQLite may roll the whole transaction back by itself; sqlx's
+//! **A connection whose write transaction failed is closed**, never returned to the pool. What
+//! we saw on a full disk: a run that hung, and intents reported recorded, sent, and absent from
+//! the file after the process was killed. How, as read from SQLite's documentation and sqlx's
+//! source: on SQLITE_FULL (and I/O errors) SQLite may roll the whole transaction back by itself; sqlx's
 //! ROLLBACK then fails, it still counts the transaction open, and the next `begin` on that
 //! connection is a SAVEPOINT whose failed commit is undone with `ROLLBACK TO`, which leaves the
 //! transaction open. That connection, back in the pool, held the write lock (every other write
