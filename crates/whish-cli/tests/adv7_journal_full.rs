@@ -10,7 +10,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
@@ -21,56 +20,6 @@ const ROWS: usize = 800;
 
 /// Longer than the journal's own busy wait (30 s) and its retries (30 s) together.
 const HANG: std::time::Duration = std::time::Duration::from_secs(150);
-
-const SENDER: [&str; 8] = [
-    "--from-country",
-    "1",
-    "--sender-first-name",
-    "Relief",
-    "--sender-last-name",
-    "Org",
-    "--sender-phone",
-    "+9611000000",
-];
-
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-fn tmpfs(size: &str) -> Option<Mount> {
-    let dir = std::env::temp_dir().join(format!(
-        "whish-adv7-jfull-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).ok()?;
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-        .arg(&dir)
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(Mount(dir))
-}
-
-fn batch_file() -> PathBuf {
-    let mut text = String::from(
-        "reference,payment_mode,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
-    );
-    for i in 0..ROWS {
-        text.push_str(&format!(
-            "JF{i:05},CASH_COLLECTION,Hiba,Mansour,+961705{i:05},05-06-1991,{},USD,Family Support,Savings\n",
-            20 + i % 7
-        ));
-    }
-    temp_file("aid-jfull.csv", &text)
-}
 
 /// `(request_id, outcome)` of each results line.
 fn outcomes(text: &str) -> Vec<(i64, String, String)> {
@@ -105,7 +54,7 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
         "WHISH_JOURNAL".into(),
         format!("sqlite:{}", mount.0.join("journal.sqlite").display()),
     ));
-    let file = batch_file();
+    let file = cash_payouts_file("aid-jfull.csv", "JF", "+961705", 5, ROWS);
     let results = file.with_file_name("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
     let mut send: Vec<&str> = vec![

@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::*;
@@ -17,44 +17,6 @@ use whish::Decimal;
 use whish_sandbox::Sandbox;
 
 const ROWS: usize = 120;
-
-const SENDER: [&str; 8] = [
-    "--from-country",
-    "1",
-    "--sender-first-name",
-    "Relief",
-    "--sender-last-name",
-    "Org",
-    "--sender-phone",
-    "+9611000000",
-];
-
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-/// A tmpfs of `size` at a fresh directory, or None (not root, no mount).
-fn tmpfs(size: &str) -> Option<Mount> {
-    let dir = std::env::temp_dir().join(format!(
-        "whish-adv7-full-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).ok()?;
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-        .arg(&dir)
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(Mount(dir))
-}
 
 /// Fill `dir` with a file, leaving about `leave` bytes free.
 fn fill_leaving(dir: &Path, leave: u64) {
@@ -85,19 +47,6 @@ fn free_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn batch_file() -> PathBuf {
-    let mut text = String::from(
-        "reference,payment_mode,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
-    );
-    for i in 0..ROWS {
-        text.push_str(&format!(
-            "FULL{i:04},CASH_COLLECTION,Hiba,Mansour,+9617044{i:04},05-06-1991,{},USD,Family Support,Savings\n",
-            20 + i % 7
-        ));
-    }
-    temp_file("aid-full.csv", &text)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_rows() {
     let Some(mount) = tmpfs("256k") else {
@@ -112,7 +61,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
         .await
         .expect("sandbox");
     let mut env = sandbox_env(&sb);
-    let file = batch_file();
+    let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     // The journal on an ordinary disk: only the results file runs out of space.
     let journal_dir = file.parent().expect("dir").to_owned();
     env.push((
@@ -199,7 +148,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
         .await
         .expect("sandbox");
     let mut env = sandbox_env(&sb);
-    let file = batch_file();
+    let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     let dir = file.parent().expect("dir").to_owned();
     env.push((
         "WHISH_JOURNAL".into(),

@@ -14,30 +14,6 @@ use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 const ROWS: usize = 300;
 
-fn batch_file() -> std::path::PathBuf {
-    let mut text = String::from(
-        "reference,payment_mode,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
-    );
-    for i in 0..ROWS {
-        text.push_str(&format!(
-            "P{i:04},CASH_COLLECTION,Hiba,Mansour,+9617033{i:04},05-06-1991,{},USD,Family Support,Savings\n",
-            20 + i % 7
-        ));
-    }
-    temp_file("aid-2026-11-24.csv", &text)
-}
-
-const SENDER: [&str; 8] = [
-    "--from-country",
-    "1",
-    "--sender-first-name",
-    "Relief",
-    "--sender-last-name",
-    "Org",
-    "--sender-phone",
-    "+9611000000",
-];
-
 fn lines(path: &std::path::Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
@@ -60,7 +36,7 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
         "WHISH_JOURNAL".into(),
         format!("sqlite:{}", dir.join("payouts.sqlite").display()),
     ));
-    let file = batch_file();
+    let file = cash_payouts_file("aid-2026-11-24.csv", "P", "+9617033", 4, ROWS);
     let results = dir.join("results.csv");
     let file_arg = file.display().to_string();
     let results_arg = results.display().to_string();
@@ -243,7 +219,7 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
         "WHISH_JOURNAL".into(),
         format!("sqlite:{}", dir.join("payouts.sqlite").display()),
     ));
-    let file = batch_file();
+    let file = cash_payouts_file("aid-2026-11-24.csv", "P", "+9617033", 4, ROWS);
     let results = dir.join("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
     let mut send: Vec<&str> = vec![

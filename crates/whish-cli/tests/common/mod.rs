@@ -132,3 +132,65 @@ pub fn cash_body(amount: &str) -> String {
 }}"#
     )
 }
+
+/// The batch-level sender options of `whish payouts`, as the payouts tests give them.
+pub const SENDER: [&str; 8] = [
+    "--from-country",
+    "1",
+    "--sender-first-name",
+    "Relief",
+    "--sender-last-name",
+    "Org",
+    "--sender-phone",
+    "+9611000000",
+];
+
+/// A payouts file of `rows` cash-collection rows, references `{prefix}{i}` and phones
+/// `{phone}{i}` (`i` zero-padded to `width`), amounts 20 to 26 USD.
+pub fn cash_payouts_file(
+    name: &str,
+    prefix: &str,
+    phone: &str,
+    width: usize,
+    rows: usize,
+) -> PathBuf {
+    let mut text = String::from(
+        "reference,payment_mode,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
+    );
+    for i in 0..rows {
+        text.push_str(&format!(
+            "{prefix}{i:0width$},CASH_COLLECTION,Hiba,Mansour,{phone}{i:0width$},05-06-1991,{},USD,Family Support,Savings\n",
+            20 + i % 7
+        ));
+    }
+    temp_file(name, &text)
+}
+
+/// A small tmpfs, mounted at a fresh directory and unmounted when dropped: a disk that fills up.
+pub struct Tmpfs(pub PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A tmpfs of `size` (`256k`), or None when it cannot be mounted here (not root): the tests
+/// that need one say so and pass.
+pub fn tmpfs(size: &str) -> Option<Tmpfs> {
+    let dir = std::env::temp_dir().join(format!(
+        "whish-tmpfs-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&dir).ok()?;
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(Tmpfs(dir))
+}
