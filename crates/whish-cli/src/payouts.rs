@@ -270,6 +270,11 @@ async fn follow(
         }
         if let Some(o) = r.cancel {
             *cancels.0.entry(o).or_default() += 1;
+            // A refusal matters while the money still waits (a row collected meanwhile is
+            // refused by the service, and is where it should be).
+            if o == RowOutcome::Refused && r.collection == Collection::Waiting {
+                cancels.1 += 1;
+            }
         }
         writer.write(r)
     };
@@ -311,10 +316,10 @@ async fn follow(
     if unknown > 0 {
         return Ok(PENDING);
     }
-    if cancels.count(RowOutcome::Refused) > 0 {
+    if cancels.1 > 0 {
         eprintln!(
-            "whish: {} cancel(s) refused: see `message` in {}",
-            cancels.count(RowOutcome::Refused),
+            "whish: {} cancel(s) refused while the transfer still waits for collection: see `message` in {}",
+            cancels.1,
             path.display()
         );
         return Ok(FAILED);
@@ -322,9 +327,10 @@ async fn follow(
     Ok(OK)
 }
 
-/// The cancels of a cancel run, by how each ended.
+/// The cancels of a cancel run, by how each ended; and the refused ones whose transfer still
+/// waits for collection.
 #[derive(Default)]
-struct Cancels(std::collections::BTreeMap<RowOutcome, u64>);
+struct Cancels(std::collections::BTreeMap<RowOutcome, u64>, u64);
 
 impl Cancels {
     fn count(&self, o: RowOutcome) -> u64 {

@@ -36,28 +36,28 @@ impl Db {
             // A connection whose transaction failed is closed, never reused (see `store`).
             let mut conn = pool.acquire().await.map_err(JournalError::write)?;
             let written: Result<(), JournalError> = async {
-            let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
-            for chunk in pow2_chunks(requests, PER_STATEMENT) {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_many_sql(chunk.len(), now, anonymous)));
-                for r in chunk {
-                    q = q
-                        .bind(r.service.as_str())
-                        .bind(r.operation.as_str())
-                        .bind(r.key)
-                        .bind(r.context)
-                        .bind(r.body)
-                        .bind(owner)
-                        .bind(lease_ms);
+                let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
+                for chunk in pow2_chunks(requests, PER_STATEMENT) {
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_many_sql(chunk.len(), now, anonymous)));
+                    for r in chunk {
+                        q = q
+                            .bind(r.service.as_str())
+                            .bind(r.operation.as_str())
+                            .bind(r.key)
+                            .bind(r.context)
+                            .bind(r.body)
+                            .bind(owner)
+                            .bind(lease_ms);
+                    }
+                    let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
+                    for row in &rows {
+                        let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
+                        let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
+                        inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
+                    }
                 }
-                let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
-                for row in &rows {
-                    let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
-                    let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
-                    inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
-                }
-            }
-            tx.commit().await.map_err(JournalError::write)?;
-            Ok(())
+                tx.commit().await.map_err(JournalError::write)?;
+                Ok(())
             }
             .await;
             if written.is_err() {
@@ -103,26 +103,26 @@ impl Db {
             // A connection whose transaction failed is closed, never reused (see `store`).
             let mut conn = pool.acquire().await.map_err(JournalError::write)?;
             let written: Result<(), JournalError> = async {
-            let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
-            for chunk in pow2_chunks(requests, PER_STATEMENT) {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_unsent_sql(chunk.len(), now, anonymous)));
-                for r in chunk {
-                    q = q
-                        .bind(r.service.as_str())
-                        .bind(r.operation.as_str())
-                        .bind(r.key)
-                        .bind(r.context)
-                        .bind(r.body)
-                        .bind(&outcome);
+                let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
+                for chunk in pow2_chunks(requests, PER_STATEMENT) {
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_unsent_sql(chunk.len(), now, anonymous)));
+                    for r in chunk {
+                        q = q
+                            .bind(r.service.as_str())
+                            .bind(r.operation.as_str())
+                            .bind(r.key)
+                            .bind(r.context)
+                            .bind(r.body)
+                            .bind(&outcome);
+                    }
+                    let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
+                    for row in &rows {
+                        let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
+                        inserted.insert((get("service")?, get("operation")?, get("idem_key")?), ());
+                    }
                 }
-                let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
-                for row in &rows {
-                    let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
-                    inserted.insert((get("service")?, get("operation")?, get("idem_key")?), ());
-                }
-            }
-            tx.commit().await.map_err(JournalError::write)?;
-            Ok(())
+                tx.commit().await.map_err(JournalError::write)?;
+                Ok(())
             }
             .await;
             if written.is_err() {
