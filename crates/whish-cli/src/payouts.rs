@@ -269,11 +269,11 @@ async fn follow(
             cancelled_now += 1;
         }
         if let Some(o) = r.cancel {
-            *cancels.0.entry(o).or_default() += 1;
+            *cancels.by_outcome.entry(o).or_default() += 1;
             // A refusal matters while the money still waits (a row collected meanwhile is
             // refused by the service, and is where it should be).
             if o == RowOutcome::Refused && r.collection == Collection::Waiting {
-                cancels.1 += 1;
+                cancels.refused_waiting += 1;
             }
         }
         writer.write(r)
@@ -316,10 +316,10 @@ async fn follow(
     if unknown > 0 {
         return Ok(PENDING);
     }
-    if cancels.1 > 0 {
+    if cancels.refused_waiting > 0 {
         eprintln!(
             "whish: {} cancel(s) refused while the transfer still waits for collection: see `message` in {}",
-            cancels.1,
+            cancels.refused_waiting,
             path.display()
         );
         return Ok(FAILED);
@@ -327,14 +327,18 @@ async fn follow(
     Ok(OK)
 }
 
-/// The cancels of a cancel run, by how each ended; and the refused ones whose transfer still
-/// waits for collection.
+/// The cancels of a cancel run.
 #[derive(Default)]
-struct Cancels(std::collections::BTreeMap<RowOutcome, u64>, u64);
+struct Cancels {
+    /// By how each ended.
+    by_outcome: std::collections::BTreeMap<RowOutcome, u64>,
+    /// The refused ones whose transfer still waits for collection.
+    refused_waiting: u64,
+}
 
 impl Cancels {
     fn count(&self, o: RowOutcome) -> u64 {
-        self.0.get(&o).copied().unwrap_or(0)
+        self.by_outcome.get(&o).copied().unwrap_or(0)
     }
 }
 

@@ -13,8 +13,6 @@ use std::collections::HashSet;
 use std::process::Command;
 
 use common::*;
-use whish::Decimal;
-use whish_sandbox::Sandbox;
 
 const ROWS: usize = 800;
 
@@ -42,13 +40,7 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
         eprintln!("adv7_journal_full NOT RUN: cannot mount a tmpfs here (not root?)");
         return;
     };
-    let plenty = Decimal::from(10_000_000u64);
-    let sb = Sandbox::builder()
-        .transfer_balance("USD", plenty)
-        .limits("USD", plenty, plenty)
-        .start()
-        .await
-        .expect("sandbox");
+    let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
     env.push((
         "WHISH_JOURNAL".into(),

@@ -13,10 +13,22 @@ use std::path::Path;
 use std::process::Command;
 
 use common::*;
-use whish::Decimal;
 use whish_sandbox::Sandbox;
 
 const ROWS: usize = 120;
+
+/// Where a run that acted (`truth`: what the service holds from it) says that nothing was sent:
+/// on stderr, or by exit 2 ("bad rows or usage: nothing sent", docs/cli.md).
+fn said_nothing_sent(run: &Run, truth: &str) -> Vec<String> {
+    let mut lies = Vec::new();
+    if run.stderr.contains("nothing was sent") {
+        lies.push(format!("stderr says nothing was sent, but {truth}"));
+    }
+    if run.code == 2 {
+        lies.push(format!("exit 2 (nothing sent), but {truth}"));
+    }
+    lies
+}
 
 /// Fill `dir` with a file, leaving about `leave` bytes free.
 fn fill_leaving(dir: &Path, leave: u64) {
@@ -53,13 +65,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
         eprintln!("adv7_results_full NOT RUN: cannot mount a tmpfs here (not root?)");
         return;
     };
-    let plenty = Decimal::from(10_000_000u64);
-    let sb = Sandbox::builder()
-        .transfer_balance("USD", plenty)
-        .limits("USD", plenty, plenty)
-        .start()
-        .await
-        .expect("sandbox");
+    let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
     let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     // The journal on an ordinary disk: only the results file runs out of space.
@@ -96,17 +102,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
     );
     // The truth: the service made `paid` transfers. Exit 2 is "bad rows or usage (nothing
     // sent)" (docs/cli.md, docs/payouts.md), and stderr must not say nothing was sent.
-    let mut lies = Vec::new();
-    if first.stderr.contains("nothing was sent") {
-        lies.push(format!(
-            "stderr says nothing was sent, but the service made {paid} transfers for this run"
-        ));
-    }
-    if first.code == 2 {
-        lies.push(format!(
-            "exit 2 (bad rows or usage: nothing sent), but {paid} rows were paid"
-        ));
-    }
+    let lies = said_nothing_sent(&first, &format!("the service made {paid} transfers"));
 
     // Space freed: the next run writes every row, truthfully, and pays nothing twice.
     let _ = std::fs::remove_file(mount.0.join("filler"));
@@ -140,13 +136,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
         eprintln!("adv7_results_full NOT RUN: cannot mount a tmpfs here (not root?)");
         return;
     };
-    let plenty = Decimal::from(10_000_000u64);
-    let sb = Sandbox::builder()
-        .transfer_balance("USD", plenty)
-        .limits("USD", plenty, plenty)
-        .start()
-        .await
-        .expect("sandbox");
+    let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
     let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     let dir = file.parent().expect("dir").to_owned();
@@ -208,17 +198,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
         done > 0 && done < ROWS,
         "the disk must fill part way: {done} of {ROWS} cancelled"
     );
-    let mut lies = Vec::new();
-    if first.stderr.contains("nothing was sent") {
-        lies.push(format!(
-            "stderr says nothing was sent, but this run cancelled {done} transfers"
-        ));
-    }
-    if first.code == 2 {
-        lies.push(format!(
-            "exit 2 (bad rows or usage: nothing sent), but {done} transfers were cancelled"
-        ));
-    }
+    let mut lies = said_nothing_sent(&first, &format!("this run cancelled {done} transfers"));
 
     // Space freed at once (the operator reruns straight away, within the journal's lease).
     let _ = std::fs::remove_file(mount.0.join("filler"));

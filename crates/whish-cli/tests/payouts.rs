@@ -9,7 +9,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use whish::Decimal;
 use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 const ROWS: usize = 300;
@@ -20,13 +19,7 @@ fn lines(path: &std::path::Path) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconciles() {
-    let plenty = Decimal::from(10_000_000u64);
-    let sb = Sandbox::builder()
-        .transfer_balance("USD", plenty)
-        .limits("USD", plenty, plenty)
-        .start()
-        .await
-        .expect("sandbox");
+    let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
     let dir = temp_file("journal-here", "")
         .parent()
@@ -203,13 +196,7 @@ async fn a_batch_with_a_bad_row_sends_nothing_and_names_the_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results() {
-    let plenty = Decimal::from(10_000_000u64);
-    let sb = Sandbox::builder()
-        .transfer_balance("USD", plenty)
-        .limits("USD", plenty, plenty)
-        .start()
-        .await
-        .expect("sandbox");
+    let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
     let dir = temp_file("ctrl-c-here", "")
         .parent()
@@ -286,13 +273,7 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
-    let plenty = Decimal::from(10_000_000u64);
-    let sb = Sandbox::builder()
-        .transfer_balance("USD", plenty)
-        .limits("USD", plenty, plenty)
-        .start()
-        .await
-        .expect("sandbox");
+    let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
     let mut text = String::from(
         "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",

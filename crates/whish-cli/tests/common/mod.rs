@@ -194,3 +194,15 @@ pub fn tmpfs(size: &str) -> Option<Tmpfs> {
         .is_ok_and(|s| s.success());
     ok.then_some(Tmpfs(dir))
 }
+
+/// A sandbox whose transfer account has 10 000 000 USD and limits as high: a payout batch is
+/// never stopped by the account.
+pub async fn funded_sandbox() -> Sandbox {
+    let plenty = whish::Decimal::from(10_000_000u64);
+    Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox")
+}
