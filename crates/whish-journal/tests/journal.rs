@@ -597,6 +597,9 @@ async fn prune_keeps_open_entries_and_the_journal_keeps_no_secret() {
             );
         }
 
+        // Prune takes what changed strictly before now, to the database clock's millisecond:
+        // one must pass (CI caught a refusal recorded in prune's own millisecond).
+        tokio::time::sleep(Duration::from_millis(2)).await;
         assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 2);
         let left = journal
             .list(&whish_journal::Listing::new().limit(100))
@@ -739,6 +742,9 @@ async fn prune_keeps_the_refusals_that_ask_for_a_new_request_id() {
                 State::Refused
             );
         }
+        // Prune takes what changed strictly before now, to the database clock's millisecond:
+        // one must pass (CI caught a refusal recorded in prune's own millisecond).
+        tokio::time::sleep(Duration::from_millis(2)).await;
         assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 1);
         let left = journal
             .list(&whish_journal::Listing::new().limit(100))
