@@ -401,27 +401,26 @@ async fn write_together(
     jobs: &[&Job],
 ) -> Result<(Vec<(i64, i64)>, Vec<Option<i64>>), String> {
     // A connection whose transaction failed is closed, never reused (see `store`).
-    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
-    let written = async {
-        let mut tx = sqlx::Connection::begin(&mut *conn)
-            .await
-            .map_err(|e| e.to_string())?;
-        let kept = update_all(&mut *tx, now, finishes).await?;
-        let ids = insert_all(&mut *tx, now, jobs).await?;
-        tx.commit().await.map_err(|e| {
-            format!(
-                "the group commit of {} intent(s) and {} outcome(s) failed: {e}",
-                jobs.len(),
-                finishes.len()
-            )
-        })?;
-        Ok((kept, ids))
-    }
-    .await;
-    if written.is_err() {
-        conn.close_on_drop();
-    }
-    written
+    crate::store::closed_on_failure(
+        pool,
+        |e| e.to_string(),
+        async |conn| {
+            let mut tx = sqlx::Connection::begin(conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            let kept = update_all(&mut *tx, now, finishes).await?;
+            let ids = insert_all(&mut *tx, now, jobs).await?;
+            tx.commit().await.map_err(|e| {
+                format!(
+                    "the group commit of {} intent(s) and {} outcome(s) failed: {e}",
+                    jobs.len(),
+                    finishes.len()
+                )
+            })?;
+            Ok((kept, ids))
+        },
+    )
+    .await
 }
 
 /// Insert every intent with one statement (its own transaction, one commit); the row id of each

@@ -45,6 +45,22 @@ use crate::entry::{Entry, Operation, Outcome, References, Service, State};
 use crate::error::JournalError;
 use crate::journaled::Request;
 
+/// Run `body` on a connection of `pool`, and close that connection instead of returning it to
+/// the pool when `body` fails (see the module's note): every write transaction goes through
+/// here. `acquire` says what a connection that cannot be had is.
+pub(crate) async fn closed_on_failure<DB: sqlx::Database, T, E>(
+    pool: &sqlx::Pool<DB>,
+    acquire: impl FnOnce(sqlx::Error) -> E,
+    body: impl AsyncFnOnce(&mut DB::Connection) -> Result<T, E>,
+) -> Result<T, E> {
+    let mut conn = pool.acquire().await.map_err(acquire)?;
+    let done = body(&mut *conn).await;
+    if done.is_err() {
+        conn.close_on_drop();
+    }
+    done
+}
+
 /// Which database holds the journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -790,20 +806,12 @@ impl Db {
         let mark = uuid::Uuid::new_v4().to_string();
         let _turn = self.turn().await;
         let done = on_db!(self, pool => {
-            async {
-                let mut conn = pool.acquire().await?;
-                let done = async {
-                    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-                    sqlx::query(MARK).bind(&mark).execute(&mut *tx).await?;
-                    sqlx::query(UNMARK).bind(&mark).execute(&mut *tx).await?;
-                    tx.commit().await
-                }
-                .await;
-                if done.is_err() {
-                    conn.close_on_drop();
-                }
-                done
-            }
+            closed_on_failure(pool, |e| e, async |conn| {
+                let mut tx = sqlx::Connection::begin(conn).await?;
+                sqlx::query(MARK).bind(&mark).execute(&mut *tx).await?;
+                sqlx::query(UNMARK).bind(&mark).execute(&mut *tx).await?;
+                tx.commit().await
+            })
             .await
         });
         if done.is_err() {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use sqlx::Row;
 
-use super::{Db, Lease, insert_many_sql, placeholder, pow2_chunks};
+use super::{Db, Lease, closed_on_failure, insert_many_sql, placeholder, pow2_chunks};
 use crate::JournalError;
 use crate::entry::Outcome;
 use crate::journaled::Request;
@@ -34,9 +34,8 @@ impl Db {
         let _turn = self.turn().await;
         on_db!(self, pool => {
             // A connection whose transaction failed is closed, never reused (see `store`).
-            let mut conn = pool.acquire().await.map_err(JournalError::write)?;
-            let written: Result<(), JournalError> = async {
-                let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
+            closed_on_failure(pool, JournalError::write, async |conn| {
+                let mut tx = sqlx::Connection::begin(conn).await.map_err(JournalError::write)?;
                 for chunk in pow2_chunks(requests, PER_STATEMENT) {
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_many_sql(chunk.len(), now, anonymous)));
                     for r in chunk {
@@ -56,14 +55,9 @@ impl Db {
                         inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
                     }
                 }
-                tx.commit().await.map_err(JournalError::write)?;
-                Ok(())
-            }
-            .await;
-            if written.is_err() {
-                conn.close_on_drop();
-            }
-            written?;
+                tx.commit().await.map_err(JournalError::write)
+            })
+            .await?;
         });
         // The first request of a key gets its row; a second one of the same key finds it taken.
         Ok(requests
@@ -101,9 +95,8 @@ impl Db {
         let _turn = self.turn().await;
         on_db!(self, pool => {
             // A connection whose transaction failed is closed, never reused (see `store`).
-            let mut conn = pool.acquire().await.map_err(JournalError::write)?;
-            let written: Result<(), JournalError> = async {
-                let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(JournalError::write)?;
+            closed_on_failure(pool, JournalError::write, async |conn| {
+                let mut tx = sqlx::Connection::begin(conn).await.map_err(JournalError::write)?;
                 for chunk in pow2_chunks(requests, PER_STATEMENT) {
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_unsent_sql(chunk.len(), now, anonymous)));
                     for r in chunk {
@@ -121,14 +114,9 @@ impl Db {
                         inserted.insert((get("service")?, get("operation")?, get("idem_key")?), ());
                     }
                 }
-                tx.commit().await.map_err(JournalError::write)?;
-                Ok(())
-            }
-            .await;
-            if written.is_err() {
-                conn.close_on_drop();
-            }
-            written?;
+                tx.commit().await.map_err(JournalError::write)
+            })
+            .await?;
         });
         Ok(requests
             .iter()
