@@ -307,8 +307,13 @@ async fn follow(
         "results": path.display().to_string(),
     }));
     if cancels_open > 0 {
+        let again = if cancel.is_some() {
+            "run the same command again"
+        } else {
+            "run `whish payouts cancel` again"
+        };
         eprintln!(
-            "whish: {cancels_open} cancel(s) pending, unknown or not sent: see `cancel` and `message` in {}; run the same command again (the same cancels are sent, never second ones)",
+            "whish: {cancels_open} cancel(s) pending, unknown or not sent: see `cancel` and `message` in {}; {again} (the same cancels are sent, never second ones)",
             path.display()
         );
         return Ok(PENDING);

@@ -55,13 +55,17 @@ fn rows() -> Vec<Row> {
             exit: 3,
             state: "pending",
         },
+        // Something in front of the service answered, and may have passed the request on
+        // first (a WAF that blocks the reply): unknown. The collect create's 403 is the service's
+        // own refusal of a non-public address, and a page with that status cannot be told from
+        // it (see `own_403`).
         Row {
             name: "a 403 page on a first attempt",
             faults: vec![(Fault::Page(403), 1)],
             flags: no_retry,
-            verdict: "refused",
-            exit: 1,
-            state: "refused",
+            verdict: "unknown",
+            exit: 4,
+            state: "may-have-arrived",
         },
         Row {
             name: "a 429 page on a first attempt",
@@ -299,6 +303,20 @@ async fn journal_state(env: &[(String, String)], op: &Op, key: &str) -> String {
     entry["state"].as_str().expect("state").to_owned()
 }
 
+/// The one status a service documents as its own answer without the envelope: the collect
+/// service's 403 for create (a non-public address), a refusal on a first attempt.
+fn own_403(op: &Op, row: Row) -> Row {
+    if op.service_flag == "create" && row.name == "a 403 page on a first attempt" {
+        return Row {
+            verdict: "refused",
+            exit: 1,
+            state: "refused",
+            ..row
+        };
+    }
+    row
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_row_of_the_outcome_table_agrees_in_the_command_and_the_journal() {
     let sb = Sandbox::builder()
@@ -325,6 +343,7 @@ async fn every_row_of_the_outcome_table_agrees_in_the_command_and_the_journal() 
                 continue;
             }
             n += 1;
+            let row = own_403(op, row);
             let (mut args, key) = command(&sb, &env, op, n).await;
             for (fault, count) in &row.faults {
                 sb.inject(op.endpoint, *fault, *count);

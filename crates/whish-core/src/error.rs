@@ -211,6 +211,11 @@ pub struct HttpError {
     /// True when an attempt before this answer may have reached the service (in this call, or
     /// an earlier one of the same prepared request): the page then proves nothing about it.
     pub after_possible_delivery: bool,
+    /// True when the service documents this status as its own refusal of this request (the
+    /// collect service's 403 for a non-public address). Any other page comes from something in
+    /// front of the service (a WAF, a proxy, a load balancer), which may have passed the
+    /// request on before it answered.
+    pub from_service: bool,
 }
 
 /// The most of a non-envelope body an [`HttpError`] keeps.
@@ -395,7 +400,10 @@ impl<C: ErrorCode> Error<C> {
             ),
             Error::Http(h) => (
                 history(h.after_possible_delivery),
-                Answer::NoEnvelope { status: h.status },
+                Answer::NoEnvelope {
+                    status: h.status,
+                    from_service: h.from_service,
+                },
             ),
             Error::Decode(_) => (History::Fresh, Answer::Unreadable),
             // The journal's own record of the service's refusal: final, not sent again.
@@ -422,8 +430,8 @@ impl<C: ErrorCode> Error<C> {
         self.verdict() == Verdict::Pending
     }
 
-    /// True when the service refused the request (or it was turned away before anything was
-    /// done): final; a new attempt needs a new key.
+    /// True when the service refused the request (a failure code, or an HTTP status it documents
+    /// as its refusal): final; a new attempt needs a new key.
     pub fn is_refused(&self) -> bool {
         self.verdict() == Verdict::Refused
     }

@@ -96,6 +96,11 @@ pub struct Request {
     /// The mark of the prepared request this call sends, shared across calls: set before the
     /// first byte leaves (see [`DeliveryMark`]).
     pub delivery: Option<DeliveryMark>,
+    /// The HTTP statuses the service documents as its own refusal of this request, answered
+    /// without the envelope (the collect service's 403 for a non-public address). Any other
+    /// reply without the envelope comes from something in front of the service, which may have
+    /// passed the request on before it answered: an unknown outcome, never a refusal.
+    pub refused_with: &'static [u16],
 }
 
 impl Request {
@@ -112,6 +117,7 @@ impl Request {
             resend: Resend::Never,
             options: CallOptions::default(),
             delivery: None,
+            refused_with: &[],
         }
     }
 
@@ -167,6 +173,13 @@ impl Request {
     /// this call's first byte leaves.
     pub fn delivery(mut self, mark: &DeliveryMark) -> Request {
         self.delivery = Some(mark.clone());
+        self
+    }
+
+    /// The HTTP statuses the service documents as its own refusal of this request, answered
+    /// without the envelope (see [`Request::refused_with`](Request#structfield.refused_with)).
+    pub fn refused_with(mut self, statuses: &'static [u16]) -> Request {
+        self.refused_with = statuses;
         self
     }
 }

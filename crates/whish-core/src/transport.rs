@@ -650,6 +650,7 @@ impl Transport {
                         endpoint,
                         idempotency_key: key,
                         after_possible_delivery: earlier_may_have_reached,
+                        from_service: request.refused_with.contains(&status),
                     })),
                 );
             }

@@ -19,8 +19,8 @@
 //! | may have arrived | any other failure code | [`Verdict::Refused`]: the service looked at this request (for the transfer service, one that had arrived would be answered `transfer.already.done`) |
 //! | fresh | a code that confirms an earlier delivery (`transfer.already.done`) | [`Verdict::Refused`]: the key belongs to another request |
 //! | may have arrived | a code that confirms an earlier delivery | [`Verdict::Unknown`] until the status read returns the request (then the client answers `Ok`) |
-//! | fresh | HTTP 4xx without the envelope (not 408 or 429) | [`Verdict::Refused`]: turned away before anything was done |
-//! | fresh | HTTP 408, 429, 5xx or any other status without the envelope | [`Verdict::Unknown`] |
+//! | fresh | an HTTP 4xx status without the envelope that the service documents as its own refusal of the request (the collect service's 403 for a non-public address) | [`Verdict::Refused`] |
+//! | fresh | any other HTTP status without the envelope (a WAF's or a proxy's 403, a 404, a 429, a 502, an HTML page) | [`Verdict::Unknown`]: something in front of the service answered, and it may have passed the request on first |
 //! | may have arrived | any HTTP status without the envelope | [`Verdict::Unknown`]: a proxy's page proves nothing |
 //! | any | a reply that cannot be read | [`Verdict::Unknown`] |
 //! | any | a transport failure after the request may have left | [`Verdict::Unknown`] |
@@ -39,8 +39,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 pub enum Verdict {
     /// The service accepted (or confirmed) the request: proceed.
     Accepted,
-    /// The service refused it, or it was turned away before anything was done: final, nothing
-    /// done. A new attempt needs a new idempotency key.
+    /// The service refused it (a failure code, or an HTTP status it documents as its refusal):
+    /// final, nothing done. A new attempt needs a new idempotency key.
     Refused,
     /// The service answered Pending (code 500): the outcome is unknown, **not failed**. Keep
     /// the key and follow up.
@@ -128,6 +128,10 @@ pub enum Answer {
     NoEnvelope {
         /// Its status.
         status: u16,
+        /// The service documents this status as its own refusal of the request (the collect
+        /// service's 403 for a non-public address); otherwise something in front of the service
+        /// answered.
+        from_service: bool,
     },
     /// A reply that arrived but could not be read.
     Unreadable,
@@ -144,9 +148,13 @@ pub enum Answer {
 ///
 /// ```
 /// use whish_core::verdict::{decide, Answer, History, Verdict};
-/// // A proxy's 403 after a timed-out attempt proves nothing.
-/// assert_eq!(decide(History::MayHaveArrived, Answer::NoEnvelope { status: 403 }), Verdict::Unknown);
-/// assert_eq!(decide(History::Fresh, Answer::NoEnvelope { status: 403 }), Verdict::Refused);
+/// // A proxy's 403 proves nothing: it may have passed the request on before it answered.
+/// let page = Answer::NoEnvelope { status: 403, from_service: false };
+/// assert_eq!(decide(History::MayHaveArrived, page), Verdict::Unknown);
+/// assert_eq!(decide(History::Fresh, page), Verdict::Unknown);
+/// // The collect service's own 403 (a non-public address) on a first attempt is its refusal.
+/// let own = Answer::NoEnvelope { status: 403, from_service: true };
+/// assert_eq!(decide(History::Fresh, own), Verdict::Refused);
 /// // transfer.already.done on a request never sent before: the key belongs to another transfer.
 /// let done = Answer::Refusal { confirms_earlier: true, says_nothing_earlier: false, is_final: true };
 /// assert_eq!(decide(History::Fresh, done), Verdict::Refused);
@@ -168,7 +176,10 @@ pub fn decide(history: History, answer: Answer) -> Verdict {
         } if earlier && (confirms_earlier || says_nothing_earlier) => Verdict::Unknown,
         Answer::Refusal { .. } => Verdict::Refused,
         Answer::NoEnvelope { .. } if earlier => Verdict::Unknown,
-        Answer::NoEnvelope { status } if turned_away(status) => Verdict::Refused,
+        Answer::NoEnvelope {
+            status,
+            from_service: true,
+        } if turned_away(status) => Verdict::Refused,
         Answer::NoEnvelope { .. } | Answer::Unreadable => Verdict::Unknown,
         Answer::Transport { may_have_reached } if may_have_reached || earlier => Verdict::Unknown,
         // Nothing sent by this call, after something that may have been: the request's fate is
@@ -179,9 +190,10 @@ pub fn decide(history: History, answer: Answer) -> Verdict {
     }
 }
 
-/// A 4xx other than 408 (timeout) and 429 (rate limit): whatever answered turned the request
-/// away; the services themselves answer 200 with the envelope (the collect service's 403 for a
-/// non-public address is such a refusal).
+/// A 4xx other than 408 (timeout) and 429 (rate limit), which the service documents as its own
+/// answer: it refused the request. The services otherwise answer 200 with the envelope, and a
+/// page from something in front of them (a WAF that blocks the reply, a proxy whose upstream
+/// timed out) may follow a request it passed on and the service applied.
 fn turned_away(status: u16) -> bool {
     (400..500).contains(&status) && status != 408 && status != 429
 }
@@ -298,6 +310,22 @@ impl Drop for InFlight<'_> {
 mod tests {
     use super::*;
 
+    /// A page from something in front of the service.
+    fn page(status: u16) -> Answer {
+        Answer::NoEnvelope {
+            status,
+            from_service: false,
+        }
+    }
+
+    /// A status the service documents as its own refusal.
+    fn own(status: u16) -> Answer {
+        Answer::NoEnvelope {
+            status,
+            from_service: true,
+        }
+    }
+
     /// Every row of the module's table.
     #[test]
     fn the_table() {
@@ -372,14 +400,17 @@ mod tests {
                 },
                 V::Unknown,
             ),
-            (Fresh, NoEnvelope { status: 403 }, V::Refused),
-            (Fresh, NoEnvelope { status: 404 }, V::Refused),
-            (Fresh, NoEnvelope { status: 408 }, V::Unknown),
-            (Fresh, NoEnvelope { status: 429 }, V::Unknown),
-            (Fresh, NoEnvelope { status: 502 }, V::Unknown),
-            (Fresh, NoEnvelope { status: 302 }, V::Unknown),
-            (MayHaveArrived, NoEnvelope { status: 403 }, V::Unknown),
-            (MayHaveArrived, NoEnvelope { status: 429 }, V::Unknown),
+            (Fresh, page(403), V::Unknown),
+            (Fresh, own(403), V::Refused),
+            (MayHaveArrived, own(403), V::Unknown),
+            (Fresh, page(404), V::Unknown),
+            (Fresh, page(408), V::Unknown),
+            (Fresh, own(429), V::Unknown),
+            (Fresh, page(429), V::Unknown),
+            (Fresh, page(502), V::Unknown),
+            (Fresh, page(302), V::Unknown),
+            (MayHaveArrived, page(403), V::Unknown),
+            (MayHaveArrived, page(429), V::Unknown),
             (Fresh, Unreadable, V::Unknown),
             (MayHaveArrived, Unreadable, V::Unknown),
             (

@@ -257,12 +257,15 @@ impl CollectClient {
             #[serde(rename = "collectUrl")]
             collect_url: String,
         }
+        // The service's one answer without the envelope: 403 for a non-public callback or
+        // redirect address, a refusal. Any other page comes from something in front of it.
         let req = Request::new("collect.create", Method::POST, self.create_path.as_str())
             .json_bytes(prepared.body.clone())
             .idempotency_key(&prepared.external_id)
             .resend(Resend::SameKey { on_pending: true })
             .options(self.options)
-            .delivery(&prepared.delivery);
+            .delivery(&prepared.delivery)
+            .refused_with(&[403]);
         let reply = self.transport.call::<Data, CollectCode>(req).await?;
         let retrieved = reply.retrieved == Some(true);
         let data = reply.require_data()?;

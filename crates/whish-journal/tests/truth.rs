@@ -124,7 +124,7 @@ async fn a_call_deadline_ends_in_an_unknown_outcome_with_the_key() {
 }
 
 /// A proxy's page (403, 429) after an attempt that timed out proves nothing: unknown, and the
-/// journal keeps the entry open; the same page on a first attempt is what it says.
+/// journal keeps the entry open; so does the same page on a first attempt.
 #[tokio::test]
 async fn a_proxy_page_after_a_timeout_is_unknown_not_refused() {
     for place in places("proxy_page").await {
@@ -148,11 +148,18 @@ async fn a_proxy_page_after_a_timeout_is_unknown_not_refused() {
             assert_eq!(entry.state, State::MayHaveArrived, "{status}");
             assert_eq!(transfers_with(&sb, prepared.request_id().get()), 1);
         }
-        // A first attempt answered 403 by something in front of the service: turned away.
+        // A first attempt answered 403 by something in front of the service (the transfer
+        // service itself answers every request with HTTP 200): it may have passed the request on
+        // before it answered (a WAF that blocks the reply), so unknown, the entry open. Here the
+        // page was answered instead of the sandbox, and recovery's resend is the first arrival.
         let prepared = t.client().prepare_send(cash_send(40)).expect("prepare");
         sb.inject(Endpoint::TransferSend, Fault::Page(403), 1);
         let e = t.send(&prepared).await.expect_err("a page");
-        assert_eq!(e.verdict(), Verdict::Refused, "{e}");
+        assert_eq!(e.verdict(), Verdict::Unknown, "{e}");
+        let key = prepared.request_id().to_string();
+        let entry = common::entry_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await;
+        assert_eq!(entry.state, State::MayHaveArrived);
+        assert_eq!(transfers_with(&sb, prepared.request_id().get()), 0);
         // A first attempt answered 429 on every attempt: unknown (the entry stays open and
         // recovery resends it with the same key, which is what a rate limit wants).
         let prepared = t.client().prepare_send(cash_send(40)).expect("prepare");
@@ -266,6 +273,49 @@ async fn the_recovery_report_never_hides_an_open_entry() {
         assert!(!report.all_final());
         recoverer.close().await;
         sender.close().await;
+    }
+}
+
+/// A first attempt the service applied, answered by a page from something in front of it (a
+/// WAF that blocked the reply): never a refusal (the old reading, "turned away", told a caller
+/// to pay again under a new key while the transfer stood). Unknown, the entry open; recovery
+/// confirms it with the same key, and the service holds one transfer.
+#[tokio::test]
+async fn a_page_after_the_service_applied_a_first_attempt_is_unknown_then_confirmed() {
+    for place in places("applied_page").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let prepared = t.client().prepare_send(cash_send(35)).expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::AppliedPage(403), 1);
+        let e = t.send(&prepared).await.expect_err("a page");
+        assert_eq!(e.verdict(), Verdict::Unknown, "{e}");
+        assert!(e.outcome_unknown() && !e.is_refused());
+        let id = prepared.request_id();
+        let entry = common::entry_of(
+            &journal,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &id.to_string(),
+        )
+        .await;
+        assert_eq!(entry.state, State::MayHaveArrived);
+        assert_eq!(transfers_with(&sb, id.get()), 1, "the service applied it");
+        let report = journal
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        assert!(report.all_final(), "{report:?}");
+        let entry = common::entry_of(
+            &journal,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &id.to_string(),
+        )
+        .await;
+        assert_eq!(entry.state, State::Accepted);
+        assert_eq!(transfers_with(&sb, id.get()), 1, "never a second transfer");
+        journal.close().await;
     }
 }
 

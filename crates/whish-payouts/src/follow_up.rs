@@ -117,13 +117,18 @@ pub struct FollowUpRow {
     /// When the journal recorded the send.
     #[serde(with = "time::serde::rfc3339::option")]
     pub sent_at: Option<OffsetDateTime>,
-    /// True when this follow-up cancelled it (or an earlier one did, as the journal says).
+    /// True when this batch cancelled it: this run's cancel, or an earlier cancel run's, as the
+    /// journal holds it (a cancel whose answer was lost and that a later run or the journal's
+    /// recovery settled counts too). A transfer cancelled by someone else is `cancelled` with
+    /// this false.
     pub cancelled_now: bool,
-    /// In a cancel run, for a row due for a cancel (still waiting, sent before the cutoff): how
-    /// its cancel ended. `accepted` (cancelled, by this run or, as the journal holds, an earlier
-    /// one); `refused` (final: see `message`); `pending` or `unknown` (the cancel may have been
-    /// applied: run the cancel again, which sends the same cancel, never a second one);
-    /// `not-sent` (nothing could be sent: see `message`). `None` for a row not due for one.
+    /// How this batch's cancel of the row ended: in a cancel run, for a row due for one (still
+    /// waiting, sent before the cutoff) or whose earlier cancel is still open, this run's;
+    /// otherwise the one the journal holds from an earlier cancel run. `accepted` (cancelled by
+    /// the batch); `refused` (final: see `message`); `pending` or `unknown` (the cancel may have
+    /// been applied: run the cancel again, which sends the same cancel, never a second one);
+    /// `not-sent` (nothing could be sent: see `message`). `None` when the batch never sent a
+    /// cancel of the row.
     pub cancel: Option<RowOutcome>,
     /// Why, when something needs a word.
     pub message: Option<String>,
@@ -205,6 +210,13 @@ async fn cancel(
             return;
         }
     };
+    // A cancel the journal holds nothing for is a first cancel: a `transfer.cannot_be_canceled`
+    // answer to it is a refusal (collected, or cancelled by someone else), never read as this
+    // batch's earlier cancel having applied. One the journal holds is marked sent before by the
+    // journal itself when it is sent again.
+    if entry.is_none() {
+        prepared.delivery().clear();
+    }
     row.source = Source::Cancel;
     match journal.transfer(client.clone()).cancel(&prepared).await {
         Ok(c) => {
@@ -233,6 +245,12 @@ async fn cancel(
                 ),
             });
             // Collected meanwhile, or cancelled (by this cancel, or before): the status says.
+            // Until it does, a row read waiting before a cancel that may have applied (or was
+            // refused: collected meanwhile?) is not known to wait any more.
+            if verdict != Verdict::NothingSent && row.collection == Collection::Waiting {
+                row.collection = Collection::Unknown;
+                row.status = None;
+            }
             if let Ok(s) = client.status(&StatusQuery::LtnNumber(ltn.to_owned())).await {
                 row.collection = collection_of(&s.status);
                 row.status = Some(s.status.to_string());
@@ -315,18 +333,36 @@ async fn follow_row(
         row.status = Some("CREDITED".into());
         return row;
     }
-    match at_service(&client, id, &log, &mut row).await {
-        // Collected or cancelled in the activity log: final, so no cancel.
-        Ok(true) => return row,
-        Ok(false) => {}
+    // The batch's cancel of this row, as the journal holds it (an earlier cancel run's).
+    let earlier_cancel = match resolve(
+        &journal,
+        &batch,
+        &row_key,
+        key::cancel_request_id,
+        Operation::Cancel,
+    )
+    .await
+    {
+        Ok((_, e)) => e,
         Err(e) => {
-            row.message = Some(format!("the status could not be read: {e}"));
+            row.cancel = Some(RowOutcome::Unknown);
+            row.message = Some(format!(
+                "the journal's cancel of this row could not be read: {e}"
+            ));
             return row;
         }
+    };
+    let cancel_open = earlier_cancel.as_ref().is_some_and(is_open);
+    if let Err(e) = at_service(&client, id, &log, &mut row).await {
+        row.message = Some(format!("the status could not be read: {e}"));
+        journal_cancel(&mut row, earlier_cancel.as_ref());
+        return row;
     }
+    // A cancel run cancels a row still waiting that was sent before its cutoff, and sends again
+    // any cancel of the batch's the journal holds open (the same cancel, never a second one:
+    // its outcome is settled instead of left open behind a row that reads cancelled).
     if let Some((before, reason)) = cancel_before
-        && row.collection == Collection::Waiting
-        && entry.created < before
+        && ((row.collection == Collection::Waiting && entry.created < before) || cancel_open)
     {
         if let Some(ltn) = row.ltn_number.clone() {
             cancel(&journal, &client, &batch, &row_key, &ltn, &reason, &mut row).await;
@@ -334,8 +370,54 @@ async fn follow_row(
             row.cancel = Some(RowOutcome::NotSent);
             row.message = Some("no LTN number is known for it: cannot cancel".into());
         }
+        return row;
     }
+    journal_cancel(&mut row, earlier_cancel.as_ref());
     row
+}
+
+/// True when a cancel's journal entry is open: it may have been applied, and it is settled by
+/// the next cancel run (or the journal's recovery), which sends it again.
+fn is_open(e: &whish_journal::Entry) -> bool {
+    !matches!(e.state, State::Accepted | State::Refused)
+}
+
+/// What the journal holds of the batch's cancel of a row, into the row when this run made
+/// none: accepted (the batch cancelled it), refused (final), or open (it may have been applied:
+/// a cancel run sends it again). A cancel recorded as never sent is none.
+fn journal_cancel(row: &mut FollowUpRow, entry: Option<&whish_journal::Entry>) {
+    let Some(e) = entry else { return };
+    let outcome = e.outcome.as_ref();
+    match e.state {
+        State::Accepted => {
+            row.cancel = Some(RowOutcome::Accepted);
+            row.cancelled_now = true;
+        }
+        State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => {}
+        State::Refused => {
+            row.cancel = Some(RowOutcome::Refused);
+            if row.message.is_none() {
+                row.message = Some(format!(
+                    "the service refused this batch's cancel of the row{}",
+                    outcome
+                        .and_then(|o| o.code.as_ref())
+                        .map(|c| format!(" ({c})"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        state => {
+            row.cancel = Some(if state == State::Pending {
+                RowOutcome::Pending
+            } else {
+                RowOutcome::Unknown
+            });
+            row.message = Some(format!(
+                "this batch's cancel of the row is open in the journal ({state}, Request-id {}): it may have been applied; run `whish payouts cancel` again (it sends the same cancel, never a second one) or `whish journal recover`",
+                e.key
+            ));
+        }
+    }
 }
 
 /// A row the journal holds nothing for: never sent, unless the service holds a transfer under

@@ -7,7 +7,7 @@
 
 use time::OffsetDateTime;
 use whish_journal::{Listing, Operation};
-use whish_payouts::{Collection, RowOutcome};
+use whish_payouts::{Collection, RowOutcome, Source};
 use whish_sandbox::{Endpoint, Fault};
 
 include!("adv_common.rs.inc");
@@ -77,18 +77,19 @@ async fn a_failed_results_write_lets_the_cancels_in_flight_finish() {
         .await
         .expect("second run");
     assert_eq!(rows.len(), 24);
-    // A row the first run cancelled is no longer due for one (`cancel` is None); every other
-    // row's cancel is this run's, accepted.
+    // Every row is cancelled by the batch: by this run's cancel, or by the first run's, as the
+    // journal holds it.
     assert!(
         rows.iter().all(|r| r.collection == Collection::Cancelled
-            && matches!(r.cancel, None | Some(RowOutcome::Accepted))),
-        "every row cancelled: {:?}",
+            && r.cancel == Some(RowOutcome::Accepted)
+            && r.cancelled_now),
+        "every row cancelled by the batch: {:?}",
         rows.iter()
-            .map(|r| (r.line, r.collection, r.cancel))
+            .map(|r| (r.line, r.collection, r.cancel, r.cancelled_now))
             .collect::<Vec<_>>()
     );
     assert!(
-        rows.iter().filter(|r| r.cancel.is_some()).count() + 2 <= 24,
+        rows.iter().filter(|r| r.source == Source::Cancel).count() + 2 <= 24,
         "the rows the first run cancelled are not cancelled again"
     );
     let cancels = sb

@@ -24,6 +24,11 @@ pub enum Fault {
     /// Do not apply the request; answer this HTTP status with an HTML page and no envelope, the
     /// way a proxy, a firewall or a load balancer in front of the service does (403, 429, 502).
     Page(u16),
+    /// Apply the request, then answer this HTTP status with an HTML page and no envelope instead
+    /// of its reply: something in front of the service that passed the request on (a WAF that
+    /// blocks the reply, a proxy whose upstream timed out). It happened, and the page says
+    /// nothing of it.
+    AppliedPage(u16),
     /// Do not apply the request; answer the envelope with this failure code instead (for
     /// example a status read that answers `transfer.not_exists` right after a resend met
     /// `transfer.already.done`).
@@ -64,6 +69,7 @@ impl Fault {
             Fault::Pending => "pending",
             Fault::Stall => "stall",
             Fault::Page(_) => "page",
+            Fault::AppliedPage(_) => "applied-page",
             Fault::Code(_) => "code",
         }
     }
@@ -74,6 +80,7 @@ impl fmt::Display for Fault {
         match self {
             Fault::Delay(d) => write!(f, "delay {} ms", d.as_millis()),
             Fault::Page(s) => write!(f, "page {s}"),
+            Fault::AppliedPage(s) => write!(f, "applied page {s}"),
             Fault::Code(c) => write!(f, "code {c}"),
             other => f.write_str(other.name()),
         }
@@ -83,11 +90,11 @@ impl fmt::Display for Fault {
 impl FromStr for Fault {
     type Err = String;
     /// `drop-request`, `drop-reply`, `pending`, `stall`, `delay:<milliseconds>`,
-    /// `page:<http status>` or `code:<failure code>`.
+    /// `page:<http status>`, `applied-page:<http status>` or `code:<failure code>`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let unknown = || {
             format!(
-                "unknown fault `{}`: drop-request, drop-reply, pending, stall, delay:<ms>, page:<status 100-599> or code:<failure code>",
+                "unknown fault `{}`: drop-request, drop-reply, pending, stall, delay:<ms>, page:<status 100-599>, applied-page:<status 100-599> or code:<failure code>",
                 s.escape_debug()
             )
         };
@@ -104,6 +111,11 @@ impl FromStr for Fault {
                 } else if let Some(status) = other.strip_prefix("page:") {
                     match status.parse::<u16>() {
                         Ok(n) if (100..=599).contains(&n) => Ok(Fault::Page(n)),
+                        _ => Err(unknown()),
+                    }
+                } else if let Some(status) = other.strip_prefix("applied-page:") {
+                    match status.parse::<u16>() {
+                        Ok(n) if (100..=599).contains(&n) => Ok(Fault::AppliedPage(n)),
                         _ => Err(unknown()),
                     }
                 } else if let Some(code) = other.strip_prefix("code:") {

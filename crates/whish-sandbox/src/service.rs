@@ -38,7 +38,7 @@ pub(crate) async fn dispatch(
     shared.journal(endpoint, &method, &uri, &headers, &body, fault);
     match fault {
         Some(Fault::DropRequest) => return connection.drop_it().await,
-        Some(Fault::Page(status)) => return proxy_page(status),
+        Some(Fault::Page(status)) => return proxy_page(status, false),
         Some(Fault::Code(code)) => {
             return Reply::fail(code, "A fault injected by the sandbox's control API.")
                 .into_response();
@@ -56,6 +56,7 @@ pub(crate) async fn dispatch(
             tokio::time::sleep(crate::fault::STALL).await;
             response
         }
+        Some(Fault::AppliedPage(status)) => proxy_page(status, true),
         Some(Fault::Pending) => match endpoint.service() {
             Service::Transfer => Reply::pending().into_response(),
             Service::Collect | Service::Topup => Reply::pending_text().into_response(),
@@ -65,11 +66,16 @@ pub(crate) async fn dispatch(
 }
 
 /// What a proxy, a firewall or a load balancer answers in front of a service: an HTML page with
-/// this status and no envelope. Nothing behind it was applied.
-fn proxy_page(status: u16) -> Response {
+/// this status and no envelope, whether the request behind it was `applied` or not.
+fn proxy_page(status: u16, applied: bool) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let what = if applied {
+        "The service's reply was stopped"
+    } else {
+        "The request was stopped before the service"
+    };
     let body = format!(
-        "<html><head><title>{code}</title></head><body><h1>{code}</h1><p>The request was stopped before the service (a fault injected by the sandbox).</p></body></html>"
+        "<html><head><title>{code}</title></head><body><h1>{code}</h1><p>{what} (a fault injected by the sandbox).</p></body></html>"
     );
     (
         code,

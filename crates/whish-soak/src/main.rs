@@ -110,7 +110,7 @@ fn fault_summary(plan: &[plan::Op]) -> String {
     };
     let calls = plan.iter().filter(|o| o.kind.endpoint().is_some()).count();
     format!(
-        "{} faults on {calls} client operations: {} dropped requests, {} dropped replies, {} delays of {} ms, {} Pending, {} proxy pages after a timeout (403, 429, 502), {} unreadable confirmations, {} dropped futures",
+        "{} faults on {calls} client operations: {} dropped requests, {} dropped replies, {} delays of {} ms, {} Pending, {} proxy pages after a timeout (403, 429, 502), {} pages after the request was applied (403; 502 on a collect create), {} unreadable confirmations, {} dropped futures",
         plan.iter().filter(|o| o.fault.is_some()).count(),
         n(|f| matches!(f, Trouble::Fault(Fault::DropRequest))),
         n(|f| matches!(f, Trouble::Fault(Fault::DropReply))),
@@ -118,6 +118,7 @@ fn fault_summary(plan: &[plan::Op]) -> String {
         plan::DELAY.as_millis(),
         n(|f| matches!(f, Trouble::Fault(Fault::Pending))),
         n(|f| matches!(f, Trouble::PageAfterTimeout(_))),
+        n(|f| matches!(f, Trouble::Fault(Fault::AppliedPage(_)))),
         n(|f| matches!(f, Trouble::UnreadConfirmation)),
         n(|f| matches!(f, Trouble::DroppedFuture)),
     )

@@ -117,7 +117,7 @@ pub fn plan(n: usize, seed: u64) -> Vec<Op> {
                 },
             };
             let fault =
-                (kind.endpoint().is_some() && rng.u32(0..5) == 0).then(|| match rng.u32(0..9) {
+                (kind.endpoint().is_some() && rng.u32(0..5) == 0).then(|| match rng.u32(0..10) {
                     0 => Trouble::Fault(Fault::DropRequest),
                     1 => Trouble::Fault(Fault::DropReply),
                     2 => Trouble::Fault(Fault::Delay(DELAY)),
@@ -126,6 +126,13 @@ pub fn plan(n: usize, seed: u64) -> Vec<Op> {
                     5 => Trouble::PageAfterTimeout(429),
                     6 => Trouble::PageAfterTimeout(502),
                     7 => Trouble::UnreadConfirmation,
+                    // A WAF that passed the request on and blocked the reply. The collect
+                    // create's 403 is the service's own refusal (a non-public address), which a
+                    // page cannot be told from: a 502 there.
+                    8 if matches!(kind, Kind::CollectCreate { .. }) => {
+                        Trouble::Fault(Fault::AppliedPage(502))
+                    }
+                    8 => Trouble::Fault(Fault::AppliedPage(403)),
                     _ => Trouble::DroppedFuture,
                 });
             Op {
@@ -164,6 +171,8 @@ mod tests {
             Trouble::PageAfterTimeout(502),
             Trouble::UnreadConfirmation,
             Trouble::DroppedFuture,
+            Trouble::Fault(Fault::AppliedPage(403)),
+            Trouble::Fault(Fault::AppliedPage(502)),
         ] {
             assert!(a.iter().any(|o| o.fault == Some(f)), "{f:?} never drawn");
         }

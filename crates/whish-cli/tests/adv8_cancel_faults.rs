@@ -1,0 +1,502 @@
+//! Adversarial (8th review): `whish payouts cancel` and `whish payouts follow-up` under the
+//! faults of production (a cancel's reply lost, a proxy's page instead of a status read, a cancel
+//! made by someone else meanwhile). What the commands say (exit status, the follow-up file, the
+//! journal) is compared with what the sandbox holds.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+
+use common::*;
+use serde_json::Value;
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+struct Sent {
+    sb: Sandbox,
+    env: Vec<(String, String)>,
+    file: String,
+    dir: PathBuf,
+    batch: String,
+}
+
+/// A batch of `rows` cash rows sent through `whish payouts send` (every row accepted), with its
+/// own SQLite journal.
+async fn sent_batch(name: &str, rows: usize) -> Sent {
+    let sb = funded_sandbox().await;
+    let mut env = sandbox_env(&sb);
+    let file = cash_payouts_file(&format!("{name}.csv"), "A8-", "+961704", 4, rows);
+    let dir = file.parent().expect("dir").to_owned();
+    env.push((
+        "WHISH_JOURNAL".into(),
+        format!("sqlite:{}", dir.join("journal.sqlite").display()),
+    ));
+    let file = file.display().to_string();
+    let results = dir.join("send.csv").display().to_string();
+    let mut send: Vec<&str> = vec![
+        "payouts",
+        "send",
+        &file,
+        "--batch",
+        name,
+        "--results",
+        &results,
+    ];
+    send.extend(SENDER);
+    let sent = whish(&send, &env).await;
+    assert_eq!(sent.code, 0, "setup: every row sent: {sent:?}");
+    assert_eq!(sb.transfers().len(), rows);
+    Sent {
+        sb,
+        env,
+        file,
+        dir,
+        batch: name.to_owned(),
+    }
+}
+
+fn in_an_hour() -> String {
+    (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
+        .format(time::macros::format_description!(
+            "[year]-[month]-[day] [hour]:[minute]:[second]"
+        ))
+        .expect("format")
+}
+
+/// `whish payouts cancel` (or `follow-up` when `cutoff` is None), results as JSON lines in
+/// `out`, no resends of reads (`--retries 0`: each injected fault is one failed read).
+async fn payouts(s: &Sent, cutoff: Option<&str>, out: &str) -> (Run, Vec<Value>) {
+    let results = s.dir.join(out).display().to_string();
+    let mut args: Vec<&str> = vec!["--retries", "0", "payouts"];
+    match cutoff {
+        Some(c) => args.extend([
+            "cancel",
+            s.file.as_str(),
+            "--batch",
+            s.batch.as_str(),
+            "--uncollected-before",
+            c,
+        ]),
+        None => args.extend(["follow-up", s.file.as_str(), "--batch", s.batch.as_str()]),
+    }
+    args.extend(["--results", results.as_str()]);
+    args.extend(SENDER);
+    let run = whish(&args, &s.env).await;
+    let rows = std::fs::read_to_string(&results)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    (run, rows)
+}
+
+async fn open_entries(s: &Sent) -> Vec<String> {
+    let open = whish(&["journal", "list", "--open"], &s.env).await;
+    open.stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn sandbox_status(sb: &Sandbox) -> Vec<String> {
+    sb.transfers().into_iter().map(|t| t.status).collect()
+}
+
+/// The Request-ids of the cancels the sandbox received.
+fn cancel_request_ids(sb: &Sandbox) -> Vec<String> {
+    sb.requests()
+        .into_iter()
+        .filter(|r| r.endpoint == Endpoint::TransferCancel)
+        .filter_map(|r| {
+            r.headers.iter().find_map(|h| {
+                let (k, v) = h.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case("request-id")
+                    .then(|| v.trim().to_owned())
+            })
+        })
+        .collect()
+}
+
+/// One row: the transfer's status read passes (a no-op delay), the cancel is applied and its
+/// reply lost (connection closed), and the status read after it is a proxy's 502 page.
+async fn cancel_applied_reply_lost_status_unreadable(name: &str) -> (Sent, Run, Vec<Value>) {
+    let s = sent_batch(name, 1).await;
+    s.sb.inject(
+        Endpoint::TransferStatus,
+        Fault::Delay(std::time::Duration::ZERO),
+        1,
+    );
+    s.sb.inject(Endpoint::TransferStatus, Fault::Page(502), 1);
+    s.sb.inject(Endpoint::TransferCancel, Fault::DropReply, 1);
+    let cutoff = in_an_hour();
+    let (run, rows) = payouts(&s, Some(&cutoff), "cancel-1.jsonl").await;
+    assert_eq!(
+        sandbox_status(&s.sb),
+        ["CANCELED_FULL"],
+        "setup: the cancel was applied"
+    );
+    assert_eq!(s.sb.queued_faults(Endpoint::TransferStatus), 0, "setup");
+    (s, run, rows)
+}
+
+/// Probe 1. The cancel was applied and its reply lost; the status read after it failed. The
+/// row's `collection` is the status read *before* the cancel: "waiting", for a transfer the
+/// sandbox holds cancelled. Exit 3 and `cancel: unknown` are right; "waiting" is not known.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_applied_with_its_reply_lost_is_not_written_waiting() {
+    let (_s, run, rows) = cancel_applied_reply_lost_status_unreadable("adv8-lost-waiting").await;
+    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["cancel"], "unknown", "{rows:?}");
+    assert_ne!(
+        rows[0]["collection"], "waiting",
+        "the sandbox holds CANCELED_FULL; the follow-up file says `waiting` (a read from before the cancel): {rows:?}"
+    );
+}
+
+/// Probe 2. The cancel run is run again. Its recovery's status read meets a proxy's page, so
+/// the earlier run's cancel stays open in the journal; the row then reads `cancelled` from the
+/// activity log. Docs: "a cancel run first settles what an earlier run left open ... so that its
+/// entry is not left open behind a row that now reads cancelled"; exit 0 means "every row
+/// settled". Exit 0 with the cancel still open in the journal is one of the two lies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_run_does_not_exit_0_while_the_cancel_it_recovers_stays_open() {
+    let (s, first, _) = cancel_applied_reply_lost_status_unreadable("adv8-recover-open").await;
+    assert_eq!(first.code, 3, "{first:?}");
+    assert_eq!(open_entries(&s).await.len(), 1, "setup: the cancel is open");
+    // The recovery's status read by LTN: a proxy's page.
+    s.sb.inject(Endpoint::TransferStatus, Fault::Page(502), 1);
+    let cutoff = in_an_hour();
+    let (again, rows) = payouts(&s, Some(&cutoff), "cancel-2.jsonl").await;
+    let open = open_entries(&s).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        again.code != 0 || open.is_empty(),
+        "exit {} (\"every row settled\") while the journal holds the row's cancel open: {open:?}; rows {rows:?}",
+        again.code
+    );
+}
+
+/// Probe 3. The cancel did not arrive (the connection closed before the sandbox applied it):
+/// the cancel run says `unknown`, exit 3, and the journal holds the cancel open, to be sent by
+/// the next recovery. `whish payouts follow-up` then says exit 0, "waiting". Docs: exit 3 for
+/// `follow-up` and `cancel` when "a cancel pending, unknown or not sent". The next recovery
+/// (`whish journal recover`, or any batch run on the journal) then cancels the transfer that the
+/// follow-up reported waiting and settled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_does_not_exit_0_while_a_cancel_of_the_row_is_open() {
+    let s = sent_batch("adv8-follow-open", 1).await;
+    s.sb.inject(Endpoint::TransferCancel, Fault::DropRequest, 1);
+    let cutoff = in_an_hour();
+    let (first, rows) = payouts(&s, Some(&cutoff), "cancel-1.jsonl").await;
+    assert_eq!(first.code, 3, "setup: {first:?}");
+    assert_eq!(rows[0]["cancel"], "unknown", "setup: {rows:?}");
+    assert_eq!(sandbox_status(&s.sb), ["SENT"], "setup: nothing applied");
+    let open = open_entries(&s).await;
+    assert_eq!(open.len(), 1, "setup: the cancel is open: {open:?}");
+
+    let (follow, rows) = payouts(&s, None, "follow-up.jsonl").await;
+    let follow_code = follow.code;
+    let follow_rows = rows.clone();
+    // What happens next without any cancel command: the journal's recovery sends it.
+    let recover = whish(&["journal", "recover"], &s.env).await;
+    let after = sandbox_status(&s.sb);
+    assert_ne!(
+        follow_code, 0,
+        "follow-up exit 0, rows {follow_rows:?}, while the journal held the row's cancel open ({open:?}); `whish journal recover` (exit {}) then left the transfer {after:?}",
+        recover.code
+    );
+}
+
+/// Probe 4. A cancel of this batch that applied and was settled by the next cancel run's
+/// recovery is reported as this batch's cancel by no run: the first says `cancelled_now:
+/// false` (its reply was lost), the second reads the row from the activity log and says
+/// `cancelled_now: false` and no `cancel`, though the journal holds the cancel accepted.
+/// Docs (`FollowUpRow::cancelled_now`): "True when this follow-up cancelled it (or an earlier one
+/// did, as the journal says)". Summed over the runs, `cancelled` is 0 for 1 cancel applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_settled_by_recovery_is_reported_as_the_batchs_cancel() {
+    let (s, first, rows1) = cancel_applied_reply_lost_status_unreadable("adv8-recovered").await;
+    assert_eq!(first.code, 3, "{first:?}");
+    let cutoff = in_an_hour();
+    let (again, rows2) = payouts(&s, Some(&cutoff), "cancel-2.jsonl").await;
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(open_entries(&s).await.is_empty(), "settled by recovery");
+    let cancels = whish(&["journal", "list", "--state", "accepted"], &s.env).await;
+    let accepted_cancels = cancels
+        .stdout
+        .lines()
+        .filter(|l| l.contains("\"cancel\""))
+        .count();
+    assert_eq!(accepted_cancels, 1, "setup: {cancels:?}");
+    let claimed = [&first, &again]
+        .iter()
+        .map(|r| r.json()["cancelled"].as_u64().unwrap_or(0))
+        .sum::<u64>();
+    assert!(
+        rows2[0]["cancelled_now"] == true || rows1[0]["cancelled_now"] == true,
+        "the batch's cancel applied (journal: accepted; sandbox: {:?}); run 1 row {:?}, run 2 row {:?}; `cancelled` summed over the runs: {claimed}",
+        sandbox_status(&s.sb),
+        rows1[0],
+        rows2[0]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probe 5: someone else (an operator's `whish transfer cancel`, the account's back office)
+// cancels the transfer between the batch's status read and its cancel. A proxy in front of the
+// sandbox makes that race deterministic: on the batch's cancel it first sends the same cancel
+// with another Request-id, then forwards the batch's own.
+
+fn read_request(c: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let n = c.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut body = buf[end + 4..].to_vec();
+    let want = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    while body.len() < want {
+        let n = c.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Ok((head, body))
+}
+
+/// Send `head` + `body` to `upstream` with `Connection: close`, the `Request-id` header replaced
+/// when `request_id` is given; the raw reply.
+fn forward(
+    upstream: SocketAddr,
+    head: &str,
+    body: &[u8],
+    request_id: Option<&str>,
+) -> std::io::Result<Vec<u8>> {
+    let mut out = String::new();
+    for (i, l) in head.split("\r\n").enumerate() {
+        let low = l.to_ascii_lowercase();
+        if i > 0 && low.starts_with("connection:") {
+            continue;
+        }
+        if i > 0
+            && low.starts_with("request-id:")
+            && let Some(id) = request_id
+        {
+            out.push_str(&format!("Request-id: {id}\r\n"));
+            continue;
+        }
+        out.push_str(l);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    let mut u = TcpStream::connect(upstream)?;
+    u.write_all(out.as_bytes())?;
+    u.write_all(body)?;
+    let mut resp = Vec::new();
+    u.read_to_end(&mut resp)?;
+    Ok(resp)
+}
+
+fn racing_proxy(upstream: SocketAddr) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { continue };
+            std::thread::spawn(move || {
+                let Ok((head, body)) = read_request(&mut c) else {
+                    return;
+                };
+                if head.contains("/woo/cancel/send/money") {
+                    // The operator's cancel of the same transfer, under its own Request-id.
+                    let _ = forward(upstream, &head, &body, Some("777000111"));
+                }
+                if let Ok(resp) = forward(upstream, &head, &body, None) {
+                    let _ = c.write_all(&resp);
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_made_by_someone_else_is_not_recorded_as_the_batchs() {
+    let mut s = sent_batch("adv8-operator", 1).await;
+    let proxy = racing_proxy(s.sb.addr());
+    for (k, v) in s.env.iter_mut() {
+        if k == "WHISH_TRANSFER_BASE_URL" {
+            *v = v.replace(&s.sb.addr().to_string(), &proxy.to_string());
+        }
+    }
+    let cutoff = in_an_hour();
+    let (run, rows) = payouts(&s, Some(&cutoff), "cancel.jsonl").await;
+    assert_eq!(sandbox_status(&s.sb), ["CANCELED_FULL"], "setup");
+    let ids = cancel_request_ids(&s.sb);
+    assert_eq!(
+        ids.len(),
+        2,
+        "setup: the operator's cancel, then the batch's: {ids:?}"
+    );
+    assert_eq!(
+        ids[0], "777000111",
+        "setup: the operator's applied first: {ids:?}"
+    );
+    let batch_cancel = ids[1].clone();
+    let entry = whish(&["journal", "show", &batch_cancel], &s.env).await;
+    let state = entry.json()[0]["state"].clone();
+    assert!(
+        !state.is_null(),
+        "setup: the batch's cancel is in the journal: {entry:?}"
+    );
+    assert!(
+        state != "accepted" && rows[0]["cancelled_now"] != true,
+        "the service refused the batch's cancel {batch_cancel} (the operator's 777000111 applied); yet the journal says {state} and the row says cancelled_now {} cancel {} (exit {}): {entry:?}",
+        rows[0]["cancelled_now"],
+        rows[0]["cancel"],
+        run.code
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probe 8: the cancel reaches the sandbox and is applied; the proxy in front then answers it
+// with its own HTML 403 page (after a timed-out upstream attempt) or with the JSON reply cut
+// short. Nothing may be told as refused or cancelled-by-nobody: the run says unknown (exit 3),
+// the next run settles it, one cancel on the wire, nothing left open.
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Spoil {
+    Page403,
+    Truncated,
+}
+
+fn spoiling_proxy(upstream: SocketAddr, spoil: Spoil, cancels: usize) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    let left = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(cancels));
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { continue };
+            let left = left.clone();
+            std::thread::spawn(move || {
+                let Ok((head, body)) = read_request(&mut c) else {
+                    return;
+                };
+                let Ok(resp) = forward(upstream, &head, &body, None) else {
+                    return;
+                };
+                let spoiled = head.contains("/woo/cancel/send/money")
+                    && left
+                        .fetch_update(
+                            std::sync::atomic::Ordering::SeqCst,
+                            std::sync::atomic::Ordering::SeqCst,
+                            |n| n.checked_sub(1),
+                        )
+                        .is_ok();
+                if !spoiled {
+                    let _ = c.write_all(&resp);
+                    return;
+                }
+                let reply = match spoil {
+                    Spoil::Page403 => {
+                        let page =
+                            "<html><body><h1>403 Forbidden</h1>upstream timed out</body></html>";
+                        format!(
+                            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                            page.len()
+                        )
+                        .into_bytes()
+                    }
+                    Spoil::Truncated => {
+                        let at = resp
+                            .windows(4)
+                            .position(|w| w == b"\r\n\r\n")
+                            .map_or(0, |i| i + 4);
+                        let json = &resp[at..];
+                        let cut = &json[..json.len() / 2];
+                        let mut r = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            cut.len()
+                        )
+                        .into_bytes();
+                        r.extend_from_slice(cut);
+                        r
+                    }
+                };
+                let _ = c.write_all(&reply);
+            });
+        }
+    });
+    addr
+}
+
+async fn spoiled_cancel_then_again(spoil: Spoil) {
+    let name = format!("adv8-spoil-{spoil:?}").to_lowercase();
+    let mut s = sent_batch(&name, 3).await;
+    let proxy = spoiling_proxy(s.sb.addr(), spoil, 1);
+    for (k, v) in s.env.iter_mut() {
+        if k == "WHISH_TRANSFER_BASE_URL" {
+            *v = v.replace(&s.sb.addr().to_string(), &proxy.to_string());
+        }
+    }
+    let cutoff = in_an_hour();
+    let (first, rows1) = payouts(&s, Some(&cutoff), "cancel-1.jsonl").await;
+    let open1 = open_entries(&s).await;
+    let (again, rows2) = payouts(&s, Some(&cutoff), "cancel-2.jsonl").await;
+    let open2 = open_entries(&s).await;
+    let status = sandbox_status(&s.sb);
+    let ids = cancel_request_ids(&s.sb);
+    let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
+    let report = format!(
+        "{spoil:?}: run 1 exit {} rows {rows1:?} open {open1:?}; run 2 exit {} rows {rows2:?} open {open2:?}; sandbox {status:?}; cancel ids {ids:?}",
+        first.code, again.code
+    );
+    assert_eq!(status, ["CANCELED_FULL"; 3], "{report}");
+    assert_eq!(distinct.len(), 3, "one cancel per row: {report}");
+    assert_eq!(first.code, 3, "{report}");
+    let spoiled: Vec<_> = rows1.iter().filter(|r| r["cancel"] != "accepted").collect();
+    assert_eq!(spoiled.len(), 1, "{report}");
+    assert_eq!(spoiled[0]["cancel"], "unknown", "never refused: {report}");
+    assert_eq!(
+        spoiled[0]["collection"], "cancelled",
+        "read after: {report}"
+    );
+    assert_eq!(open1.len(), 1, "{report}");
+    assert_eq!(again.code, 0, "{report}");
+    assert!(open2.is_empty(), "{report}");
+    assert!(
+        rows2.iter().all(|r| r["collection"] == "cancelled"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_applied_then_answered_by_a_proxy_403_page_is_unknown_then_settled() {
+    spoiled_cancel_then_again(Spoil::Page403).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_applied_then_answered_with_truncated_json_is_unknown_then_settled() {
+    spoiled_cancel_then_again(Spoil::Truncated).await;
+}
