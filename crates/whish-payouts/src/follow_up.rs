@@ -210,13 +210,12 @@ async fn cancel(
             return;
         }
     };
-    // A cancel the journal holds nothing for is a first cancel: a `transfer.cannot_be_canceled`
-    // answer to it is a refusal (collected, or cancelled by someone else), never read as this
-    // batch's earlier cancel having applied. One the journal holds is marked sent before by the
-    // journal itself when it is sent again.
-    if entry.is_none() {
-        prepared.delivery().clear();
-    }
+    // Whether this cancel was sent before is the journal's to say: it marks the cancel sent
+    // before when it sends an open entry again. Anything else (nothing recorded, or recorded as
+    // never sent) is a first cancel, and a `transfer.cannot_be_canceled` answer to it is a
+    // refusal (collected, or cancelled by someone else), never this batch's earlier cancel
+    // having applied.
+    prepared.delivery().clear();
     row.source = Source::Cancel;
     match journal.transfer(client.clone()).cancel(&prepared).await {
         Ok(c) => {
