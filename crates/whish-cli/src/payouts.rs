@@ -347,14 +347,22 @@ impl Cancels {
     }
 }
 
-/// A run that ended with an error: before anything was sent (bad rows, the file, the journal at
-/// start-up), exit 2; once sending began (its results could not be written), exit 5: the run
-/// stopped, what it sent is in the journal, and the same command run again reports it.
+/// A run that ended with an error: before anything was sent (bad rows, the file, the journal
+/// read before the start-up recovery), exit 2; once something may have been sent (the start-up
+/// recovery failed part way, or the results could not be written), exit 5: the run stopped,
+/// what it sent is in the journal, and the same command run again reports it.
 fn failed_run(e: BatchError, sent: &str) -> u8 {
     match e {
         BatchError::Results(e) => {
             eprintln!(
                 "whish: the results could not be written ({}): the run stopped; the {sent} are recorded in the journal: make room and run the same command again, which reports them (never sends them twice)",
+                output::printable(&e.to_string())
+            );
+            STOPPED
+        }
+        BatchError::Recovery(e) => {
+            eprintln!(
+                "whish: the journal's start-up recovery failed part way ({}): it may have sent again requests an earlier run left open (the same requests, never second ones; what it learnt is in the journal); none of this run's rows was started: run the same command again",
                 output::printable(&e.to_string())
             );
             STOPPED

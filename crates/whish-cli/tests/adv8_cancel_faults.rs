@@ -3,122 +3,16 @@
 //! made by someone else meanwhile). What the commands say (exit status, the follow-up file, the
 //! journal) is compared with what the sandbox holds.
 
+mod cancel_common;
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
 
+use cancel_common::*;
 use common::*;
 use serde_json::Value;
-use whish_sandbox::{Endpoint, Fault, Sandbox};
-
-struct Sent {
-    sb: Sandbox,
-    env: Vec<(String, String)>,
-    file: String,
-    dir: PathBuf,
-    batch: String,
-}
-
-/// A batch of `rows` cash rows sent through `whish payouts send` (every row accepted), with its
-/// own SQLite journal.
-async fn sent_batch(name: &str, rows: usize) -> Sent {
-    let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
-    let file = cash_payouts_file(&format!("{name}.csv"), "A8-", "+961704", 4, rows);
-    let dir = file.parent().expect("dir").to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("journal.sqlite").display()),
-    ));
-    let file = file.display().to_string();
-    let results = dir.join("send.csv").display().to_string();
-    let mut send: Vec<&str> = vec![
-        "payouts",
-        "send",
-        &file,
-        "--batch",
-        name,
-        "--results",
-        &results,
-    ];
-    send.extend(SENDER);
-    let sent = whish(&send, &env).await;
-    assert_eq!(sent.code, 0, "setup: every row sent: {sent:?}");
-    assert_eq!(sb.transfers().len(), rows);
-    Sent {
-        sb,
-        env,
-        file,
-        dir,
-        batch: name.to_owned(),
-    }
-}
-
-fn in_an_hour() -> String {
-    (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
-        .format(time::macros::format_description!(
-            "[year]-[month]-[day] [hour]:[minute]:[second]"
-        ))
-        .expect("format")
-}
-
-/// `whish payouts cancel` (or `follow-up` when `cutoff` is None), results as JSON lines in
-/// `out`, no resends of reads (`--retries 0`: each injected fault is one failed read).
-async fn payouts(s: &Sent, cutoff: Option<&str>, out: &str) -> (Run, Vec<Value>) {
-    let results = s.dir.join(out).display().to_string();
-    let mut args: Vec<&str> = vec!["--retries", "0", "payouts"];
-    match cutoff {
-        Some(c) => args.extend([
-            "cancel",
-            s.file.as_str(),
-            "--batch",
-            s.batch.as_str(),
-            "--uncollected-before",
-            c,
-        ]),
-        None => args.extend(["follow-up", s.file.as_str(), "--batch", s.batch.as_str()]),
-    }
-    args.extend(["--results", results.as_str()]);
-    args.extend(SENDER);
-    let run = whish(&args, &s.env).await;
-    let rows = std::fs::read_to_string(&results)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
-    (run, rows)
-}
-
-async fn open_entries(s: &Sent) -> Vec<String> {
-    let open = whish(&["journal", "list", "--open"], &s.env).await;
-    open.stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-fn sandbox_status(sb: &Sandbox) -> Vec<String> {
-    sb.transfers().into_iter().map(|t| t.status).collect()
-}
-
-/// The Request-ids of the cancels the sandbox received.
-fn cancel_request_ids(sb: &Sandbox) -> Vec<String> {
-    sb.requests()
-        .into_iter()
-        .filter(|r| r.endpoint == Endpoint::TransferCancel)
-        .filter_map(|r| {
-            r.headers.iter().find_map(|h| {
-                let (k, v) = h.split_once(':')?;
-                k.trim()
-                    .eq_ignore_ascii_case("request-id")
-                    .then(|| v.trim().to_owned())
-            })
-        })
-        .collect()
-}
+use whish_sandbox::{Endpoint, Fault};
 
 /// One row: the transfer's status read passes (a no-op delay), the cancel is applied and its
 /// reply lost (connection closed), and the status read after it is a proxy's 502 page.
@@ -251,100 +145,10 @@ async fn a_cancel_settled_by_recovery_is_reported_as_the_batchs_cancel() {
 // sandbox makes that race deterministic: on the batch's cancel it first sends the same cancel
 // with another Request-id, then forwards the batch's own.
 
-fn read_request(c: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        let n = c.read(&mut chunk)?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let mut body = buf[end + 4..].to_vec();
-    let want = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while body.len() < want {
-        let n = c.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    Ok((head, body))
-}
-
-/// Send `head` + `body` to `upstream` with `Connection: close`, the `Request-id` header replaced
-/// when `request_id` is given; the raw reply.
-fn forward(
-    upstream: SocketAddr,
-    head: &str,
-    body: &[u8],
-    request_id: Option<&str>,
-) -> std::io::Result<Vec<u8>> {
-    let mut out = String::new();
-    for (i, l) in head.split("\r\n").enumerate() {
-        let low = l.to_ascii_lowercase();
-        if i > 0 && low.starts_with("connection:") {
-            continue;
-        }
-        if i > 0
-            && low.starts_with("request-id:")
-            && let Some(id) = request_id
-        {
-            out.push_str(&format!("Request-id: {id}\r\n"));
-            continue;
-        }
-        out.push_str(l);
-        out.push_str("\r\n");
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    let mut u = TcpStream::connect(upstream)?;
-    u.write_all(out.as_bytes())?;
-    u.write_all(body)?;
-    let mut resp = Vec::new();
-    u.read_to_end(&mut resp)?;
-    Ok(resp)
-}
-
-fn racing_proxy(upstream: SocketAddr) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = l.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            let Ok(mut c) = c else { continue };
-            std::thread::spawn(move || {
-                let Ok((head, body)) = read_request(&mut c) else {
-                    return;
-                };
-                if head.contains("/woo/cancel/send/money") {
-                    // The operator's cancel of the same transfer, under its own Request-id.
-                    let _ = forward(upstream, &head, &body, Some("777000111"));
-                }
-                if let Ok(resp) = forward(upstream, &head, &body, None) {
-                    let _ = c.write_all(&resp);
-                }
-            });
-        }
-    });
-    addr
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_made_by_someone_else_is_not_recorded_as_the_batchs() {
     let mut s = sent_batch("adv8-operator", 1).await;
-    let proxy = racing_proxy(s.sb.addr());
+    let proxy = racing_proxy(s.sb.addr(), "777000111");
     for (k, v) in s.env.iter_mut() {
         if k == "WHISH_TRANSFER_BASE_URL" {
             *v = v.replace(&s.sb.addr().to_string(), &proxy.to_string());
@@ -353,7 +157,7 @@ async fn a_cancel_made_by_someone_else_is_not_recorded_as_the_batchs() {
     let cutoff = in_an_hour();
     let (run, rows) = payouts(&s, Some(&cutoff), "cancel.jsonl").await;
     assert_eq!(sandbox_status(&s.sb), ["CANCELED_FULL"], "setup");
-    let ids = cancel_request_ids(&s.sb);
+    let ids = request_ids(&s.sb, Endpoint::TransferCancel);
     assert_eq!(
         ids.len(),
         2,
@@ -466,7 +270,7 @@ async fn spoiled_cancel_then_again(spoil: Spoil) {
     let (again, rows2) = payouts(&s, Some(&cutoff), "cancel-2.jsonl").await;
     let open2 = open_entries(&s).await;
     let status = sandbox_status(&s.sb);
-    let ids = cancel_request_ids(&s.sb);
+    let ids = request_ids(&s.sb, Endpoint::TransferCancel);
     let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
     let report = format!(
         "{spoil:?}: run 1 exit {} rows {rows1:?} open {open1:?}; run 2 exit {} rows {rows2:?} open {open2:?}; sandbox {status:?}; cancel ids {ids:?}",

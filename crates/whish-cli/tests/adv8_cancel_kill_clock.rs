@@ -5,137 +5,40 @@
 //!
 //! Needs `faketime` (/usr/bin/faketime); says so and passes when it is not there.
 
+mod cancel_common;
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cancel_common::*;
 use common::*;
 use serde_json::Value;
 use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 const FAKETIME: &str = "/usr/bin/faketime";
 
-const VARS: [&str; 12] = [
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "WHISH_TRANSFER_BASE_URL",
-    "WHISH_JOURNAL",
-    "WHISH_USER_AGENT",
-    "RUST_LOG",
-];
-
 /// `whish args...`, under `faketime -f offset` when one is given.
 fn command(args: &[String], env: &[(String, String)], offset: Option<&str>) -> Command {
-    let mut cmd = match offset {
-        Some(o) => {
-            let mut c = Command::new(FAKETIME);
-            c.args(["-f", o, env!("CARGO_BIN_EXE_whish")]);
-            c
-        }
-        None => Command::new(env!("CARGO_BIN_EXE_whish")),
-    };
-    for v in VARS {
-        cmd.env_remove(v);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match offset {
+        Some(o) => whish_command(&args, env, Some(&[FAKETIME, "-f", o])),
+        None => whish_command(&args, env, None),
     }
-    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-    cmd
 }
 
 async fn run_at(args: Vec<String>, env: Vec<(String, String)>, offset: Option<&str>) -> Run {
     let offset = offset.map(str::to_owned);
     tokio::task::spawn_blocking(move || {
-        let out = command(&args, &env, offset.as_deref())
-            .output()
-            .expect("run whish");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run::of(
+            command(&args, &env, offset.as_deref())
+                .output()
+                .expect("run whish"),
+        )
     })
     .await
     .expect("join")
-}
-
-struct Sent {
-    sb: Sandbox,
-    env: Vec<(String, String)>,
-    file: String,
-    dir: PathBuf,
-    batch: String,
-}
-
-async fn sent_batch(name: &str, rows: usize) -> Sent {
-    let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
-    let file = cash_payouts_file(&format!("{name}.csv"), "K8-", "+961705", 4, rows);
-    let dir = file.parent().expect("dir").to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("journal.sqlite").display()),
-    ));
-    let file = file.display().to_string();
-    let mut send: Vec<&str> = vec!["payouts", "send", &file, "--batch", name];
-    send.extend(SENDER);
-    let sent = whish(&send, &env).await;
-    assert_eq!(sent.code, 0, "setup: every row sent: {sent:?}");
-    assert_eq!(sb.transfers().len(), rows);
-    Sent {
-        sb,
-        env,
-        file,
-        dir,
-        batch: name.to_owned(),
-    }
-}
-
-fn in_an_hour() -> String {
-    (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
-        .format(time::macros::format_description!(
-            "[year]-[month]-[day] [hour]:[minute]:[second]"
-        ))
-        .expect("format")
-}
-
-fn args(s: &Sent, cutoff: Option<&str>, out: &str) -> (Vec<String>, PathBuf) {
-    let results = s.dir.join(out);
-    let mut a: Vec<String> = vec!["payouts".into()];
-    match cutoff {
-        Some(c) => a.extend([
-            "cancel".into(),
-            s.file.clone(),
-            "--batch".into(),
-            s.batch.clone(),
-            "--uncollected-before".into(),
-            c.into(),
-        ]),
-        None => a.extend([
-            "follow-up".into(),
-            s.file.clone(),
-            "--batch".into(),
-            s.batch.clone(),
-        ]),
-    }
-    a.extend(["--results".into(), results.display().to_string()]);
-    a.extend(SENDER.iter().map(|s| (*s).to_owned()));
-    (a, results)
-}
-
-fn rows_of(path: &PathBuf) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
 }
 
 fn cancelled(sb: &Sandbox) -> usize {
@@ -156,31 +59,10 @@ fn cancels_by_ltn(sb: &Sandbox) -> BTreeMap<String, BTreeSet<String>> {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let id = r
-            .headers
-            .iter()
-            .find_map(|h| {
-                let (k, v) = h.split_once(':')?;
-                k.trim()
-                    .eq_ignore_ascii_case("request-id")
-                    .then(|| v.trim().to_owned())
-            })
-            .unwrap_or_default();
+        let id = request_id_of(&r).unwrap_or_default();
         by.entry(ltn).or_default().insert(id);
     }
     by
-}
-
-async fn journal_lines(s: &Sent, filter: &[&str]) -> Vec<String> {
-    let mut a = vec!["journal".to_owned(), "list".to_owned()];
-    a.extend(filter.iter().map(|f| (*f).to_owned()));
-    a.extend(["--limit".into(), "1000".into()]);
-    let r = run_at(a, s.env.clone(), None).await;
-    r.stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 fn faketime_here() -> bool {
@@ -210,7 +92,7 @@ async fn a_cancel_run_killed_and_run_again_with_the_clock_moved_cancels_each_row
         ROWS as u32,
     );
     let cutoff = in_an_hour();
-    let (a1, _) = args(&s, Some(&cutoff), "cancel-killed.jsonl");
+    let (a1, _) = payouts_args(&s, Some(&cutoff), "cancel-killed.jsonl");
     let mut child = command(&a1, &s.env, None)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -231,15 +113,15 @@ async fn a_cancel_run_killed_and_run_again_with_the_clock_moved_cancels_each_row
     assert!(!open.is_empty(), "setup: the killed run left cancels open");
 
     // Again, with the host's clock three hours back.
-    let (a2, r2) = args(&s, Some(&cutoff), "cancel-2.jsonl");
+    let (a2, r2) = payouts_args(&s, Some(&cutoff), "cancel-2.jsonl");
     let again = run_at(a2, s.env.clone(), Some("-3h")).await;
     let rows2 = rows_of(&r2);
 
     // A follow-up the next day (+25 h, across midnight), and the cancel once more then.
-    let (a3, r3) = args(&s, None, "follow-up.jsonl");
+    let (a3, r3) = payouts_args(&s, None, "follow-up.jsonl");
     let follow = run_at(a3, s.env.clone(), Some("+25h")).await;
     let rows3 = rows_of(&r3);
-    let (a4, r4) = args(&s, Some(&cutoff), "cancel-3.jsonl");
+    let (a4, r4) = payouts_args(&s, Some(&cutoff), "cancel-3.jsonl");
     let third = run_at(a4, s.env.clone(), Some("+25h")).await;
     let rows4 = rows_of(&r4);
 
@@ -249,7 +131,7 @@ async fn a_cancel_run_killed_and_run_again_with_the_clock_moved_cancels_each_row
     let accepted_cancels = journal_lines(&s, &["--state", "accepted"])
         .await
         .iter()
-        .filter(|l| l.contains("\"operation\":\"cancel\""))
+        .filter(|l| l["operation"] == "cancel")
         .count();
     let claimed: u64 = [&again, &third]
         .iter()
@@ -300,20 +182,20 @@ async fn a_cancel_left_open_then_run_with_the_clock_a_day_ahead_reports_the_trut
     let s = sent_batch("adv8-clock-deadline", 1).await;
     s.sb.inject(Endpoint::TransferCancel, Fault::DropRequest, 1);
     let cutoff = in_an_hour();
-    let (a1, r1) = args(&s, Some(&cutoff), "cancel-1.jsonl");
+    let (a1, r1) = payouts_args(&s, Some(&cutoff), "cancel-1.jsonl");
     let first = run_at(a1, s.env.clone(), None).await;
     let rows1 = rows_of(&r1);
     assert_eq!(first.code, 3, "setup: {first:?}");
     assert_eq!(rows1[0]["cancel"], "unknown", "setup: {rows1:?}");
     assert_eq!(cancelled(&s.sb), 0, "setup: the cancel did not arrive");
 
-    let (a2, r2) = args(&s, Some(&cutoff), "cancel-2.jsonl");
+    let (a2, r2) = payouts_args(&s, Some(&cutoff), "cancel-2.jsonl");
     let again = run_at(a2, s.env.clone(), Some("+25h")).await;
     let rows2 = rows_of(&r2);
     let entries = journal_lines(&s, &[]).await;
     let cancel_entry = entries
         .iter()
-        .find(|l| l.contains("\"operation\":\"cancel\""))
+        .find(|l| l["operation"] == "cancel")
         .cloned()
         .unwrap_or_default();
     let status = s.sb.transfers()[0].status.clone();
@@ -327,7 +209,7 @@ async fn a_cancel_left_open_then_run_with_the_clock_a_day_ahead_reports_the_trut
     // and the row says cancelled; if not, the row says so and the run is not exit 0.
     if status == "CANCELED_FULL" {
         assert!(
-            cancel_entry.contains("\"state\":\"accepted\""),
+            cancel_entry["state"] == "accepted",
             "the cancel applied; the journal says otherwise: {report}"
         );
         assert_eq!(rows2[0]["collection"], "cancelled", "{report}");

@@ -254,30 +254,6 @@ async fn command(
     }
 }
 
-fn create_args(external_id: &str) -> Vec<String> {
-    [
-        "collect",
-        "create",
-        "--amount",
-        "12.5",
-        "--currency",
-        "USD",
-        "--external-id",
-        external_id,
-        "--allow-local-callbacks",
-        "--success-callback-url",
-        "http://127.0.0.1:9/ok",
-        "--failure-callback-url",
-        "http://127.0.0.1:9/ko",
-        "--success-redirect-url",
-        "https://shop.example.com/thanks",
-        "--failure-redirect-url",
-        "https://shop.example.com/retry",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
 /// The journal state of the one entry a run recorded (a cancel's key is its own Request-id,
 /// printed on stderr by no one: read the newest cancel entry instead).
 async fn journal_state(env: &[(String, String)], op: &Op, key: &str) -> String {

@@ -292,28 +292,20 @@ async fn a_page_after_the_service_applied_a_first_attempt_is_unknown_then_confir
         assert_eq!(e.verdict(), Verdict::Unknown, "{e}");
         assert!(e.outcome_unknown() && !e.is_refused());
         let id = prepared.request_id();
-        let entry = common::entry_of(
-            &journal,
-            Service::MoneyTransfer,
-            Operation::Send,
-            &id.to_string(),
-        )
-        .await;
-        assert_eq!(entry.state, State::MayHaveArrived);
+        let key = id.to_string();
+        let state = async || {
+            common::entry_of(&journal, Service::MoneyTransfer, Operation::Send, &key)
+                .await
+                .state
+        };
+        assert_eq!(state().await, State::MayHaveArrived);
         assert_eq!(transfers_with(&sb, id.get()), 1, "the service applied it");
         let report = journal
             .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
             .await
             .expect("recover");
         assert!(report.all_final(), "{report:?}");
-        let entry = common::entry_of(
-            &journal,
-            Service::MoneyTransfer,
-            Operation::Send,
-            &id.to_string(),
-        )
-        .await;
-        assert_eq!(entry.state, State::Accepted);
+        assert_eq!(state().await, State::Accepted);
         assert_eq!(transfers_with(&sb, id.get()), 1, "never a second transfer");
         journal.close().await;
     }

@@ -587,7 +587,10 @@ impl Batch {
     ///
     /// # Errors
     ///
-    /// A `BatchError` when the file cannot be read or `sink` fails.
+    /// [`BatchError::Input`] or [`BatchError::Journal`] (nothing sent) when the file or the
+    /// journal cannot be read before the start-up recovery; [`BatchError::Recovery`] when that
+    /// recovery failed part way (it may have sent open cancels again); [`BatchError::Results`]
+    /// when `sink` fails.
     pub async fn cancel_uncollected(
         &self,
         journal: &Journal,
@@ -616,6 +619,11 @@ impl Batch {
         sink: &mut (dyn FnMut(&FollowUpRow) -> std::io::Result<()> + Send),
     ) -> Result<(), BatchError> {
         journal.flush().await;
+        // Everything that can fail before a row is looked at is done before anything is sent:
+        // the file read through and opened again, the journal read for the batch's first send.
+        // From the recovery on, an error can no longer say that nothing was sent.
+        let first = self.first_send(journal).await?;
+        let mut rows = self.rows()?;
         // A cancel run first settles what a run that died left open (as a batch run does): a
         // cancel answered Pending or lost is read by status (CANCELED_FULL: accepted) or sent
         // again, so that its entry is not left open behind a row that now reads cancelled. A
@@ -627,15 +635,14 @@ impl Batch {
                     &whish_journal::Recovery::new(),
                 )
                 .await
-                .map_err(BatchError::Journal)?;
+                .map_err(BatchError::Recovery)?;
         }
-        let log = Arc::new(match self.first_send(journal).await? {
+        let log = Arc::new(match first {
             Some(first) => Activity::read(client, first).await,
             None => Activity::default(),
         });
         let batch: Arc<str> = Arc::from(self.id.as_str());
         let mut tasks: JoinSet<FollowUpRow> = JoinSet::new();
-        let mut rows = self.rows()?;
         // The first failure of `sink` (or of a row's task) ends the reading of rows; the rows in
         // flight still finish (a cancel is never dropped half way: its journal entry would stay
         // open, leased to this process) and are handed on no further.

@@ -71,9 +71,15 @@ pub enum BatchError {
     /// The file cannot be read, or is not a batch file.
     #[error("{0}")]
     Input(String),
-    /// The journal cannot be read or written.
+    /// The journal cannot be read or written (before anything was sent).
     #[error("the journal: {0}")]
     Journal(#[source] whish_journal::JournalError),
+    /// The journal's start-up recovery (a run, or a cancel run, settles what an earlier run
+    /// left open first) failed part way. It may have sent some of those open requests again
+    /// (the same requests under their own keys, never second ones; what it learnt is in the
+    /// journal); none of this run's rows was started. Run the same command again.
+    #[error("the journal's start-up recovery failed part way: {0}")]
+    Recovery(#[source] whish_journal::JournalError),
     /// The results could not be written (the rows in flight finished first, and the journal
     /// holds every outcome: run the batch again to write them).
     #[error("the results could not be written: {0}")]

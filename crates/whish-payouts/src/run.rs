@@ -543,8 +543,11 @@ impl Batch {
     ///
     /// # Errors
     ///
-    /// [`BatchError::BadRows`] (nothing sent) when rows are bad; a `BatchError` when the file
-    /// or the journal cannot be read, or `sink` fails (the rows in flight finish first).
+    /// [`BatchError::BadRows`] (nothing sent) when rows are bad; [`BatchError::Input`] or
+    /// [`BatchError::Journal`] (nothing sent) when the file or the journal cannot be read before
+    /// the first send; [`BatchError::Recovery`] when the start-up recovery failed part way (it
+    /// may have sent open requests again); [`BatchError::Results`] when `sink` fails (the rows
+    /// in flight finish first).
     pub async fn run(
         &self,
         journal: &Journal,
@@ -575,6 +578,9 @@ impl Batch {
         if !check.errors.is_empty() && !options.skip_bad_rows {
             return Err(BatchError::BadRows(check));
         }
+        // The file is opened before anything is sent: from the recovery on, an error can no
+        // longer say that nothing was sent.
+        let mut rows = self.rows()?;
         // First, finish what a run that died left open (the journal's start-up recovery, for the
         // transfer service): an entry a dead process of this host held is taken at once, so
         // that its row is settled, not reported unknown because a dead process "holds" it.
@@ -584,7 +590,7 @@ impl Batch {
                 &whish_journal::Recovery::new(),
             )
             .await
-            .map_err(BatchError::Journal)?;
+            .map_err(BatchError::Recovery)?;
         let bad: BTreeMap<u64, String> = check
             .errors
             .iter()
@@ -632,7 +638,6 @@ impl Batch {
             ((r * RESERVED_AHEAD.as_secs_f64()).ceil() as usize)
                 .clamp(options.concurrency.max(1), CHUNK)
         });
-        let mut rows = self.rows()?;
         let mut chunk: Vec<Payout> = Vec::with_capacity(chunk_size);
         // The first chunks are small, so the first sends start at once; they double up to
         // `chunk_size` (a chunk is prepared while the one before goes out).

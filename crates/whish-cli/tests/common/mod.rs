@@ -40,6 +40,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// What a finished process printed and how it exited.
+    pub fn of(out: std::process::Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     /// stdout as JSON.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
@@ -57,10 +66,18 @@ pub fn sandbox_env(sb: &Sandbox) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Run `whish args...` with only `env` set among the WHISH_* and proxy variables. Blocking: call it from
-/// `spawn_blocking` when a sandbox runs in the same test.
-pub fn whish_blocking(args: &[&str], env: &[(String, String)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_whish"));
+/// The command `whish args...` with only `env` set among the WHISH_* and proxy variables, run
+/// by `runner` when one is given (`faketime -f +25h`: its program and arguments before the
+/// binary's path).
+pub fn whish_command(args: &[&str], env: &[(String, String)], runner: Option<&[&str]>) -> Command {
+    let mut cmd = match runner {
+        Some([program, before @ ..]) => {
+            let mut c = Command::new(program);
+            c.args(before).arg(env!("CARGO_BIN_EXE_whish"));
+            c
+        }
+        _ => Command::new(env!("CARGO_BIN_EXE_whish")),
+    };
     for v in VARS {
         cmd.env_remove(v);
     }
@@ -69,12 +86,13 @@ pub fn whish_blocking(args: &[&str], env: &[(String, String)]) -> Run {
         cmd.env("WHISH_JOURNAL", test_journal());
     }
     cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-    let out = cmd.output().expect("run whish");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    cmd
+}
+
+/// Run `whish args...` with only `env` set among the WHISH_* and proxy variables. Blocking: call it from
+/// `spawn_blocking` when a sandbox runs in the same test.
+pub fn whish_blocking(args: &[&str], env: &[(String, String)]) -> Run {
+    Run::of(whish_command(args, env, None).output().expect("run whish"))
 }
 
 /// The journal the commands of this test binary record in, unless a test names its own.
@@ -205,4 +223,29 @@ pub async fn funded_sandbox() -> Sandbox {
         .start()
         .await
         .expect("sandbox")
+}
+
+/// `whish collect create` of 12.50 USD under `external_id`, with loopback callbacks allowed.
+pub fn create_args(external_id: &str) -> Vec<String> {
+    [
+        "collect",
+        "create",
+        "--amount",
+        "12.5",
+        "--currency",
+        "USD",
+        "--external-id",
+        external_id,
+        "--allow-local-callbacks",
+        "--success-callback-url",
+        "http://127.0.0.1:9/ok",
+        "--failure-callback-url",
+        "http://127.0.0.1:9/ko",
+        "--success-redirect-url",
+        "https://shop.example.com/thanks",
+        "--failure-redirect-url",
+        "https://shop.example.com/retry",
+    ]
+    .map(String::from)
+    .to_vec()
 }
