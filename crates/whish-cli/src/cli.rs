@@ -6,10 +6,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// whish: every operation of the whish money-transfer, hosted-collect and top-up services.
 ///
-/// Exit status: 0 success, 1 the service answered a failure code (or an HTTP error such as 403),
+/// Exit status: 0 success, 1 refused: the service answered a failure code (final, nothing done),
 /// 2 bad usage, configuration or input (nothing was sent), 3 Pending (outcome unknown, not
-/// failed), 4 transport failure, 5 a payouts batch stopped before its end, 6 a reconciliation
-/// found differences.
+/// failed), 4 the outcome is unknown (a timeout, a lost reply, a page without the service's
+/// envelope: keep the key, resend or recover), 5 a payouts run stopped before its end, 6 a
+/// reconciliation found differences.
 #[derive(Debug, Parser)]
 #[command(name = "whish", version, about, long_about = None)]
 pub struct Cli {

@@ -308,12 +308,12 @@ async fn follow(
     }));
     if cancels_open > 0 {
         let again = if cancel.is_some() {
-            "run the same command again"
+            "; run the same command again (the same cancels are sent, never second ones)"
         } else {
-            "run `whish payouts cancel` again"
+            ""
         };
         eprintln!(
-            "whish: {cancels_open} cancel(s) pending, unknown or not sent: see `cancel` and `message` in {}; {again} (the same cancels are sent, never second ones)",
+            "whish: {cancels_open} cancel(s) pending, unknown or not sent: see `cancel` and `message` in {}{again}",
             path.display()
         );
         return Ok(PENDING);

@@ -304,3 +304,51 @@ async fn a_cancel_applied_then_answered_by_a_proxy_403_page_is_unknown_then_sett
 async fn a_cancel_applied_then_answered_with_truncated_json_is_unknown_then_settled() {
     spoiled_cancel_then_again(Spoil::Truncated).await;
 }
+
+/// A cancel left open by a run under one `--reason`, still open after the next run's recovery
+/// (its status read met a page), is sent again by that run with its own recorded bytes, though
+/// the run gives another reason: the same cancel, settled, never "not sent" (the final read of
+/// the eighth and ninth reviews).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_cancel_is_sent_again_with_its_own_reason() {
+    let s = sent_batch("adv8-other-reason", 1).await;
+    let cutoff = in_an_hour();
+    let with_reason = |out: &str, reason: &str| {
+        let (mut args, results) = payouts_args(&s, Some(&cutoff), out);
+        args.extend(["--reason".to_owned(), reason.to_owned()]);
+        (args, results)
+    };
+    s.sb.inject(Endpoint::TransferCancel, Fault::DropRequest, 1);
+    let (args, _) = with_reason("cancel-1.jsonl", "not collected in two weeks");
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let first = whish(&a, &s.env).await;
+    assert_eq!(first.code, 3, "setup: {first:?}");
+    assert_eq!(open_entries(&s).await.len(), 1, "setup: the cancel is open");
+
+    // The recovery's status read meets a page: the cancel stays open into the rows.
+    s.sb.inject(Endpoint::TransferStatus, Fault::Page(502), 1);
+    let (args, results) = with_reason("cancel-2.jsonl", "a different reason");
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let again = whish(&a, &s.env).await;
+    let rows = rows_of(&results);
+    let ids = request_ids(&s.sb, Endpoint::TransferCancel);
+    let report = format!("{again:?}; rows {rows:?}; cancel ids {ids:?}");
+    assert_eq!(again.code, 0, "{report}");
+    assert_eq!(rows[0]["cancel"], "accepted", "{report}");
+    assert_eq!(rows[0]["cancelled_now"], true, "{report}");
+    assert_eq!(sandbox_status(&s.sb), ["CANCELED_FULL"], "{report}");
+    assert!(open_entries(&s).await.is_empty(), "{report}");
+    assert!(ids.iter().all(|i| *i == ids[0]), "one cancel key: {report}");
+    let bodies: Vec<String> =
+        s.sb.requests()
+            .into_iter()
+            .filter(|r| r.endpoint == Endpoint::TransferCancel)
+            .map(|r| r.body)
+            .collect();
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b.contains("not collected in two weeks")),
+        "the recorded bytes, its first reason: {bodies:?}"
+    );
+}

@@ -568,16 +568,18 @@ impl<C: ErrorCode> Error<C> {
                      {confirm}"
                 )
                 .into(),
-                None if h.status == 401 || h.status == 403 || h.status == 407 => {
-                    "a page without the service's envelope refused the request (a proxy, a \
-                     gateway or a firewall in between, or the service's edge): check the base \
-                     URL and any proxy; the service itself answers a refusal with HTTP 200 and a \
-                     code"
+                None if h.from_service => {
+                    "the service refused the request with this HTTP status: nothing was done; \
+                     correct it, and use a new key"
                         .into()
                 }
-                None => "a page without the service's envelope: check the base URL (its path \
-                         included) and any proxy in between"
-                    .into(),
+                None => format!(
+                    "a page without the service's envelope (a proxy, a gateway or a firewall in \
+                     between, or a wrong base URL): whatever answered may have passed the \
+                     request on first, so it may have been applied: {confirm}; check the base \
+                     URL (its path included) and any proxy"
+                )
+                .into(),
             },
             Error::Decode(_) => format!(
                 "the reply could not be read, so the call may have succeeded: {confirm}; and \

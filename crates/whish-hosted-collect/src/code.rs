@@ -640,7 +640,7 @@ impl whish_core::ErrorCode for CollectCode {
                 "the service refuses loopback or non-public callback and redirect addresses: use public addresses for all four (against a local sandbox: ClientSettings::allow_local_callbacks, and a lenient sandbox)",
             ),
             403 if ["collect.refund"].contains(&endpoint) => Some(
-                "refunds are accepted only from the source IP addresses registered for the account (sandbox and production apart): call from a registered address, or have this one registered by the operator",
+                "refunds are accepted only from the source IP addresses registered for the account (sandbox and production apart); the service does not document with which answer, so a 403 page is read as unknown, not refused: it may come from something in front of the service that passed the refund on: call from a registered address, or have this one registered by the operator; then send the same prepared refund again (its externalId replays, it never refunds twice) or read the payment's status",
             ),
             _ => None,
         }

@@ -190,8 +190,13 @@ async fn cancel(
             return;
         }
     };
-    let body = serde_json::json!({ "ltnNumber": ltn, "reason": reason });
-    let body = serde_json::to_vec(&body).unwrap_or_default();
+    // A cancel the journal holds is sent again with its own bytes (an earlier run's reason may
+    // differ from this run's, and the journal refuses other bytes under the same key).
+    let body = match &entry {
+        Some(e) => e.request.clone(),
+        None => serde_json::to_vec(&serde_json::json!({ "ltnNumber": ltn, "reason": reason }))
+            .unwrap_or_default(),
+    };
     if let Some(e) = &entry
         && e.state == State::Accepted
     {
@@ -344,11 +349,13 @@ async fn follow_row(
     {
         Ok((_, e)) => e,
         Err(e) => {
+            // Whether the batch ever cancelled the row is not known: `unknown`, and the row is
+            // still read from the service.
             row.cancel = Some(RowOutcome::Unknown);
             row.message = Some(format!(
-                "the journal's cancel of this row could not be read: {e}"
+                "the journal's record of a cancel of this row could not be read ({e}): run the follow-up again"
             ));
-            return row;
+            None
         }
     };
     let cancel_open = earlier_cancel.as_ref().is_some_and(is_open);
@@ -694,8 +701,10 @@ impl Batch {
     }
 }
 
-/// Hand a finished row to `sink`, unless an earlier row's hand-over (or task) failed: the first
-/// failure is kept, and ends the reading of rows (the rows in flight still finish).
+/// Hand a finished row to `sink`, unless an earlier row's hand-over failed: the first failure
+/// is kept, and ends the reading of rows (the rows in flight still finish). A row whose task
+/// failed (a bug) is handed on as unknown (its line is not known; in a cancel run it may have
+/// sent its cancel, which the next run reads from the journal).
 fn hand_on(
     sink: &mut (dyn FnMut(&FollowUpRow) -> std::io::Result<()> + Send),
     failed: &mut Option<BatchError>,
@@ -704,8 +713,12 @@ fn hand_on(
     if failed.is_some() {
         return;
     }
-    *failed = match row {
-        Ok(r) => sink(&r).err().map(BatchError::Results),
-        Err(e) => Some(BatchError::Input(format!("a row's follow-up failed: {e}"))),
-    };
+    let row = row.unwrap_or_else(|e| {
+        let mut r = FollowUpRow::new(0, None, Collection::Unknown);
+        r.message = Some(format!(
+            "a row's follow-up failed: {e}; it may have sent the row's cancel: run the same command again"
+        ));
+        r
+    });
+    *failed = sink(&row).err().map(BatchError::Results);
 }
