@@ -13,6 +13,25 @@ use crate::journaled::Request;
 /// reservation's statements are each a power of two long (see `pow2_chunks`).
 const PER_STATEMENT: usize = 64;
 
+/// How the rows of a many-row insert are recorded, beyond the request itself.
+#[derive(Clone, Copy)]
+enum Recorded<'a> {
+    /// `intended`, leased to `owner` for `lease_ms` with token 1: a reservation.
+    Leased { owner: &'a str, lease_ms: i64 },
+    /// `refused` with this outcome (JSON), no lease: never sent.
+    Unsent { outcome: &'a str },
+}
+
+impl Recorded<'_> {
+    /// The insert of `n` requests recorded so.
+    fn sql(self, n: usize, now: &str, anonymous: bool) -> String {
+        match self {
+            Recorded::Leased { .. } => insert_many_sql(n, now, anonymous),
+            Recorded::Unsent { .. } => insert_unsent_sql(n, now, anonymous),
+        }
+    }
+}
+
 impl Db {
     /// Insert every request as `intended`, leased to `owner` for `lease_ms` with token 1, in one
     /// transaction: the lease of each, or `None` when its key was recorded already (or by an
@@ -24,6 +43,42 @@ impl Db {
         owner: &str,
         lease_ms: i64,
     ) -> Result<Vec<Option<Lease>>, JournalError> {
+        let ids = self
+            .insert_requests(requests, Recorded::Leased { owner, lease_ms })
+            .await?;
+        Ok(ids
+            .into_iter()
+            .map(|id| id.map(|id| Lease { id, token: 1 }))
+            .collect())
+    }
+
+    /// Record every request as never sent (`refused` with `outcome`, no lease, one attempt, as a
+    /// reservation given back), in one transaction, unless its key is in the journal already:
+    /// for each request, true when this call recorded it, false when the key held an entry
+    /// (left as it was). All or nothing, as [`reserve`](Self::reserve).
+    pub(crate) async fn record_unsent(
+        &self,
+        requests: &[Request<'_>],
+        outcome: &Outcome,
+    ) -> Result<Vec<bool>, JournalError> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
+        let ids = self
+            .insert_requests(requests, Recorded::Unsent { outcome: &outcome })
+            .await?;
+        Ok(ids.into_iter().map(|id| id.is_some()).collect())
+    }
+
+    /// Insert every request, `recorded` so, in one transaction (one commit): the row id of each
+    /// request, in order, or `None` when its key was recorded already (or by an earlier request
+    /// of the same call). All or nothing.
+    async fn insert_requests(
+        &self,
+        requests: &[Request<'_>],
+        recorded: Recorded<'_>,
+    ) -> Result<Vec<Option<i64>>, JournalError> {
         if requests.is_empty() {
             return Ok(Vec::new());
         }
@@ -37,16 +92,18 @@ impl Db {
             closed_on_failure(pool, JournalError::write, async |conn| {
                 let mut tx = sqlx::Connection::begin(conn).await.map_err(JournalError::write)?;
                 for chunk in pow2_chunks(requests, PER_STATEMENT) {
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_many_sql(chunk.len(), now, anonymous)));
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(recorded.sql(chunk.len(), now, anonymous)));
                     for r in chunk {
                         q = q
                             .bind(r.service.as_str())
                             .bind(r.operation.as_str())
                             .bind(r.key)
                             .bind(r.context)
-                            .bind(r.body)
-                            .bind(owner)
-                            .bind(lease_ms);
+                            .bind(r.body);
+                        q = match recorded {
+                            Recorded::Leased { owner, lease_ms } => q.bind(owner).bind(lease_ms),
+                            Recorded::Unsent { outcome } => q.bind(outcome),
+                        };
                     }
                     let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
                     for row in &rows {
@@ -63,78 +120,18 @@ impl Db {
         Ok(requests
             .iter()
             .map(|r| {
-                inserted
-                    .remove(&(
-                        r.service.as_str().to_owned(),
-                        r.operation.as_str().to_owned(),
-                        r.key.to_owned(),
-                    ))
-                    .map(|id| Lease { id, token: 1 })
-            })
-            .collect())
-    }
-}
-
-impl Db {
-    /// Record every request as never sent (`refused` with `outcome`, no lease, one attempt, as a
-    /// reservation given back), in one transaction, unless its key is in the journal already:
-    /// for each request, true when this call recorded it, false when the key held an entry
-    /// (left as it was). All or nothing, as [`reserve`](Self::reserve).
-    pub(crate) async fn record_unsent(
-        &self,
-        requests: &[Request<'_>],
-        outcome: &Outcome,
-    ) -> Result<Vec<bool>, JournalError> {
-        if requests.is_empty() {
-            return Ok(Vec::new());
-        }
-        let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
-        let now = self.now_sql();
-        let anonymous = self.backend() == crate::Backend::Sqlite;
-        let mut inserted: HashMap<(String, String, String), ()> = HashMap::new();
-        let _turn = self.turn().await;
-        on_db!(self, pool => {
-            // A connection whose transaction failed is closed, never reused (see `store`).
-            closed_on_failure(pool, JournalError::write, async |conn| {
-                let mut tx = sqlx::Connection::begin(conn).await.map_err(JournalError::write)?;
-                for chunk in pow2_chunks(requests, PER_STATEMENT) {
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_unsent_sql(chunk.len(), now, anonymous)));
-                    for r in chunk {
-                        q = q
-                            .bind(r.service.as_str())
-                            .bind(r.operation.as_str())
-                            .bind(r.key)
-                            .bind(r.context)
-                            .bind(r.body)
-                            .bind(&outcome);
-                    }
-                    let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
-                    for row in &rows {
-                        let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
-                        inserted.insert((get("service")?, get("operation")?, get("idem_key")?), ());
-                    }
-                }
-                tx.commit().await.map_err(JournalError::write)
-            })
-            .await?;
-        });
-        Ok(requests
-            .iter()
-            .map(|r| {
-                inserted
-                    .remove(&(
-                        r.service.as_str().to_owned(),
-                        r.operation.as_str().to_owned(),
-                        r.key.to_owned(),
-                    ))
-                    .is_some()
+                inserted.remove(&(
+                    r.service.as_str().to_owned(),
+                    r.operation.as_str().to_owned(),
+                    r.key.to_owned(),
+                ))
             })
             .collect())
     }
 }
 
 /// The insert of `n` requests recorded as never sent: for each, six parameters (service,
-/// operation, key, context, body, outcome); returns the key of each row inserted.
+/// operation, key, context, body, outcome); returns the id and key of each row inserted.
 fn insert_unsent_sql(n: usize, now: &str, anonymous: bool) -> String {
     let values: Vec<String> = (0..n)
         .map(|i| {
@@ -155,7 +152,7 @@ fn insert_unsent_sql(n: usize, now: &str, anonymous: bool) -> String {
          (service, operation, idem_key, context, request, state, attempts, created_ms, \
           updated_ms, outcome, lease_token) VALUES {} \
          ON CONFLICT (service, operation, idem_key) DO NOTHING \
-         RETURNING service, operation, idem_key",
+         RETURNING id, service, operation, idem_key",
         values.join(", ")
     )
 }
