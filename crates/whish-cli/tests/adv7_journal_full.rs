@@ -42,10 +42,7 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
     };
     let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", mount.0.join("journal.sqlite").display()),
-    ));
+    env.push(journal_at(&mount.0.join("journal.sqlite")));
     let file = cash_payouts_file("aid-jfull.csv", "JF", "+961705", 5, ROWS);
     let results = file.with_file_name("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());

@@ -70,10 +70,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
     let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     // The journal on an ordinary disk: only the results file runs out of space.
     let journal_dir = file.parent().expect("dir").to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", journal_dir.join("payouts.sqlite").display()),
-    ));
+    env.push(journal_at(&journal_dir.join("payouts.sqlite")));
     // Room for the header and a few dozen result lines, not for all of them.
     fill_leaving(&mount.0, 6 * 1024);
     let results = mount.0.join("results.csv");
@@ -140,10 +137,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
     let mut env = sandbox_env(&sb);
     let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     let dir = file.parent().expect("dir").to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
-    ));
+    env.push(journal_at(&dir.join("payouts.sqlite")));
     let file_arg = file.display().to_string();
     let sent_results = dir.join("results.csv").display().to_string();
     let mut send: Vec<&str> = vec![

@@ -109,7 +109,7 @@ async fn a_cancel_run_killed_and_run_again_with_the_clock_moved_cancels_each_row
         (1..ROWS).contains(&killed_at),
         "setup: killed part way ({killed_at} of {ROWS} cancelled)"
     );
-    let open = journal_lines(&s, &["--open"]).await;
+    let open = open_entries(&s).await;
     assert!(!open.is_empty(), "setup: the killed run left cancels open");
 
     // Again, with the host's clock three hours back.
@@ -127,7 +127,7 @@ async fn a_cancel_run_killed_and_run_again_with_the_clock_moved_cancels_each_row
 
     let by_ltn = cancels_by_ltn(&s.sb);
     let twice: Vec<_> = by_ltn.iter().filter(|(_, ids)| ids.len() > 1).collect();
-    let open = journal_lines(&s, &["--open"]).await;
+    let open = open_entries(&s).await;
     let accepted_cancels = journal_lines(&s, &["--state", "accepted"])
         .await
         .iter()

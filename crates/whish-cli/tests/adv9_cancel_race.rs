@@ -86,7 +86,7 @@ async fn two_cancel_runs_at_once_cancel_each_row_once_and_both_tell_the_truth() 
     .await
     .expect("join");
     let (ra, rb) = (rows_of(&a_out), rows_of(&b_out));
-    let open = journal_lines(&s, &["--open"]).await.len();
+    let open = open_entries(&s).await.len();
     let status = sandbox_status(&s.sb);
     let report = format!(
         "A exit {} {} rows {ra:?}\nB exit {} {} rows {rb:?}\nopen {open}; sandbox {status:?}; cancels on the wire {:?}",
@@ -128,7 +128,7 @@ async fn a_cancel_run_killed_mid_cancel_then_another_run_settles_every_row_once(
         .expect("join");
     assert_eq!(killed.code, -1, "setup: killed: {killed:?}");
     let (b, rb) = payouts(&s, Some(&cutoff), "cancel-b.jsonl").await;
-    let open = journal_lines(&s, &["--open"]).await.len();
+    let open = open_entries(&s).await.len();
     let status = sandbox_status(&s.sb);
     let report = format!(
         "B exit {} {} rows {rb:?}\nopen {open}; sandbox {status:?}; cancels on the wire {:?}",

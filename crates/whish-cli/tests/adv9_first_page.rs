@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::ops::{OPS, command};
 use common::*;
 use whish_sandbox::{Endpoint, Fault, Sandbox};
 
@@ -54,91 +55,24 @@ fn held(sb: &Sandbox, op: &str, key: &str) -> (usize, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_a_first_money_moving_attempt_is_unknown_then_settled_once() {
-    let sb = Sandbox::builder()
-        .lenient(true)
-        .start()
-        .await
-        .expect("sandbox");
-    let journal = temp_file("journal.sqlite", "").with_file_name("adv9-page-journal.sqlite");
-    let mut env = sandbox_env(&sb);
-    env.push((
-        "WHISH_JOURNAL".to_owned(),
-        format!("sqlite:{}", journal.display()),
-    ));
+    let (sb, env) = lenient_sandbox_with_journal("adv9-page-journal.sqlite").await;
     let faults = [
         (Fault::AppliedPage(403), true),
         (Fault::AppliedPage(404), true),
         (Fault::Page(404), false),
     ];
     let mut failures = Vec::new();
-    let mut n = 0u32;
-    for op in ["send", "pay", "refund"] {
+    let mut n = 0;
+    for op in OPS
+        .iter()
+        .filter(|op| ["send", "pay", "refund"].contains(&op.service_flag))
+    {
         for (fault, applied) in faults {
             n += 1;
-            let (args, key, endpoint): (Vec<String>, String, Endpoint) = match op {
-                "send" => {
-                    let body = temp_file("send.json", &cash_body("100"));
-                    let id = (990_100_000 + n).to_string();
-                    (
-                        [
-                            "transfer",
-                            "send",
-                            "--body",
-                            &body.display().to_string(),
-                            "--request-id",
-                            &id,
-                        ]
-                        .map(String::from)
-                        .to_vec(),
-                        id,
-                        Endpoint::TransferSend,
-                    )
-                }
-                "pay" => {
-                    let x = format!("adv9-pay-{n}");
-                    (
-                        [
-                            "topup",
-                            "pay",
-                            "--provider",
-                            "gift-voucher",
-                            "--target",
-                            "a@b.co",
-                            "--option-id",
-                            "GV-20",
-                            "--external-id",
-                            &x,
-                        ]
-                        .map(String::from)
-                        .to_vec(),
-                        x,
-                        Endpoint::TopupPay,
-                    )
-                }
-                _ => {
-                    let x = format!("adv9-refund-{n}");
-                    let c = create_args(&x);
-                    let created =
-                        whish(&c.iter().map(String::as_str).collect::<Vec<_>>(), &env).await;
-                    assert_eq!(created.code, 0, "{created:?}");
-                    sb.pay_link(&x).await.expect("paid");
-                    (
-                        [
-                            "collect",
-                            "refund",
-                            "--currency",
-                            "USD",
-                            "--external-id",
-                            &x,
-                        ]
-                        .map(String::from)
-                        .to_vec(),
-                        x,
-                        Endpoint::CollectRefund,
-                    )
-                }
-            };
-            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (args, key) = command(&sb, &env, op, n).await;
+            let endpoint = op.endpoint;
+            let op = op.service_flag;
+            let a = strs(&args);
             sb.inject(endpoint, fault, 1);
             let first = whish(&a, &env).await;
             let s1 = state_of(&env, &key).await;
@@ -177,17 +111,7 @@ async fn a_page_on_a_first_money_moving_attempt_is_unknown_then_settled_once() {
 /// next step): exit 0, `confirmed` when it had been applied, `sent` when not; one transfer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_answered_by_a_page_then_resent_is_one_transfer() {
-    let sb = Sandbox::builder()
-        .lenient(true)
-        .start()
-        .await
-        .expect("sandbox");
-    let journal = temp_file("journal.sqlite", "").with_file_name("adv9-resend-journal.sqlite");
-    let mut env = sandbox_env(&sb);
-    env.push((
-        "WHISH_JOURNAL".to_owned(),
-        format!("sqlite:{}", journal.display()),
-    ));
+    let (sb, env) = lenient_sandbox_with_journal("adv9-resend-journal.sqlite").await;
     let mut failures = Vec::new();
     for (i, (fault, result)) in [
         (Fault::AppliedPage(403), "confirmed"),

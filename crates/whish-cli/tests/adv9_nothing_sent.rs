@@ -29,7 +29,7 @@ async fn one_cancel_open(name: &str, rows: usize) -> Sent {
         1,
         "setup: one row still waits: {status:?}"
     );
-    assert_eq!(journal_lines(&s, &["--open"]).await.len(), 1, "setup");
+    assert_eq!(open_entries(&s).await.len(), 1, "setup");
     s
 }
 
@@ -76,7 +76,7 @@ async fn a_cancel_run_whose_journal_read_fails_sends_nothing_or_says_so() {
     let s = one_cancel_open("adv9-badentry", 2).await;
     // Another row's send entry (accepted, final: recovery does not read it) becomes unreadable.
     let sends = journal_lines(&s, &["--state", "accepted"]).await;
-    let open = journal_lines(&s, &["--open"]).await;
+    let open = open_entries(&s).await;
     let open_ltn = {
         let shown = whish(
             &["journal", "show", open[0]["key"].as_str().unwrap()],

@@ -145,29 +145,9 @@ async fn collect_and_topup_results_carry_their_key_and_the_outcome() {
         .await
         .expect("sandbox");
     let env = sandbox_env(&sb);
-    let create = |x: &'static str| {
-        vec![
-            "collect",
-            "create",
-            "--amount",
-            "12.5",
-            "--currency",
-            "USD",
-            "--external-id",
-            x,
-            "--allow-local-callbacks",
-            "--success-callback-url",
-            "http://127.0.0.1:9/ok",
-            "--failure-callback-url",
-            "http://127.0.0.1:9/ko",
-            "--success-redirect-url",
-            "https://shop.example.com/thanks",
-            "--failure-redirect-url",
-            "https://shop.example.com/retry",
-        ]
-    };
-    let first = whish(&create("ops-1"), &env).await;
-    let replay = whish(&create("ops-1"), &env).await;
+    let create = create_args("ops-1");
+    let first = whish(&strs(&create), &env).await;
+    let replay = whish(&strs(&create), &env).await;
     for run in [&first, &replay] {
         assert_eq!(run.code, 0, "{run:?}");
         let v = run.json();
@@ -346,10 +326,7 @@ async fn journal_list_is_newest_first_with_limit_state_since_and_a_table() {
     let sb = Sandbox::start().await.expect("sandbox");
     let mut env = sandbox_env(&sb);
     let journal = temp_file("j.sqlite", "").with_file_name("list-journal.sqlite");
-    env.push((
-        "WHISH_JOURNAL".to_owned(),
-        format!("sqlite:{}", journal.display()),
-    ));
+    env.push(journal_at(&journal));
     let body = temp_file("send.json", &cash_body("100"))
         .display()
         .to_string();

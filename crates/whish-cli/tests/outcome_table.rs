@@ -6,8 +6,9 @@ mod common;
 
 use std::time::Duration;
 
+use common::ops::{OPS, Op, command};
 use common::*;
-use whish_sandbox::{Endpoint, Fault, Sandbox};
+use whish_sandbox::{Fault, Sandbox};
 
 /// One row: the faults queued on the operation's endpoint, the command's extra flags, and the
 /// expected verdict (`outcome` in the JSON), exit code and journal state.
@@ -127,133 +128,6 @@ fn exit_of_state(state: &str) -> i32 {
     }
 }
 
-/// What one operation needs: its endpoint, and the command (with a fresh key) for a run.
-struct Op {
-    name: &'static str,
-    endpoint: Endpoint,
-    service_flag: &'static str,
-}
-
-const OPS: [Op; 5] = [
-    Op {
-        name: "transfer send",
-        endpoint: Endpoint::TransferSend,
-        service_flag: "send",
-    },
-    Op {
-        name: "transfer cancel",
-        endpoint: Endpoint::TransferCancel,
-        service_flag: "cancel",
-    },
-    Op {
-        name: "collect create",
-        endpoint: Endpoint::CollectCreate,
-        service_flag: "create",
-    },
-    Op {
-        name: "collect refund",
-        endpoint: Endpoint::CollectRefund,
-        service_flag: "refund",
-    },
-    Op {
-        name: "top-up pay",
-        endpoint: Endpoint::TopupPay,
-        service_flag: "pay",
-    },
-];
-
-/// The command line of one run of `op` with a fresh key `n`, after whatever setup it needs
-/// (a transfer to cancel, a paid payment to refund); and the journal key it records under.
-async fn command(
-    sb: &Sandbox,
-    env: &[(String, String)],
-    op: &Op,
-    n: usize,
-) -> (Vec<String>, String) {
-    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<String>>();
-    match op.service_flag {
-        "send" => {
-            let id = (990_000_000 + n).to_string();
-            let body = temp_file("send.json", &cash_body("100"));
-            (
-                s(&[
-                    "transfer",
-                    "send",
-                    "--body",
-                    &body.display().to_string(),
-                    "--request-id",
-                    &id,
-                ]),
-                id,
-            )
-        }
-        "cancel" => {
-            let body = temp_file("send.json", &cash_body("100"));
-            let sent = whish(
-                &[
-                    "transfer",
-                    "send",
-                    "--body",
-                    &body.display().to_string(),
-                    "--request-id",
-                    &(980_000_000 + n).to_string(),
-                ],
-                env,
-            )
-            .await;
-            assert_eq!(sent.code, 0, "{sent:?}");
-            let ltn = sent.json()["ltnNumber"].as_str().expect("ltn").to_owned();
-            (s(&["transfer", "cancel", "--ltn", &ltn]), String::new())
-        }
-        "create" => {
-            let x = format!("table-create-{n}");
-            (create_args(&x), x)
-        }
-        "refund" => {
-            let x = format!("table-refund-{n}");
-            let created = whish(
-                &create_args(&x)
-                    .iter()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>(),
-                env,
-            )
-            .await;
-            assert_eq!(created.code, 0, "{created:?}");
-            sb.pay_link(&x).await.expect("paid");
-            (
-                s(&[
-                    "collect",
-                    "refund",
-                    "--currency",
-                    "USD",
-                    "--external-id",
-                    &x,
-                ]),
-                x,
-            )
-        }
-        _ => {
-            let x = format!("table-pay-{n}");
-            (
-                s(&[
-                    "topup",
-                    "pay",
-                    "--provider",
-                    "gift-voucher",
-                    "--target",
-                    "a@b.co",
-                    "--option-id",
-                    "GV-20",
-                    "--external-id",
-                    &x,
-                ]),
-                x,
-            )
-        }
-    }
-}
-
 /// The journal state of the one entry a run recorded (a cancel's key is its own Request-id,
 /// printed on stderr by no one: read the newest cancel entry instead).
 async fn journal_state(env: &[(String, String)], op: &Op, key: &str) -> String {
@@ -295,17 +169,7 @@ fn own_403(op: &Op, row: Row) -> Row {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_row_of_the_outcome_table_agrees_in_the_command_and_the_journal() {
-    let sb = Sandbox::builder()
-        .lenient(true)
-        .start()
-        .await
-        .expect("sandbox");
-    let journal = temp_file("journal.sqlite", "").with_file_name("table-journal.sqlite");
-    let mut env = sandbox_env(&sb);
-    env.push((
-        "WHISH_JOURNAL".to_owned(),
-        format!("sqlite:{}", journal.display()),
-    ));
+    let (sb, env) = lenient_sandbox_with_journal("table-journal.sqlite").await;
     let mut n = 0;
     for op in &OPS {
         for row in rows() {
@@ -325,7 +189,7 @@ async fn every_row_of_the_outcome_table_agrees_in_the_command_and_the_journal() 
                 sb.inject(op.endpoint, *fault, *count);
             }
             args.extend(row.flags.iter().map(|f| (*f).to_owned()));
-            let run = whish(&args.iter().map(String::as_str).collect::<Vec<_>>(), &env).await;
+            let run = whish(&strs(&args), &env).await;
             let what = format!("{} / {}: {run:?}", op.name, row.name);
             assert_eq!(run.code, row.exit, "{what}");
             if run.code != 0 {
@@ -421,10 +285,7 @@ async fn a_refused_send_run_again_stays_refused() {
     // answers.
     let mut fresh = env.clone();
     let j = temp_file("j.sqlite", "").with_file_name("refused-again.sqlite");
-    fresh.push((
-        "WHISH_JOURNAL".to_owned(),
-        format!("sqlite:{}", j.display()),
-    ));
+    fresh.push(journal_at(&j));
     let b = whish(&args, &fresh).await;
     assert_eq!(b.code, 1, "{b:?}");
     assert_eq!(b.json()["code"], "transfer.already.done");

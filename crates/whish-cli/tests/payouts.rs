@@ -25,10 +25,7 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
         .parent()
         .expect("dir")
         .to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
-    ));
+    env.push(journal_at(&dir.join("payouts.sqlite")));
     let file = cash_payouts_file("aid-2026-11-24.csv", "P", "+9617033", 4, ROWS);
     let results = dir.join("results.csv");
     let file_arg = file.display().to_string();
@@ -146,10 +143,7 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
         .to_string();
     let mut outside_env = env.clone();
     outside_env.retain(|(k, _)| k != "WHISH_JOURNAL");
-    outside_env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("another.sqlite").display()),
-    ));
+    outside_env.push(journal_at(&dir.join("another.sqlite")));
     let sent = whish(&["transfer", "send", "--body", &body], &outside_env).await;
     assert_eq!(sent.code, 0, "{sent:?}");
     let csv = dir.join("reconcile.csv").display().to_string();
@@ -202,10 +196,7 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
         .parent()
         .expect("dir")
         .to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
-    ));
+    env.push(journal_at(&dir.join("payouts.sqlite")));
     let file = cash_payouts_file("aid-2026-11-24.csv", "P", "+9617033", 4, ROWS);
     let results = dir.join("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
@@ -285,10 +276,7 @@ async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
     }
     let file = temp_file("cancel-pending.csv", &text);
     let dir = file.parent().expect("dir").to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("payouts.sqlite").display()),
-    ));
+    env.push(journal_at(&dir.join("payouts.sqlite")));
     let file_arg = file.display().to_string();
     let mut send: Vec<&str> = vec!["payouts", "send", &file_arg, "--batch", "cancel-pending"];
     send.extend(SENDER);

@@ -6,10 +6,6 @@ mod common;
 use common::*;
 use whish_sandbox::{Endpoint, Sandbox};
 
-fn strs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfer_commands_end_to_end() {
     let sb = Sandbox::builder()

@@ -27,10 +27,7 @@ pub async fn sent_batch(name: &str, rows: usize) -> Sent {
     let mut env = sandbox_env(&sb);
     let file = cash_payouts_file(&format!("{name}.csv"), "A9-", "+961706", 4, rows);
     let dir = file.parent().expect("dir").to_owned();
-    env.push((
-        "WHISH_JOURNAL".into(),
-        format!("sqlite:{}", dir.join("journal.sqlite").display()),
-    ));
+    env.push(journal_at(&dir.join("journal.sqlite")));
     let file = file.display().to_string();
     let results = dir.join("send.csv").display().to_string();
     let mut send: Vec<&str> = vec![

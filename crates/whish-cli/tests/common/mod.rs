@@ -7,6 +7,8 @@ use std::process::Command;
 
 use whish_sandbox::Sandbox;
 
+pub mod ops;
+
 const VARS: [&str; 21] = [
     "HTTPS_PROXY",
     "https_proxy",
@@ -248,4 +250,31 @@ pub fn create_args(external_id: &str) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec()
+}
+
+/// A lenient sandbox (local callback addresses accepted) and its settings, with a journal of
+/// the test's own named `file` (in a fresh temporary directory).
+pub async fn lenient_sandbox_with_journal(file: &str) -> (Sandbox, Vec<(String, String)>) {
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
+    let journal = temp_file("journal.sqlite", "").with_file_name(file);
+    let mut env = sandbox_env(&sb);
+    env.push(journal_at(&journal));
+    (sb, env)
+}
+
+/// The `WHISH_JOURNAL` setting of a SQLite journal at `path`.
+pub fn journal_at(path: &std::path::Path) -> (String, String) {
+    (
+        "WHISH_JOURNAL".to_owned(),
+        format!("sqlite:{}", path.display()),
+    )
+}
+
+/// Borrowed arguments for [`whish`].
+pub fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
 }
