@@ -164,32 +164,16 @@ fn collection_of(status: &TransferStatus) -> Collection {
     }
 }
 
-/// Cancel a row's transfer under its own derived Request-id, through the journal.
+/// Cancel a row's transfer under its own derived Request-id `id`, through the journal, which
+/// holds `entry` under it (read by the row's follow-up).
 async fn cancel(
     journal: &Journal,
     client: &TransferClient,
-    batch: &str,
-    row_key: &str,
+    (id, entry): (RequestId, Option<whish_journal::Entry>),
     ltn: &str,
     reason: &str,
     row: &mut FollowUpRow,
 ) {
-    let (id, entry) = match resolve(
-        journal,
-        batch,
-        row_key,
-        key::cancel_request_id,
-        Operation::Cancel,
-    )
-    .await
-    {
-        Ok(v) => v,
-        Err(e) => {
-            row.cancel = Some(RowOutcome::NotSent);
-            row.message = Some(e.to_string());
-            return;
-        }
-    };
     // A cancel the journal holds is sent again with its own bytes (an earlier run's reason may
     // differ from this run's, and the journal refuses other bytes under the same key).
     let body = match &entry {
@@ -337,8 +321,9 @@ async fn follow_row(
         row.status = Some("CREDITED".into());
         return row;
     }
-    // The batch's cancel of this row, as the journal holds it (an earlier cancel run's).
-    let earlier_cancel = match resolve(
+    // The batch's cancel of this row: its Request-id, and what the journal holds under it (an
+    // earlier cancel run's). A cancel run sends it under that id.
+    let cancel_key = match resolve(
         &journal,
         &batch,
         &row_key,
@@ -347,17 +332,18 @@ async fn follow_row(
     )
     .await
     {
-        Ok((_, e)) => e,
+        Ok(v) => Some(v),
         Err(e) => {
             // Whether the batch ever cancelled the row is not known: `unknown`, and the row is
-            // still read from the service.
+            // still read from the service; nothing is sent for it.
             row.cancel = Some(RowOutcome::Unknown);
             row.message = Some(format!(
-                "the journal's record of a cancel of this row could not be read ({e}): run the follow-up again"
+                "the journal's record of a cancel of this row could not be read ({e}): run the same command again"
             ));
             None
         }
     };
+    let earlier_cancel = cancel_key.as_ref().and_then(|(_, e)| e.clone());
     let cancel_open = earlier_cancel.as_ref().is_some_and(is_open);
     if let Err(e) = at_service(&client, id, &log, &mut row).await {
         row.message = Some(format!("the status could not be read: {e}"));
@@ -370,11 +356,16 @@ async fn follow_row(
     if let Some((before, reason)) = cancel_before
         && ((row.collection == Collection::Waiting && entry.created < before) || cancel_open)
     {
-        if let Some(ltn) = row.ltn_number.clone() {
-            cancel(&journal, &client, &batch, &row_key, &ltn, &reason, &mut row).await;
-        } else {
-            row.cancel = Some(RowOutcome::NotSent);
-            row.message = Some("no LTN number is known for it: cannot cancel".into());
+        match (row.ltn_number.clone(), cancel_key) {
+            (Some(ltn), Some(key)) => {
+                cancel(&journal, &client, key, &ltn, &reason, &mut row).await;
+            }
+            (None, _) => {
+                row.cancel = Some(RowOutcome::NotSent);
+                row.message = Some("no LTN number is known for it: cannot cancel".into());
+            }
+            // The journal could not be read: `unknown`, said above; nothing sent.
+            (Some(_), None) => {}
         }
         return row;
     }
