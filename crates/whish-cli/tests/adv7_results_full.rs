@@ -75,16 +75,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
     fill_leaving(&mount.0, 6 * 1024);
     let results = mount.0.join("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
-    let mut send: Vec<&str> = vec![
-        "payouts",
-        "send",
-        &file_arg,
-        "--batch",
-        "adv7-results-full",
-        "--results",
-        &results_arg,
-    ];
-    send.extend(SENDER);
+    let mut send = payouts_cmd("send", &file_arg, "adv7-results-full", &results_arg);
     send.extend(["--concurrency", "4"]);
 
     let first = whish(&send, &env).await;
@@ -140,16 +131,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
     env.push(journal_at(&dir.join("payouts.sqlite")));
     let file_arg = file.display().to_string();
     let sent_results = dir.join("results.csv").display().to_string();
-    let mut send: Vec<&str> = vec![
-        "payouts",
-        "send",
-        &file_arg,
-        "--batch",
-        "adv7-cancel-full",
-        "--results",
-        &sent_results,
-    ];
-    send.extend(SENDER);
+    let send = payouts_cmd("send", &file_arg, "adv7-cancel-full", &sent_results);
     let sent = whish(&send, &env).await;
     assert_eq!(sent.code, 0, "{sent:?}");
     assert_eq!(sb.transfers().len(), ROWS);

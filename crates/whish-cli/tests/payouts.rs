@@ -30,16 +30,7 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
     let results = dir.join("results.csv");
     let file_arg = file.display().to_string();
     let results_arg = results.display().to_string();
-    let mut send: Vec<&str> = vec![
-        "payouts",
-        "send",
-        &file_arg,
-        "--batch",
-        "aid-cli",
-        "--results",
-        &results_arg,
-    ];
-    send.extend(SENDER);
+    let mut send = payouts_cmd("send", &file_arg, "aid-cli", &results_arg);
     send.extend(["--concurrency", "4"]);
 
     // Slow sends, so that the kill lands in the middle of the batch.
@@ -104,16 +95,7 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
     // Receivers collect a third; the follow-up finds them.
     let collected = sb.collect_share(0.3).await.len();
     let follow_file = dir.join("follow.csv").display().to_string();
-    let mut follow: Vec<&str> = vec![
-        "payouts",
-        "follow-up",
-        &file_arg,
-        "--batch",
-        "aid-cli",
-        "--results",
-        &follow_file,
-    ];
-    follow.extend(SENDER);
+    let follow = payouts_cmd("follow-up", &file_arg, "aid-cli", &follow_file);
     let followed = whish(&follow, &env).await;
     assert_eq!(followed.code, 0, "{followed:?}");
     let rows = followed.json()["rows"].clone();
@@ -200,16 +182,7 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
     let file = cash_payouts_file("aid-2026-11-24.csv", "P", "+9617033", 4, ROWS);
     let results = dir.join("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
-    let mut send: Vec<&str> = vec![
-        "payouts",
-        "send",
-        &file_arg,
-        "--batch",
-        "aid-cli-stopped",
-        "--results",
-        &results_arg,
-    ];
-    send.extend(SENDER);
+    let mut send = payouts_cmd("send", &file_arg, "aid-cli-stopped", &results_arg);
     send.extend(["--concurrency", "2"]);
     sb.inject(
         Endpoint::TransferSend,

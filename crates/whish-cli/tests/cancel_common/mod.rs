@@ -30,16 +30,7 @@ pub async fn sent_batch(name: &str, rows: usize) -> Sent {
     env.push(journal_at(&dir.join("journal.sqlite")));
     let file = file.display().to_string();
     let results = dir.join("send.csv").display().to_string();
-    let mut send: Vec<&str> = vec![
-        "payouts",
-        "send",
-        &file,
-        "--batch",
-        name,
-        "--results",
-        &results,
-    ];
-    send.extend(SENDER);
+    let send = payouts_cmd("send", &file, name, &results);
     let sent = whish(&send, &env).await;
     assert_eq!(sent.code, 0, "setup: every row sent: {sent:?}");
     assert_eq!(sb.transfers().len(), rows);

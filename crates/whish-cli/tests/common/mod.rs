@@ -266,6 +266,19 @@ pub async fn lenient_sandbox_with_journal(file: &str) -> (Sandbox, Vec<(String, 
     (sb, env)
 }
 
+/// `whish payouts SUB FILE --batch BATCH --results RESULTS`, with the batch's sender
+/// ([`SENDER`]).
+pub fn payouts_cmd<'a>(
+    sub: &'a str,
+    file: &'a str,
+    batch: &'a str,
+    results: &'a str,
+) -> Vec<&'a str> {
+    let mut a = vec!["payouts", sub, file, "--batch", batch, "--results", results];
+    a.extend(SENDER);
+    a
+}
+
 /// The `WHISH_JOURNAL` setting of a SQLite journal at `path`.
 pub fn journal_at(path: &std::path::Path) -> (String, String) {
     (
