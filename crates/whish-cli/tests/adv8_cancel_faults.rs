@@ -352,3 +352,49 @@ async fn an_open_cancel_is_sent_again_with_its_own_reason() {
         "the recorded bytes, its first reason: {bodies:?}"
     );
 }
+
+/// Found after the ninth review: a cancel left open (applied, its reply lost) behind a row whose
+/// LTN is known to neither the send's journal entry (here its references are emptied; in
+/// production, a row whose first send met `transfer.already.done`) nor the row's read (the
+/// activity log lists it CANCELLED, and carries no LTN). The cancel run's recovery cannot settle
+/// it (its status read meets a proxy's page). The row said `cancel: not-sent`, "no LTN number is
+/// known", though the open cancel holds its LTN in its own recorded body, may have been applied
+/// (it was), and was left open for every later run. It is sent again with its own bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_cancel_is_settled_when_the_row_has_no_ltn_known() {
+    let (s, first, _) = cancel_applied_reply_lost_status_unreadable("adv8-no-ltn").await;
+    assert_eq!(first.code, 3, "setup: {first:?}");
+    assert_eq!(open_entries(&s).await.len(), 1, "setup: the cancel is open");
+    let emptied = journal_sql(
+        &s,
+        "UPDATE whish_journal_entries SET refs = '{}' WHERE operation = 'send'",
+    )
+    .await;
+    assert_eq!(emptied, 1, "setup: the send's references emptied");
+    // The recovery's status read by LTN: a proxy's page; the cancel stays open past it.
+    s.sb.inject(Endpoint::TransferStatus, Fault::Page(502), 1);
+    let cutoff = in_an_hour();
+    let (again, rows) = payouts(&s, Some(&cutoff), "cancel-2.jsonl").await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        rows[0]["cancel"],
+        "accepted",
+        "the open cancel (applied: {:?}) was reported {} ({}), exit {}",
+        sandbox_status(&s.sb),
+        rows[0]["cancel"],
+        rows[0]["message"],
+        again.code
+    );
+    assert_eq!(rows[0]["cancelled_now"], true, "{rows:?}");
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(open_entries(&s).await.is_empty(), "the cancel is settled");
+    assert_eq!(sandbox_status(&s.sb), ["CANCELED_FULL"]);
+    assert_eq!(
+        request_ids(&s.sb, Endpoint::TransferCancel)
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        1,
+        "one cancel, under one Request-id"
+    );
+}

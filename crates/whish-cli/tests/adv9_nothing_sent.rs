@@ -93,23 +93,10 @@ async fn a_cancel_run_whose_journal_read_fails_sends_nothing_or_says_so() {
         }
     }
     let target = target.expect("setup: the other row's send");
-    let db = s.dir.join("journal.sqlite");
     let sql = format!(
         "UPDATE whish_journal_entries SET refs = '{{not json' WHERE operation = 'send' AND idem_key = '{target}';"
     );
-    {
-        use sqlx::{ConnectOptions, Executor};
-        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(&db)
-            .connect()
-            .await
-            .expect("setup: open the journal");
-        let done = conn
-            .execute(sqlx::AssertSqlSafe(sql))
-            .await
-            .expect("setup: spoil the row");
-        assert_eq!(done.rows_affected(), 1, "setup: one row spoiled");
-    }
+    assert_eq!(journal_sql(&s, &sql).await, 1, "setup: one row spoiled");
     let before = (
         applied_cancels(&s),
         request_ids(&s.sb, Endpoint::TransferCancel).len(),

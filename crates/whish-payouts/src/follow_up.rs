@@ -170,16 +170,24 @@ async fn cancel(
     journal: &Journal,
     client: &TransferClient,
     (id, entry): (RequestId, Option<whish_journal::Entry>),
-    ltn: &str,
+    ltn: Option<&str>,
     reason: &str,
     row: &mut FollowUpRow,
 ) {
     // A cancel the journal holds is sent again with its own bytes (an earlier run's reason may
-    // differ from this run's, and the journal refuses other bytes under the same key).
-    let body = match &entry {
-        Some(e) => e.request.clone(),
-        None => serde_json::to_vec(&serde_json::json!({ "ltnNumber": ltn, "reason": reason }))
-            .unwrap_or_default(),
+    // differ from this run's, and the journal refuses other bytes under the same key), which
+    // name the transfer's LTN even when neither the send's entry nor the row's read knows it.
+    let body = match (&entry, ltn) {
+        (Some(e), _) => e.request.clone(),
+        (None, Some(ltn)) => {
+            serde_json::to_vec(&serde_json::json!({ "ltnNumber": ltn, "reason": reason }))
+                .unwrap_or_default()
+        }
+        (None, None) => {
+            row.cancel = Some(RowOutcome::NotSent);
+            row.message = Some("no LTN number is known for it: cannot cancel".into());
+            return;
+        }
     };
     if let Some(e) = &entry
         && e.state == State::Accepted
@@ -206,6 +214,9 @@ async fn cancel(
     // having applied.
     prepared.delivery().clear();
     row.source = Source::Cancel;
+    if row.ltn_number.is_none() {
+        row.ltn_number = Some(prepared.ltn_number().to_owned());
+    }
     match journal.transfer(client.clone()).cancel(&prepared).await {
         Ok(c) => {
             row.collection = collection_of(&c.status);
@@ -239,7 +250,10 @@ async fn cancel(
                 row.collection = Collection::Unknown;
                 row.status = None;
             }
-            if let Ok(s) = client.status(&StatusQuery::LtnNumber(ltn.to_owned())).await {
+            if let Ok(s) = client
+                .status(&StatusQuery::LtnNumber(prepared.ltn_number().to_owned()))
+                .await
+            {
                 row.collection = collection_of(&s.status);
                 row.status = Some(s.status.to_string());
                 if matches!(verdict, Verdict::Pending | Verdict::Unknown)
@@ -356,16 +370,10 @@ async fn follow_row(
     if let Some((before, reason)) = cancel_before
         && ((row.collection == Collection::Waiting && entry.created < before) || cancel_open)
     {
-        match (row.ltn_number.clone(), cancel_key) {
-            (Some(ltn), Some(key)) => {
-                cancel(&journal, &client, key, &ltn, &reason, &mut row).await;
-            }
-            (None, _) => {
-                row.cancel = Some(RowOutcome::NotSent);
-                row.message = Some("no LTN number is known for it: cannot cancel".into());
-            }
-            // The journal could not be read: `unknown`, said above; nothing sent.
-            (Some(_), None) => {}
+        // When the journal could not be read, the row is `unknown`, said above; nothing sent.
+        if let Some(key) = cancel_key {
+            let ltn = row.ltn_number.clone();
+            cancel(&journal, &client, key, ltn.as_deref(), &reason, &mut row).await;
         }
         return row;
     }

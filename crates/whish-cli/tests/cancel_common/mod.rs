@@ -279,3 +279,18 @@ pub fn racing_proxy(upstream: SocketAddr, other: &'static str) -> SocketAddr {
     });
     addr
 }
+
+/// Run `sql` on the batch's SQLite journal file directly (a row spoiled or changed under the
+/// command, as a bad disk or a hand edit would): the number of rows it changed.
+pub async fn journal_sql(s: &Sent, sql: &str) -> u64 {
+    use sqlx::{ConnectOptions, Executor};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(s.dir.join("journal.sqlite"))
+        .connect()
+        .await
+        .expect("setup: open the journal");
+    conn.execute(sqlx::AssertSqlSafe(sql.to_owned()))
+        .await
+        .expect("setup: change the journal")
+        .rows_affected()
+}
