@@ -14,10 +14,13 @@
 //!   (`JournaledTransfer::reserve`, what a payout batch does) over plain (goal: at least 0.8);
 //! - (d) `list(Listing::new().open())` and `recover()` over a journal of 1 000 000 final entries
 //!   and 100 open ones against 1 000 final and 100 open (goal: within 2x), the journals built
-//!   with one bulk statement.
+//!   with one bulk statement, their keys spread over the Request-id space as drawn ones are;
+//! - (f) over the same two journals, what a payout batch's reservation costs a send (40
+//!   reservations of 256 sends with drawn Request-ids): no goal, a figure for sizing retention.
 //!
 //! `cargo bench -p whish-journal --bench journal`; `WHISH_BENCH_DURABLE_OUTCOMES=1` opens the
-//! journals with `durable_outcomes(true)`; `WHISH_BENCH_ONLY=ab` measures (a) and (b) alone. On PostgreSQL each journal is a fresh database of
+//! journals with `durable_outcomes(true)`; `WHISH_BENCH_ONLY=ab` measures (a) and (b) alone,
+//! `WHISH_BENCH_ONLY=scale` (d) and (f) alone. On PostgreSQL each journal is a fresh database of
 //! the server, dropped at the end. docs/performance.md holds the latest figures.
 
 use std::time::{Duration, Instant};
@@ -224,6 +227,11 @@ fn ab_only() -> bool {
     std::env::var("WHISH_BENCH_ONLY").is_ok_and(|v| v == "ab")
 }
 
+/// `WHISH_BENCH_ONLY=scale`: measure (d) and (f) only.
+fn scale_only() -> bool {
+    std::env::var("WHISH_BENCH_ONLY").is_ok_and(|v| v == "scale")
+}
+
 async fn measure(name: &str, url: &str, client: &TransferClient, sb: &Sandbox) {
     // WHISH_BENCH_DURABLE_OUTCOMES=1: every write waits for the disk (the outcome's too).
     let durable = std::env::var("WHISH_BENCH_DURABLE_OUTCOMES").is_ok_and(|v| v == "1");
@@ -303,13 +311,25 @@ async fn measure(name: &str, url: &str, client: &TransferClient, sb: &Sandbox) {
     journal.close().await;
 }
 
+/// The recorded request of every bulk entry: a JSON object about as long as a cash send's body
+/// (480 bytes), so that the journal is as large on disk as a real one of that many entries.
+fn bulk_request() -> Vec<u8> {
+    format!("{{\"pad\":\"{}\"}}", "x".repeat(470)).into_bytes()
+}
+
 /// The bulk insert of (d): `$1` entries, one in `$1 / $2` open (`intended`), the rest
-/// `accepted`; `n(i)` is the numbers 1 to `$1`, written per backend.
-const BULK: &str = "INSERT INTO whish_journal_entries (service, operation, idem_key, context, \
-     request, state, attempts, created_ms, updated_ms, outcome, lease_token) \
-     SELECT 'money-transfer', 'send', 'bulk-' || i, NULL, $3, \
-         CASE WHEN i % ($1 / $2) = 0 THEN 'intended' ELSE 'accepted' END, 1, i, i, NULL, 0 \
-     FROM n";
+/// `accepted`; `n(i)` is the numbers 1 to `$1`, and `key` a random positive 63-bit number as
+/// text (a drawn Request-id: the keys of a real journal are spread over the whole key space),
+/// both written per backend.
+fn bulk(key: &str) -> String {
+    format!(
+        "INSERT INTO whish_journal_entries (service, operation, idem_key, context, \
+         request, state, attempts, created_ms, updated_ms, outcome, lease_token) \
+         SELECT 'money-transfer', 'send', {key}, NULL, $3, \
+             CASE WHEN i % ($1 / $2) = 0 THEN 'intended' ELSE 'accepted' END, 1, i, i, NULL, 0 \
+         FROM n"
+    )
+}
 
 /// A SQLite journal of `finals` final entries and `open` open ones, built with one statement
 /// (one transaction).
@@ -322,12 +342,13 @@ async fn built_sqlite(dir: &std::path::Path, finals: i64, open: i64) -> Journal 
         .await
         .expect("connect");
     let sql = format!(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) {BULK}"
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) {}",
+        bulk("CAST((random() & 9223372036854775807) AS TEXT)")
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(finals + open)
         .bind(open)
-        .bind(&b"{}"[..])
+        .bind(bulk_request())
         .execute(&mut c)
         .await
         .expect("bulk insert");
@@ -368,11 +389,14 @@ async fn built_postgres(admin: &str, finals: i64, open: i64) -> (Journal, String
     let (url, name) = fresh_postgres(admin).await;
     Journal::open(&url).await.expect("journal").close().await;
     let mut c = sqlx::PgConnection::connect(&url).await.expect("connect");
-    let sql = format!("WITH n(i) AS (SELECT generate_series(1, $1::BIGINT)) {BULK}");
+    let sql = format!(
+        "WITH n(i) AS (SELECT generate_series(1, $1::BIGINT)) {}",
+        bulk("(floor(random() * 9.2e18))::BIGINT::TEXT")
+    );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(finals + open)
         .bind(open)
-        .bind(&b"{}"[..])
+        .bind(bulk_request())
         .execute(&mut c)
         .await
         .expect("bulk insert");
@@ -419,35 +443,69 @@ fn print_scale_ratio(name: &str, times: &[(f64, f64)]) {
     );
 }
 
-/// (d) over a small and a large journal with the same open entries, per backend.
-async fn scale(postgres: Option<&str>) {
+/// Reservations of 256 sends in (f).
+const RESERVATIONS: usize = 40;
+
+/// (f) What a reservation costs a send over `journal`: [`RESERVATIONS`] of 256 sends with
+/// drawn Request-ids (recorded, never sent), their whole time over their sends, in us (a mean,
+/// so that the checkpoints some of them pay are counted, as a batch pays them).
+async fn reserve_cost(journal: &Journal, client: &TransferClient) -> f64 {
+    let t = journal.transfer(client.clone());
+    let mut spent = Duration::ZERO;
+    for _ in 0..RESERVATIONS {
+        let prepared: Vec<_> = (0..256)
+            .map(|_| client.prepare_send(send()).expect("prepare"))
+            .collect();
+        let started = Instant::now();
+        let reserved = t.reserve(prepared).await;
+        spent += started.elapsed();
+        assert_eq!(reserved.len(), 256);
+    }
+    spent.as_secs_f64() * 1e6 / (RESERVATIONS * 256) as f64
+}
+
+fn print_reserve(name: &str, costs: &[f64]) {
+    println!(
+        "{name:<10} (f) a batch's reservation ({RESERVATIONS} of 256 sends): {:.1} us a send over 1 000 final entries, {:.1} us over 1 000 000 ({:.1}x)",
+        costs[0],
+        costs[1],
+        costs[1] / costs[0]
+    );
+}
+
+/// (d) and (f) over a small and a large journal with the same open entries, per backend.
+async fn scale(postgres: Option<&str>, client: &TransferClient) {
     let dir = std::env::temp_dir().join(format!("whish-journal-scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let mut times = Vec::new();
+    let (mut times, mut reserves) = (Vec::new(), Vec::new());
     for finals in [1_000i64, 1_000_000] {
         let journal = built_sqlite(&dir, finals, 100).await;
         let t = list_and_recover(&journal).await;
         print_scale("sqlite", finals, t);
         times.push(t);
+        reserves.push(reserve_cost(&journal, client).await);
         journal.close().await;
     }
     print_scale_ratio("sqlite", &times);
+    print_reserve("sqlite", &reserves);
     let _ = std::fs::remove_dir_all(&dir);
     let Some(admin) = postgres else {
         println!("postgres   (d) NOT RUN: WHISH_TEST_POSTGRES_URL is not set");
         return;
     };
-    let mut times = Vec::new();
+    let (mut times, mut reserves) = (Vec::new(), Vec::new());
     let mut made = Vec::new();
     for finals in [1_000i64, 1_000_000] {
         let (journal, name) = built_postgres(admin, finals, 100).await;
         let t = list_and_recover(&journal).await;
         print_scale("postgres", finals, t);
         times.push(t);
+        reserves.push(reserve_cost(&journal, client).await);
         journal.close().await;
         made.push(name);
     }
     print_scale_ratio("postgres", &times);
+    print_reserve("postgres", &reserves);
     drop_postgres(admin, made).await;
 }
 
@@ -478,27 +536,29 @@ fn main() {
             .expect("client");
         println!("whish-journal: the journal's cost on a send, against the in-process sandbox");
         let dir = std::env::temp_dir().join(format!("whish-journal-bench-{}", std::process::id()));
-        measure(
-            "sqlite",
-            &format!("sqlite:{}", dir.join("journal.sqlite").display()),
-            &client,
-            &sb,
-        )
-        .await;
         let postgres = std::env::var("WHISH_TEST_POSTGRES_URL")
             .ok()
             .filter(|u| !u.is_empty());
-        match &postgres {
-            Some(admin) => {
-                let (url, name) = fresh_postgres(admin).await;
-                measure("postgres", &url, &client, &sb).await;
-                drop_postgres(admin, vec![name]).await;
+        if !scale_only() {
+            measure(
+                "sqlite",
+                &format!("sqlite:{}", dir.join("journal.sqlite").display()),
+                &client,
+                &sb,
+            )
+            .await;
+            match &postgres {
+                Some(admin) => {
+                    let (url, name) = fresh_postgres(admin).await;
+                    measure("postgres", &url, &client, &sb).await;
+                    drop_postgres(admin, vec![name]).await;
+                }
+                None => println!("postgres   NOT RUN: WHISH_TEST_POSTGRES_URL is not set"),
             }
-            None => println!("postgres   NOT RUN: WHISH_TEST_POSTGRES_URL is not set"),
+            let _ = std::fs::remove_dir_all(&dir);
         }
-        let _ = std::fs::remove_dir_all(&dir);
         if !ab_only() {
-            scale(postgres.as_deref()).await;
+            scale(postgres.as_deref(), &client).await;
         }
         sb.shutdown().await;
     });
