@@ -495,6 +495,12 @@ pub enum JournalCmd {
         /// dead, such as a process on another host that was killed.
         #[arg(long)]
         take_over: bool,
+        /// Also settle the entries waiting for the operator (needs-operator) recorded within
+        /// --deadline-hours: your decision that they should be settled now (a batch resumed
+        /// after a weekend). A transfer is read by status first and sent again, with its own
+        /// Request-id, only when the service never received it.
+        #[arg(long)]
+        retry_needs_operator: bool,
     },
 }
 

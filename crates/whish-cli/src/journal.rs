@@ -125,6 +125,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
         JournalCmd::Recover {
             deadline_hours,
             take_over,
+            retry_needs_operator,
         } => {
             if !(deadline_hours.is_finite() && deadline_hours >= 0.0) {
                 return Err(usage(
@@ -152,7 +153,10 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             let report = journal
                 .recover(
                     &clients,
-                    &Recovery::new().deadline(deadline).take_over(take_over),
+                    &Recovery::new()
+                        .deadline(deadline)
+                        .take_over(take_over)
+                        .retry_needs_operator(retry_needs_operator),
                 )
                 .await
                 .map_err(recovery_failed)?;

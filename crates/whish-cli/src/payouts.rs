@@ -224,16 +224,31 @@ fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
             s.held_elsewhere
         );
     }
-    let open = s.count(RowOutcome::Pending)
-        + s.count(RowOutcome::Unknown)
-        + s.count(RowOutcome::NeedsOperator);
+    let open = s.count(RowOutcome::Pending) + s.count(RowOutcome::Unknown);
+    let (not_sent, for_a_person) = (
+        s.count(RowOutcome::NotSent),
+        s.count(RowOutcome::NeedsOperator),
+    );
     if let Some(why) = &s.stopped {
         eprintln!("whish: {}", output::printable(why));
         STOPPED
-    } else if open > 0 || s.count(RowOutcome::NotSent) > 0 {
-        eprintln!(
-            "whish: {open} row(s) still open: run the same command again later (the same Request-ids are read again, never new transfers)"
-        );
+    } else if open + not_sent + for_a_person > 0 {
+        if open > 0 {
+            eprintln!(
+                "whish: {open} row(s) pending or unknown: run the same command again later (the same Request-ids are read again, never new transfers)"
+            );
+        }
+        if not_sent > 0 {
+            eprintln!(
+                "whish: {not_sent} row(s) not sent: see `message` in {} (a bad row skipped, or a row changed since it was recorded, is not sent by running again)",
+                path.display()
+            );
+        }
+        if for_a_person > 0 {
+            eprintln!(
+                "whish: {for_a_person} row(s) wait for a person (open past the recovery deadline): `whish journal recover --retry-needs-operator --deadline-hours H` settles them, then run the batch again"
+            );
+        }
         PENDING
     } else if s.count(RowOutcome::Refused) > 0 {
         eprintln!(

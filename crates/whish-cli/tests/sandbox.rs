@@ -850,6 +850,45 @@ async fn journal_recover_says_4_while_the_service_is_unreachable_and_a_broken_jo
     sb.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_for_the_operator_is_settled_only_when_asked() {
+    let sb = Sandbox::builder()
+        .lenient(true)
+        .start()
+        .await
+        .expect("sandbox");
+    let mut env = sandbox_env(&sb);
+    env.push(journal_at(
+        &temp_file("placeholder", "").with_file_name("operator.sqlite"),
+    ));
+    let body = temp_file("operator.json", &cash_body("61"))
+        .display()
+        .to_string();
+    sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropRequest, 1);
+    let lost = whish(
+        &["transfer", "send", "--body", &body, "--retries", "0"],
+        &env,
+    )
+    .await;
+    assert_eq!(lost.code, 4, "{lost:?}");
+    // Past the deadline: to the operator, nothing sent; a plain recovery leaves it there.
+    let late = whish(&["journal", "recover", "--deadline-hours", "0"], &env).await;
+    assert_eq!(late.code, 3, "{late:?}");
+    assert_eq!(
+        late.json()["open"][0]["state"],
+        "needs-operator",
+        "{late:?}"
+    );
+    let plain = whish(&["journal", "recover"], &env).await;
+    assert_eq!(plain.code, 3, "{plain:?}");
+    assert!(sb.transfers().is_empty(), "nothing was sent");
+    // A person's word: read by status (never received), then sent with its own Request-id.
+    let settled = whish(&["journal", "recover", "--retry-needs-operator"], &env).await;
+    assert_eq!(settled.code, 0, "{settled:?}");
+    assert_eq!(sb.transfers().len(), 1);
+    sb.shutdown().await;
+}
+
 #[test]
 fn whish_processes_opening_a_new_journal_at_once_all_open_it() {
     // CI found two `whish` processes racing on a new SQLite file ("table already exists",

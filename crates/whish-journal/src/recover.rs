@@ -69,6 +69,7 @@ pub struct Recovery {
     deadline: Duration,
     batch: i64,
     take_over: bool,
+    retry_needs_operator: bool,
 }
 
 impl Default for Recovery {
@@ -77,6 +78,7 @@ impl Default for Recovery {
             deadline: Duration::from_secs(24 * 3600),
             batch: 64,
             take_over: false,
+            retry_needs_operator: false,
         }
     }
 }
@@ -98,6 +100,18 @@ impl Recovery {
     /// with the same key, but no longer one worker per entry).
     pub fn take_over(mut self, yes: bool) -> Self {
         self.take_over = yes;
+        self
+    }
+    /// Also work the entries waiting for an operator (`needs-operator`) that are within the
+    /// [`deadline`](Self::deadline): a person's decision that they should be settled now, after
+    /// the default deadline of 24 hours sent them there (a batch resumed after a weekend). Each
+    /// is settled the safe way for its service, with its own key and bytes: a transfer's send
+    /// is read by status first and sent again only when the service never received it; a
+    /// cancel is decided by the transfer's status; a hosted-collect or top-up request is sent
+    /// again, and the service replays what it recorded. One past the deadline stays as it is,
+    /// and one whose row cannot be read stays waiting for the operator.
+    pub fn retry_needs_operator(mut self, yes: bool) -> Self {
+        self.retry_needs_operator = yes;
         self
     }
     /// How many entries one lease takes at a time (at least 1).
@@ -246,7 +260,14 @@ impl Journal {
             let batch = self
                 .inner
                 .db
-                .claim_open(owner, lease_ms, after, options.batch, options.take_over)
+                .claim_open(
+                    owner,
+                    lease_ms,
+                    after,
+                    options.batch,
+                    options.take_over,
+                    options.retry_needs_operator,
+                )
                 .await?;
             let Some(last) = batch.last() else { break };
             after = last.lease.id;
@@ -260,11 +281,18 @@ impl Journal {
         // reporting all final while one is open.
         let (open, _) = self.inner.db.list(true, i64::MAX).await?;
         for entry in open {
-            if !entry.state.is_open() || seen.contains(&entry.id) {
+            let wanted = entry.state.is_open()
+                || (options.retry_needs_operator && entry.state == State::NeedsOperator);
+            if !wanted || seen.contains(&entry.id) {
                 continue;
             }
             // Still open and free now (not finished by its holder meanwhile).
-            if let Some(claimed) = self.inner.db.claim_one(entry.id, owner, lease_ms).await? {
+            if let Some(claimed) = self
+                .inner
+                .db
+                .claim_one(entry.id, owner, lease_ms, options.retry_needs_operator)
+                .await?
+            {
                 seen.insert(entry.id);
                 self.work(clients, options, claimed, &mut report).await?;
             }
@@ -336,8 +364,14 @@ impl Journal {
                 return Ok(());
             }
         };
-        // Past its deadline: an operator decides, and nothing is sent first.
-        if overdue(&entry, options.deadline, self.inner.db.now().await?) {
+        // Past its deadline: an operator decides, and nothing is sent first. One that waits
+        // for the operator already (worked again on request) stays as it is.
+        let overdue = overdue(&entry, options.deadline, self.inner.db.now().await?);
+        if overdue && entry.state == State::NeedsOperator {
+            self.inner.db.release(lease, owner).await?;
+            return Ok(());
+        }
+        if overdue {
             let mut outcome = entry
                 .outcome
                 .clone()
@@ -451,9 +485,11 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 Ok(p) => p,
                 Err(e) => return Some(unreadable("transfer", e)),
             };
-            if entry.state == State::Pending {
+            if matches!(entry.state, State::Pending | State::NeedsOperator) {
                 // The spec: a Pending create is followed up with status; a transfer the
-                // records do not hold is resent with the same Request-id.
+                // records do not hold is resent with the same Request-id. One a person sends
+                // back from `needs-operator` is read first too: it is old, and if it arrived
+                // it is confirmed without another send.
                 match client
                     .status(&StatusQuery::RequestId(prepared.request_id()))
                     .await

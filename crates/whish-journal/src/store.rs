@@ -426,6 +426,16 @@ const COLUMNS: &str = "id, service, operation, idem_key, context, request, state
 /// The open states: those recovery works on.
 const OPEN_STATES: &str = "'intended', 'may-have-arrived', 'pending'";
 
+/// The states a recovery claims: the open ones, and `needs-operator` when a person asked for
+/// those to be worked again ([`Recovery::retry_needs_operator`](crate::Recovery::retry_needs_operator)).
+fn claimable(needs_operator: bool) -> &'static str {
+    if needs_operator {
+        LISTED_STATES
+    } else {
+        OPEN_STATES
+    }
+}
+
 /// What a listing of the open entries shows: the open states and `needs-operator`.
 const LISTED_STATES: &str = "'intended', 'may-have-arrived', 'needs-operator', 'pending'";
 
@@ -490,8 +500,9 @@ fn unknown_states_sql() -> String {
 impl Db {
     /// Lease up to `$4` open entries after id `$3` whose lease is free or expired (or any, to
     /// take them over): `$1` the owner, `$2` the lease in ms.
-    fn claim_open_sql(&self, take_over: bool) -> String {
+    fn claim_open_sql(&self, take_over: bool, needs_operator: bool) -> String {
         let now = self.now_sql();
+        let states = claimable(needs_operator);
         let expired = if take_over {
             "TRUE".to_owned()
         } else {
@@ -499,7 +510,7 @@ impl Db {
         };
         let ids = self.ids_in(&format!(
             "SELECT id FROM whish_journal_entries \
-             WHERE state IN ({OPEN_STATES}) AND id > $3 AND {expired} \
+             WHERE state IN ({states}) AND id > $3 AND {expired} \
              ORDER BY id LIMIT $4 {}",
             self.skip_locked()
         ));
@@ -1198,8 +1209,9 @@ impl Db {
         after: i64,
         limit: i64,
         take_over: bool,
+        needs_operator: bool,
     ) -> Result<Vec<Claimed>, JournalError> {
-        let sql = self.claim_open_sql(take_over);
+        let sql = self.claim_open_sql(take_over, needs_operator);
         let _turn = self.turn().await;
         let mut claimed = on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -1216,20 +1228,22 @@ impl Db {
         Ok(claimed)
     }
 
-    /// Lease one entry by id for recovery, only while it is still open and its lease free or
-    /// expired; the entry as it is now.
+    /// Lease one entry by id for recovery, only while it is still open (or waiting for an
+    /// operator, with `needs_operator`) and its lease free or expired; the entry as it is now.
     pub(crate) async fn claim_one(
         &self,
         id: i64,
         owner: &str,
         lease_ms: i64,
+        needs_operator: bool,
     ) -> Result<Option<Claimed>, JournalError> {
         let now = self.now_sql();
+        let states = claimable(needs_operator);
         let sql = format!(
             "UPDATE whish_journal_entries \
              SET lease_owner = $2, lease_until_ms = {now} + $3, attempts = attempts + 1, \
                  lease_token = lease_token + 1 \
-             WHERE id = $1 AND state IN ('intended', 'may-have-arrived', 'pending') \
+             WHERE id = $1 AND state IN ({states}) \
                AND (lease_until_ms IS NULL OR lease_until_ms < {now}) \
              RETURNING {COLUMNS}"
         );

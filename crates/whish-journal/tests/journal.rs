@@ -431,6 +431,85 @@ async fn an_entry_still_open_after_its_deadline_goes_to_the_operator() {
 }
 
 #[tokio::test]
+async fn an_entry_waiting_for_the_operator_is_settled_when_a_person_asks() {
+    for place in places("retry-operator").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        // One send never arrived, the other was applied and its reply lost.
+        let lost = t.client().prepare_send(cash_send(70)).expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+        assert!(t.send(&lost).await.expect_err("dropped").outcome_unknown());
+        let applied = t.client().prepare_send(cash_send(71)).expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+        assert!(
+            t.send(&applied)
+                .await
+                .expect_err("dropped")
+                .outcome_unknown()
+        );
+        assert_eq!(transfers_with(&sb, applied.request_id().get()), 1, "setup");
+        let clients = Clients::new().transfer(transfer(&sb, 0));
+        let report = journal
+            .recover(&clients, &Recovery::new().deadline(Duration::ZERO))
+            .await
+            .expect("recover");
+        assert_eq!(report.needs_operator, 2, "setup: {report:?}");
+        let before = sb.requests().len();
+
+        // Without the person's word nothing moves, and nothing is sent.
+        let report = journal
+            .recover(&clients, &Recovery::new())
+            .await
+            .expect("recover");
+        assert_eq!(report.examined, 0, "{report:?}");
+        // With it, but past the deadline given: still nothing.
+        let report = journal
+            .recover(
+                &clients,
+                &Recovery::new()
+                    .retry_needs_operator(true)
+                    .deadline(Duration::ZERO),
+            )
+            .await
+            .expect("recover");
+        assert!(report.changes.is_empty(), "{report:?}");
+        assert_eq!(sb.requests().len(), before, "nothing was sent");
+        for p in [&lost, &applied] {
+            let key = p.request_id().to_string();
+            assert_eq!(
+                state_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await,
+                State::NeedsOperator
+            );
+        }
+
+        // Within the deadline: each is read by status first; the one the service holds is
+        // confirmed without a send, the one it never received is sent with its own key.
+        let report = journal
+            .recover(&clients, &Recovery::new().retry_needs_operator(true))
+            .await
+            .expect("recover");
+        assert_eq!(report.changes.len(), 2, "{report:?}");
+        assert!(report.all_final(), "{report:?}");
+        for p in [&lost, &applied] {
+            let key = p.request_id().to_string();
+            assert_eq!(
+                state_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await,
+                State::Accepted
+            );
+            assert_eq!(transfers_with(&sb, p.request_id().get()), 1, "paid once");
+        }
+        let sends = sb
+            .requests()
+            .iter()
+            .skip(before)
+            .filter(|r| r.endpoint == Endpoint::TransferSend)
+            .count();
+        assert_eq!(sends, 1, "only the transfer that never arrived was sent");
+    }
+}
+
+#[tokio::test]
 async fn two_recovering_processes_never_work_on_the_same_entry() {
     for place in places("leases").await {
         let sb = sandbox().await;

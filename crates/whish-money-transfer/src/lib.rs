@@ -11,12 +11,15 @@
 //! 2. **Prepare** the send ([`CashCollectionSend`] or [`MobileWalletSend`]): it is checked
 //!    (English names, a real `dd-MM-yyyy` date of birth not in the future, the amount rules per
 //!    currency, a public callback address) and its Request-id fixed. **Store the Request-id**.
-//! 3. **Send** with [`TransferClient::send`]. Timeouts, dropped replies and Pending are resent with
-//!    the same bytes and the same Request-id; `transfer.already.done` after a resend is a
-//!    confirmation, read through status. Pending is never a failure.
+//! 3. **Send** with [`TransferClient::send`]. Timeouts and dropped replies are resent with the
+//!    same bytes and the same Request-id; `transfer.already.done` after a resend is a
+//!    confirmation, read through status. Pending (`code` 500) is returned at once, never resent
+//!    and never a failure (`is_pending()`): follow it up with a status read by Request-id.
 //! 4. **Callback** (cash collection, when collected): a notification, not proof.
-//! 5. **Confirm** with [`TransferClient::status`]; it is authoritative.
-//! 6. **Cancel** a cash-collection transfer before collection if needed.
+//! 5. **Confirm** with [`TransferClient::status`]: the status read is what to believe, over an
+//!    answer that was lost or a callback.
+//! 6. **Cancel** with [`TransferClient::cancel`] while a cash-collection transfer is still
+//!    uncollected.
 //! 7. **Reconcile** with [`reconcile`].
 //!
 //! See `docs/money-transfer.md` for the whole guide with examples.

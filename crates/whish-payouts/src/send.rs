@@ -51,9 +51,12 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
         }
         State::NeedsOperator => {
             r.outcome = RowOutcome::NeedsOperator;
-            r.message = outcome
-                .and_then(|o| o.message.clone())
-                .or_else(|| Some("the journal holds this row for an operator".into()));
+            r.message = Some(format!(
+                "{}: nothing sends it by itself; to settle it, `whish journal recover --retry-needs-operator --deadline-hours H` (H covering when it was recorded), then run the batch again",
+                outcome
+                    .and_then(|o| o.message.clone())
+                    .unwrap_or_else(|| "the journal holds this row for an operator".into())
+            ));
             Some(r)
         }
         // Open: sent again with the same Request-id and bytes (a resend: the service answers

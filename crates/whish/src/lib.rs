@@ -17,7 +17,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! whish = { version = "0.2", default-features = false, features = ["intl-topup", "rustls-ring"] }
+//! whish = { version = "0.3", default-features = false, features = ["intl-topup", "rustls-ring"] }
 //! ```
 //!
 //! The TLS stack is a feature too ([`core::tls`]): `rustls-ring` (in the defaults; the lightest

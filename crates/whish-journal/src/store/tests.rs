@@ -122,12 +122,17 @@ fn statements(db: &Db) -> Vec<(&'static str, String, &'static str)> {
         ),
         (
             "claim_open",
-            db.claim_open_sql(false),
+            db.claim_open_sql(false, false),
             "whish_journal_entries_state",
         ),
         (
             "claim_open, take over",
-            db.claim_open_sql(true),
+            db.claim_open_sql(true, false),
+            "whish_journal_entries_state",
+        ),
+        (
+            "claim_open, needs-operator too",
+            db.claim_open_sql(false, true),
             "whish_journal_entries_state",
         ),
         (
@@ -167,7 +172,9 @@ fn parameters(sql: &str) -> usize {
 fn text(name: &str, i: usize) -> Option<&'static str> {
     match (name, i) {
         ("leased_elsewhere", _) => Some("another owner"),
-        ("claim_open" | "claim_open, take over", 0) => Some("me"),
+        ("claim_open" | "claim_open, take over" | "claim_open, needs-operator too", 0) => {
+            Some("me")
+        }
         ("listing of a state" | "listing open, of a state", 0) => Some("pending"),
         ("listing open", 0) => Some(""),
         _ => None,
