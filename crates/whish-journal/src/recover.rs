@@ -108,8 +108,10 @@ impl Recovery {
     /// is settled the safe way for its service, with its own key and bytes: a transfer's send
     /// is read by status first and sent again only when the service never received it; a
     /// cancel is decided by the transfer's status; a hosted-collect or top-up request is sent
-    /// again, and the service replays what it recorded. One past the deadline stays as it is,
-    /// and one whose row cannot be read stays waiting for the operator.
+    /// again with its own externalId, which the service replays if it had it and acts on now if
+    /// it never did (a top-up bought days late: only ask for what should still happen). One
+    /// past the deadline stays as it is, and one whose row cannot be read stays waiting for the
+    /// operator.
     pub fn retry_needs_operator(mut self, yes: bool) -> Self {
         self.retry_needs_operator = yes;
         self
