@@ -789,32 +789,38 @@ async fn a_send_killed_midway_is_resolved_by_journal_recover_to_one_transfer() {
     sb.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn journal_recover_says_4_while_the_service_is_unreachable_and_a_broken_journal_sends_nothing()
- {
+/// A lenient sandbox, a journal file `NAME.sqlite` of its own, and one `transfer send` (its body
+/// in `NAME.json`, returned) that `fault` left with an unknown outcome (exit 4, entry open).
+async fn one_lost_send(
+    name: &str,
+    fault: whish_sandbox::Fault,
+) -> (Sandbox, Vec<(String, String)>, String) {
     let sb = Sandbox::builder()
         .lenient(true)
         .start()
         .await
         .expect("sandbox");
     let mut env = sandbox_env(&sb);
-    let journal = format!(
-        "sqlite:{}",
-        temp_file("placeholder", "")
-            .with_file_name("unreachable.sqlite")
-            .display()
-    );
-    env.push(("WHISH_JOURNAL".into(), journal));
-    let body = temp_file("lost.json", &cash_body("60"))
+    env.push(journal_at(
+        &temp_file("placeholder", "").with_file_name(format!("{name}.sqlite")),
+    ));
+    let body = temp_file(&format!("{name}.json"), &cash_body("60"))
         .display()
         .to_string();
-    sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropReply, 1);
+    sb.inject(Endpoint::TransferSend, fault, 1);
     let lost = whish(
         &["transfer", "send", "--body", &body, "--retries", "0"],
         &env,
     )
     .await;
-    assert_eq!(lost.code, 4, "{lost:?}");
+    assert_eq!(lost.code, 4, "setup: {lost:?}");
+    (sb, env, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_recover_says_4_while_the_service_is_unreachable_and_a_broken_journal_sends_nothing()
+ {
+    let (sb, env, body) = one_lost_send("unreachable", whish_sandbox::Fault::DropReply).await;
 
     // The service cannot be reached: exit 4, the entry stays open.
     let mut away = env.clone();
@@ -852,25 +858,7 @@ async fn journal_recover_says_4_while_the_service_is_unreachable_and_a_broken_jo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_for_the_operator_is_settled_only_when_asked() {
-    let sb = Sandbox::builder()
-        .lenient(true)
-        .start()
-        .await
-        .expect("sandbox");
-    let mut env = sandbox_env(&sb);
-    env.push(journal_at(
-        &temp_file("placeholder", "").with_file_name("operator.sqlite"),
-    ));
-    let body = temp_file("operator.json", &cash_body("61"))
-        .display()
-        .to_string();
-    sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropRequest, 1);
-    let lost = whish(
-        &["transfer", "send", "--body", &body, "--retries", "0"],
-        &env,
-    )
-    .await;
-    assert_eq!(lost.code, 4, "{lost:?}");
+    let (sb, env, _) = one_lost_send("operator", whish_sandbox::Fault::DropRequest).await;
     // Past the deadline: to the operator, nothing sent; a plain recovery leaves it there.
     let late = whish(&["journal", "recover", "--deadline-hours", "0"], &env).await;
     assert_eq!(late.code, 3, "{late:?}");

@@ -62,6 +62,9 @@ impl Clients {
     }
 }
 
+/// The outcome `result` of an entry sent to the operator because its row could not be read.
+pub(crate) const UNREADABLE: &str = "unreadable";
+
 /// How recovery runs.
 #[derive(Debug, Clone)]
 #[must_use]
@@ -154,13 +157,15 @@ pub struct RecoveryReport {
     /// Of those, the ones whose last attempt did not reach the service, or whose outcome is
     /// unknown after a transport failure.
     pub unreachable: usize,
-    /// Entries moved to `needs-operator` by this run.
+    /// Entries this run moved to `needs-operator`, or (asked to work them again with
+    /// [`Recovery::retry_needs_operator`]) left there.
     pub needs_operator: usize,
     /// Entries of a service no client was given for.
     pub skipped: usize,
     /// Open entries another process holds the lease of (it is sending or recovering them, or
-    /// it died on another host and its lease has not run out yet): not looked at by this run,
-    /// and still open.
+    /// it died on another host and its lease has not run out yet), and entries waiting for an
+    /// operator that another process is working again: not looked at by this run, and not
+    /// settled yet.
     pub held_elsewhere: Vec<HeldElsewhere>,
     /// Entries whose holder was a process of this host that is gone: taken over at once.
     pub taken_from_dead: usize,
@@ -368,9 +373,17 @@ impl Journal {
         };
         // Past its deadline: an operator decides, and nothing is sent first. One that waits
         // for the operator already (worked again on request) stays as it is.
+        // A person asked for the entries waiting for them to be worked again: those recorded
+        // before the deadline they gave, and those whose row could not be read (quarantined:
+        // what it holds is not to be trusted, even if it reads now), stay as they are.
         let overdue = overdue(&entry, options.deadline, self.inner.db.now().await?);
-        if overdue && entry.state == State::NeedsOperator {
+        let quarantined = entry
+            .outcome
+            .as_ref()
+            .is_some_and(|o| o.result == UNREADABLE);
+        if entry.state == State::NeedsOperator && (overdue || quarantined) {
             self.inner.db.release(lease, owner).await?;
+            report.needs_operator += 1;
             return Ok(());
         }
         if overdue {
@@ -496,6 +509,21 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                     .status(&StatusQuery::RequestId(prepared.request_id()))
                     .await
                 {
+                    // The status result carries no amount: a transfer someone else sent under
+                    // the same Request-id would confirm this one. The activity log tells them
+                    // apart; when it shows another amount or currency, nothing is settled.
+                    Ok(_) if client.is_someone_elses(&prepared).await => {
+                        let mut outcome = Outcome::new("unknown");
+                        outcome.message = Some(format!(
+                            "the service holds a transfer under Request-id {} with another amount or currency than this request: not confirmed, and not sent again; a person must look",
+                            prepared.request_id()
+                        ));
+                        return Some(Verdict {
+                            state: None,
+                            outcome,
+                            refs: crate::entry::References::default(),
+                        });
+                    }
                     Ok(status) => {
                         return Some(Verdict::accepted("confirmed", status_refs(&status)));
                     }

@@ -358,6 +358,10 @@ fn insert_sql(now: &str) -> String {
 /// recorded already, or by an earlier intent of the same statement). `anonymous`: the
 /// parameters as `?` (SQLite: binding a numbered parameter looks its name up in a list, so a
 /// statement of hundreds of them binds in quadratic time), else `$1`, `$2`, ...
+#[cfg_attr(
+    not(any(feature = "money-transfer", feature = "sqlite")),
+    allow(dead_code)
+)]
 pub(crate) fn insert_many_sql(n: usize, now: &str, anonymous: bool) -> String {
     let values: Vec<String> = (0..n)
         .map(|i| {
@@ -392,7 +396,9 @@ pub(crate) fn padded_len(n: usize) -> usize {
 }
 
 /// `items` cut into pieces of at most `max` (a power of two), each a power of two long: the
-/// statements of many rows then take a few sizes (see [`padded_len`]).
+/// statements of many rows then take a few sizes (see [`padded_len`]). Used by reservations,
+/// which only the money-transfer client makes.
+#[cfg_attr(not(feature = "money-transfer"), allow(dead_code))]
 pub(crate) fn pow2_chunks<T>(mut items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
     std::iter::from_fn(move || {
         if items.is_empty() {
@@ -523,12 +529,13 @@ impl Db {
         )
     }
 
-    /// The open entries leased by another owner than `$1`, unexpired.
+    /// The open entries (and those waiting for an operator: another process may be working
+    /// them again on a person's word) leased by another owner than `$1`, unexpired.
     fn leased_elsewhere_sql(&self) -> String {
         let now = self.now_sql();
         format!(
             "SELECT {COLUMNS} FROM whish_journal_entries \
-             WHERE state IN ({OPEN_STATES}) \
+             WHERE state IN ({LISTED_STATES}) \
                AND lease_owner IS NOT NULL AND lease_owner <> $1 AND lease_until_ms >= {now} \
              ORDER BY id"
         )
@@ -1270,7 +1277,7 @@ impl Db {
         owner: &str,
         reason: &str,
     ) -> Result<bool, JournalError> {
-        let mut outcome = Outcome::new("unreadable");
+        let mut outcome = Outcome::new(crate::recover::UNREADABLE);
         outcome.message = Some(reason.to_owned());
         self.mark_needs_operator(lease, owner, &outcome).await
     }

@@ -547,10 +547,16 @@ impl TransferClient {
     }
 
     /// True when the activity log shows the transfer under this Request-id with another amount
-    /// or currency than `prepared` (a Request-id reused for another transfer). False when it
-    /// matches, and when it cannot be told (the log cannot be read, or does not show it in the
-    /// last 40 days): the status read is then the confirmation, as the spec has it.
-    async fn is_someone_elses(&self, prepared: &PreparedTransfer) -> bool {
+    /// or currency than `prepared` (a Request-id reused for another transfer: someone else's,
+    /// sent under the same number). False when it matches, and when it cannot be told (the log
+    /// cannot be read, or does not show it in the last 40 days): the status read is then the
+    /// confirmation, as the spec has it.
+    ///
+    /// The status result carries no amount, so a status read by Request-id alone would confirm
+    /// whichever transfer holds the number. [`send`](Self::send) and [`resend`](Self::resend)
+    /// ask this before they call `transfer.already.done` a confirmation; ask it too before you
+    /// take a status read by Request-id as the outcome of your own send.
+    pub async fn is_someone_elses(&self, prepared: &PreparedTransfer) -> bool {
         let Some((amount, currency)) = prepared.money.clone() else {
             return false;
         };
