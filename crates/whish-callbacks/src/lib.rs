@@ -11,8 +11,8 @@
 //!   [`TransferNotification::confirm`].
 //! - **Hosted-collect callbacks** (`GET`, no body, only your reference in the query): answered
 //!   200 as soon as the record can be written (503, so that the service delivers again, when it
-//!   cannot or every slot is busy); the payment's status is then read from the status endpoint, and your handler
-//!   gets a [`PaymentUpdate`] holding that status, once per status. A failure callback is one
+//!   cannot or every slot is busy); the payment's status is then read from the status
+//!   endpoint, and your handler gets a [`PaymentUpdate`] holding that status, once per status. A failure callback is one
 //!   failed attempt (the update says `pending` while the link is payable); a success callback is
 //!   a signal, and the update holds what the status endpoint says. [`confirm_redirect`] does the
 //!   same for the payer's redirect pages.

@@ -371,11 +371,10 @@ impl Journal {
                 return Ok(());
             }
         };
-        // Past its deadline: an operator decides, and nothing is sent first. One that waits
-        // for the operator already (worked again on request) stays as it is.
-        // A person asked for the entries waiting for them to be worked again: those recorded
-        // before the deadline they gave, and those whose row could not be read (quarantined:
-        // what it holds is not to be trusted, even if it reads now), stay as they are.
+        // Past its deadline: an operator decides, and nothing is sent first. Of the entries
+        // waiting for the operator already (worked again on a person's word), those recorded
+        // before the deadline given, and those whose row could not be read (quarantined: what
+        // it holds is not to be trusted, even if it reads now), stay as they are.
         let overdue = overdue(&entry, options.deadline, self.inner.db.now().await?);
         let quarantined = entry
             .outcome

@@ -198,13 +198,13 @@ impl Drop for Tmpfs {
 /// A tmpfs of `size` (`256k`), or None when it cannot be mounted here (not root): the tests
 /// that need one say so and pass.
 pub fn tmpfs(size: &str) -> Option<Tmpfs> {
+    // The process and a counter: two tests of one binary mounting at the same instant must not
+    // share a mount point (the first to finish would unmount the other's disk under it; CI saw
+    // a results file vanish that way when the name was the process and the clock).
     let dir = std::env::temp_dir().join(format!(
         "whish-tmpfs-{}-{}",
         std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
+        fastrand_suffix()
     ));
     std::fs::create_dir_all(&dir).ok()?;
     let ok = Command::new("mount")
