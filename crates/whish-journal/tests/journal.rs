@@ -430,6 +430,46 @@ async fn an_entry_still_open_after_its_deadline_goes_to_the_operator() {
     }
 }
 
+/// A send whose fee is deducted is listed in the activity log with the amount the receiver
+/// collects (the amount sent less the fee) and a total equal to the amount sent: recovery's
+/// check that the transfer under the Request-id is this one must read it so, or it never
+/// confirms the caller's own transfer.
+#[tokio::test]
+async fn a_pending_send_with_its_fee_deducted_is_confirmed_by_recovery() {
+    for place in places("pending-deducted").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let send = t
+            .client()
+            .prepare_send(common::cash_send_fee_deducted(80))
+            .expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::Pending, 1);
+        assert!(t.send(&send).await.expect_err("pending").is_pending());
+        // And one applied with its reply lost: its resend meets `transfer.already.done`.
+        let lost = t
+            .client()
+            .prepare_send(common::cash_send_fee_deducted(81))
+            .expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+        assert!(t.send(&lost).await.expect_err("dropped").outcome_unknown());
+        let report = journal
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        for p in [&send, &lost] {
+            let key = p.request_id().to_string();
+            assert_eq!(
+                state_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await,
+                State::Accepted,
+                "{report:?}"
+            );
+            assert_eq!(transfers_with(&sb, p.request_id().get()), 1);
+        }
+        assert!(report.all_final(), "{report:?}");
+    }
+}
+
 #[tokio::test]
 async fn an_entry_waiting_for_the_operator_is_settled_when_a_person_asks() {
     for place in places("retry-operator").await {

@@ -557,9 +557,10 @@ impl TransferClient {
     /// ask this before they call `transfer.already.done` a confirmation; ask it too before you
     /// take a status read by Request-id as the outcome of your own send.
     pub async fn is_someone_elses(&self, prepared: &PreparedTransfer) -> bool {
-        let Some((amount, currency)) = prepared.money.clone() else {
+        let Some(money) = prepared.money.clone() else {
             return false;
         };
+        let (amount, currency) = (money.amount, money.currency);
         let now = time::OffsetDateTime::now_utc();
         let at = |t: time::OffsetDateTime| {
             DateTime(time::PrimitiveDateTime::new(
@@ -580,8 +581,13 @@ impl TransferClient {
             .iter()
             .filter(|e| e.request_id == Some(prepared.request_id))
             .collect();
+        // With the fee deducted, the log's `amount` is what the receiver collects and its
+        // `total` the amount sent (amount plus fee); either matching the amount sent is this
+        // send (the service's words leave open which of the two it lists as the amount).
         let same = |e: &&crate::model::ActivityEntry| {
-            e.amount.value() == amount.value() && e.currency.eq_ignore_ascii_case(currency.code())
+            let sent = e.amount.value() == amount.value()
+                || (money.deduct_fees && e.total.value() == amount.value());
+            sent && e.currency.eq_ignore_ascii_case(currency.code())
         };
         !mine.is_empty() && !mine.iter().any(same)
     }

@@ -616,20 +616,40 @@ pub struct PreparedTransfer {
     pub(crate) body: Bytes,
     /// Set before the first byte of a send leaves; kept while the transfer may exist.
     pub(crate) delivery: DeliveryMark,
-    /// The amount and currency the body carries: what a confirmation is checked against.
-    pub(crate) money: Option<(Amount, Currency)>,
+    /// The amount and currency the body carries, and whether the fee is deducted from the
+    /// amount: what a confirmation is checked against.
+    pub(crate) money: Option<Money>,
 }
 
-/// The amount and currency of a stored send body.
-fn money_of(body: &[u8]) -> Option<(Amount, Currency)> {
+/// What a send moves, as its body says: checked against the activity log before a status
+/// read by Request-id is taken as this send's outcome.
+#[derive(Debug, Clone)]
+pub(crate) struct Money {
+    /// The amount sent.
+    pub amount: Amount,
+    /// Its currency.
+    pub currency: Currency,
+    /// The fee is taken out of the amount: the log's `amount` is then what the receiver
+    /// collects, and its `total` the amount sent.
+    pub deduct_fees: bool,
+}
+
+/// The money of a stored send body.
+fn money_of(body: &[u8]) -> Option<Money> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
-    struct Money {
+    struct Stored {
         amount: Amount,
         currency_id: i64,
+        #[serde(default)]
+        deduct_fees: bool,
     }
-    let m = serde_json::from_slice::<Money>(body).ok()?;
-    Some((m.amount, Currency::from_id(m.currency_id)?))
+    let m = serde_json::from_slice::<Stored>(body).ok()?;
+    Some(Money {
+        amount: m.amount,
+        currency: Currency::from_id(m.currency_id)?,
+        deduct_fees: m.deduct_fees,
+    })
 }
 
 impl PreparedTransfer {
@@ -647,7 +667,11 @@ impl PreparedTransfer {
             body: Bytes::from(request.to_body(callbacks)?),
             delivery: DeliveryMark::new(),
             // Known from the request: the body is not read back on the way to a send.
-            money: Some((common.amount, common.currency.clone())),
+            money: Some(Money {
+                amount: common.amount,
+                currency: common.currency.clone(),
+                deduct_fees: common.deduct_fees,
+            }),
         })
     }
 

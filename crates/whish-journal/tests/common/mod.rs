@@ -164,6 +164,15 @@ pub fn topup(sb: &Sandbox, retries: u32) -> TopupClient {
 }
 
 pub fn cash_send(dollars: i64) -> SendRequest {
+    cash(dollars).into()
+}
+
+/// A cash-collection send whose fee is taken out of the amount (the receiver collects less).
+pub fn cash_send_fee_deducted(dollars: i64) -> SendRequest {
+    cash(dollars).deduct_fees(true).into()
+}
+
+fn cash(dollars: i64) -> CashCollectionSend {
     CashCollectionSend::new(
         CountryId::LEBANON,
         Currency::Usd,
@@ -184,7 +193,6 @@ pub fn cash_send(dollars: i64) -> SendRequest {
         Reason::FamilySupport,
         SourceOfFunds::Salary,
     )
-    .into()
 }
 
 pub fn payment(cents: i64) -> NewPayment {
