@@ -510,11 +510,12 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 {
                     // The status result carries no amount: a transfer someone else sent under
                     // the same Request-id would confirm this one. The activity log tells them
-                    // apart; when it shows another amount or currency, nothing is settled.
-                    Ok(_) if client.is_someone_elses(&prepared).await => {
+                    // apart; when it shows another amount or currency, or cannot be read,
+                    // nothing is settled (the next recovery reads it again).
+                    Ok(_) if client.may_be_someone_elses(&prepared).await => {
                         let mut outcome = Outcome::new("unknown");
                         outcome.message = Some(format!(
-                            "the service holds a transfer under Request-id {} with another amount or currency than this request: not confirmed, and not sent again; a person must look",
+                            "the service holds a transfer under Request-id {}, and the activity log lists it with another amount or currency than this request, or could not be read to tell: not confirmed, and not sent again; recovery reads it again, and a person must look if it stays so",
                             prepared.request_id()
                         ));
                         return Some(Verdict {

@@ -530,8 +530,8 @@ impl TransferClient {
                     // The status result carries no amount: a Request-id reused for another
                     // transfer (a caller's own reference) would confirm that one. The activity
                     // log, by requestId, says whether the transfer is this one.
-                    Ok(_) if self.is_someone_elses(prepared).await => {
-                        tracing::warn!(%request_id, "the transfer under this Request-id has another amount or currency: not confirmed; the outcome stays unknown");
+                    Ok(_) if self.may_be_someone_elses(prepared).await => {
+                        tracing::warn!(%request_id, "the transfer under this Request-id has another amount or currency, or the activity log could not be read to tell: not confirmed; the outcome stays unknown");
                         Err(CoreError::Failed(f))
                     }
                     Ok(status) => Ok(SendOutcome::Confirmed { request_id, status }),
@@ -546,21 +546,27 @@ impl TransferClient {
         }
     }
 
-    /// True when the activity log shows the transfer under this Request-id with another amount
-    /// or currency than `prepared` (a Request-id reused for another transfer: someone else's,
-    /// sent under the same number). False when it matches, and when it cannot be told (the log
-    /// cannot be read, or does not show it in the last 40 days): the status read is then the
-    /// confirmation, as the spec has it.
+    /// True when the transfer the service holds under this Request-id may not be `prepared`:
+    /// the activity log (both currencies, the last 40 days) lists it with another amount or
+    /// currency (a Request-id reused for another transfer: someone else's, sent under the same
+    /// number), or the log cannot be read to tell. False when a line under the Request-id
+    /// matches, and when the log, read, lists none (a transfer older than its window): the
+    /// status read is then the confirmation, as the spec has it.
+    ///
+    /// A send's line matches on its currency and on what it moved: with the fee on top, the
+    /// line's `amount` is the amount sent; with the fee deducted, its `total` (amount plus fee,
+    /// the quote's `totalAmount`) is the amount sent, and its `amount` what the receiver
+    /// collects. Someone else's transfer of the same amount and currency cannot be told apart:
+    /// the log names no sender or receiver.
     ///
     /// The status result carries no amount, so a status read by Request-id alone would confirm
     /// whichever transfer holds the number. [`send`](Self::send) and [`resend`](Self::resend)
     /// ask this before they call `transfer.already.done` a confirmation; ask it too before you
     /// take a status read by Request-id as the outcome of your own send.
-    pub async fn is_someone_elses(&self, prepared: &PreparedTransfer) -> bool {
+    pub async fn may_be_someone_elses(&self, prepared: &PreparedTransfer) -> bool {
         let Some(money) = prepared.money.clone() else {
             return false;
         };
-        let (amount, currency) = (money.amount, money.currency);
         let now = time::OffsetDateTime::now_utc();
         let at = |t: time::OffsetDateTime| {
             DateTime(time::PrimitiveDateTime::new(
@@ -572,22 +578,23 @@ impl TransferClient {
         let Ok(range) = ReportRange::starting(&at(now - time::Duration::days(40)))
             .and_then(|start| start.until(&at(now + time::Duration::days(2))))
         else {
-            return false;
+            return true;
         };
-        let Ok(entries) = self.activity(&range.currency(currency.clone())).await else {
-            return false;
+        // Both currencies: someone else's transfer in the other currency is a line too.
+        let Ok(entries) = self.activity(&range).await else {
+            return true;
         };
         let mine: Vec<_> = entries
             .iter()
             .filter(|e| e.request_id == Some(prepared.request_id))
             .collect();
-        // With the fee deducted, the log's `amount` is what the receiver collects and its
-        // `total` the amount sent (amount plus fee); either matching the amount sent is this
-        // send (the service's words leave open which of the two it lists as the amount).
         let same = |e: &&crate::model::ActivityEntry| {
-            let sent = e.amount.value() == amount.value()
-                || (money.deduct_fees && e.total.value() == amount.value());
-            sent && e.currency.eq_ignore_ascii_case(currency.code())
+            let sent = if money.deduct_fees {
+                e.total.value() == money.amount.value()
+            } else {
+                e.amount.value() == money.amount.value()
+            };
+            sent && e.currency.eq_ignore_ascii_case(money.currency.code())
         };
         !mine.is_empty() && !mine.iter().any(same)
     }
