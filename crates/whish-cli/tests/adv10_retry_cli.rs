@@ -53,10 +53,9 @@ async fn batch_never_arrived(name: &str) -> (Sent, String) {
 /// accepted. The next `payouts cancel` then cancels SOMEONE ELSE'S transfer as the batch's row,
 /// and says the batch cancelled it. The same collision while the entry is open is caught (the
 /// resend meets `transfer.already.done` and the activity log shows another amount).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retried_row_does_not_take_someone_elses_transfer_and_cancel_it() {
-    let (s, key) = batch_never_arrived("adv10-collide").await;
-    // Someone else, with their own journal, and their own numeric reference.
+/// Someone else, with their own journal and their own numeric reference, sends a 90 USD
+/// transfer under the row's Request-id `key`.
+async fn someone_elses_transfer(s: &Sent, key: &str) {
     let mut theirs_env = s.env.clone();
     theirs_env.retain(|(k, _)| k != "WHISH_JOURNAL");
     theirs_env.push(journal_at(&s.dir.join("theirs.sqlite")));
@@ -64,11 +63,17 @@ async fn a_retried_row_does_not_take_someone_elses_transfer_and_cancel_it() {
         .display()
         .to_string();
     let theirs = whish(
-        &["transfer", "send", "--body", &body, "--request-id", &key],
+        &["transfer", "send", "--body", &body, "--request-id", key],
         &theirs_env,
     )
     .await;
     assert_eq!(theirs.code, 0, "setup: someone else's transfer: {theirs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_row_does_not_take_someone_elses_transfer_and_cancel_it() {
+    let (s, key) = batch_never_arrived("adv10-collide").await;
+    someone_elses_transfer(&s, &key).await;
     assert_eq!(s.sb.transfers().len(), 1, "setup");
     assert_eq!(s.sb.transfers()[0].request_id.to_string(), key, "setup");
 
@@ -217,18 +222,7 @@ async fn an_open_cancel_of_a_collected_row_without_ltn_is_told_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_row_does_not_take_someone_elses_transfer() {
     let (s, key) = batch_never_arrived("adv10-collide-open").await;
-    let mut theirs_env = s.env.clone();
-    theirs_env.retain(|(k, _)| k != "WHISH_JOURNAL");
-    theirs_env.push(journal_at(&s.dir.join("theirs.sqlite")));
-    let body = temp_file("theirs.json", &cash_body("90"))
-        .display()
-        .to_string();
-    let theirs = whish(
-        &["transfer", "send", "--body", &body, "--request-id", &key],
-        &theirs_env,
-    )
-    .await;
-    assert_eq!(theirs.code, 0, "setup: {theirs:?}");
+    someone_elses_transfer(&s, &key).await;
     let plain = whish(&["journal", "recover"], &s.env).await;
     assert_ne!(plain.code, 0, "{plain:?}");
     let open = open_entries(&s).await;

@@ -564,6 +564,48 @@ async fn needs_operator_cancels_are_decided_by_status() {
     }
 }
 
+/// A send of `dollars` that never arrived (left open), its `column` then spoiled by hand, and a
+/// recovery that sends it to the operator as unreadable, sending nothing: the sandbox, the
+/// journal, the send's Request-id and the clients.
+async fn quarantined_send(
+    place: &common::Place,
+    dollars: i64,
+    column: &str,
+) -> (
+    whish_sandbox::Sandbox,
+    whish_journal::Journal,
+    whish_core::RequestId,
+    Clients,
+) {
+    let sb = sandbox().await;
+    let journal = place.open().await;
+    let t = journal.transfer(transfer(&sb, 0));
+    let mine = t
+        .client()
+        .prepare_send(cash_send(dollars))
+        .expect("prepare");
+    let id = mine.request_id();
+    sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+    assert!(t.send(&mine).await.expect_err("dropped").outcome_unknown());
+    journal.flush().await;
+    let spoiled = journal_sql(
+        place,
+        &format!(
+            "UPDATE whish_journal_entries SET {column} = '{{not json' WHERE idem_key = '{id}'"
+        ),
+    )
+    .await;
+    assert_eq!(spoiled, 1, "setup");
+    let clients = Clients::new().transfer(transfer(&sb, 0));
+    let report = journal
+        .recover(&clients, &Recovery::new())
+        .await
+        .expect("recover");
+    assert_eq!(report.unreadable.len(), 1, "setup: {report:?}");
+    assert_eq!(transfers_with(&sb, id.get()), 0, "setup: nothing sent");
+    (sb, journal, id, clients)
+}
+
 /// A row that could not be read (its outcome column spoiled) goes to the operator, "nothing was
 /// sent for it". Recovery's own quarantine then writes a fresh outcome over the spoiled column,
 /// so the row reads again; the person's `retry_needs_operator` then sends it. The docs: "one
@@ -572,29 +614,7 @@ async fn needs_operator_cancels_are_decided_by_status() {
 async fn an_entry_quarantined_as_unreadable_is_not_sent_by_a_retry() {
     let mut found = Vec::new();
     for place in places("adv10-unreadable").await {
-        let sb = sandbox().await;
-        let journal = place.open().await;
-        let t = journal.transfer(transfer(&sb, 0));
-        let mine = t.client().prepare_send(cash_send(55)).expect("prepare");
-        let id = mine.request_id();
-        sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
-        assert!(t.send(&mine).await.expect_err("dropped").outcome_unknown());
-        journal.flush().await;
-        let spoiled = journal_sql(
-            &place,
-            &format!(
-                "UPDATE whish_journal_entries SET outcome = '{{not json' WHERE idem_key = '{id}'"
-            ),
-        )
-        .await;
-        assert_eq!(spoiled, 1, "setup");
-        let clients = Clients::new().transfer(transfer(&sb, 0));
-        let report = journal
-            .recover(&clients, &Recovery::new())
-            .await
-            .expect("recover");
-        assert_eq!(report.unreadable.len(), 1, "setup: {report:?}");
-        assert_eq!(transfers_with(&sb, id.get()), 0, "setup: nothing sent");
+        let (sb, journal, id, clients) = quarantined_send(&place, 55, "outcome").await;
         let report = journal
             .recover(&clients, &Recovery::new().retry_needs_operator(true))
             .await
@@ -614,28 +634,7 @@ async fn an_entry_quarantined_as_unreadable_is_not_sent_by_a_retry() {
 #[tokio::test]
 async fn an_entry_with_spoiled_references_stays_unsent_by_a_retry() {
     for place in places("adv10-unreadable-refs").await {
-        let sb = sandbox().await;
-        let journal = place.open().await;
-        let t = journal.transfer(transfer(&sb, 0));
-        let mine = t.client().prepare_send(cash_send(56)).expect("prepare");
-        let id = mine.request_id();
-        sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
-        assert!(t.send(&mine).await.expect_err("dropped").outcome_unknown());
-        journal.flush().await;
-        let spoiled = journal_sql(
-            &place,
-            &format!(
-                "UPDATE whish_journal_entries SET refs = '{{not json' WHERE idem_key = '{id}'"
-            ),
-        )
-        .await;
-        assert_eq!(spoiled, 1, "setup");
-        let clients = Clients::new().transfer(transfer(&sb, 0));
-        let report = journal
-            .recover(&clients, &Recovery::new())
-            .await
-            .expect("recover");
-        assert_eq!(report.unreadable.len(), 1, "setup: {report:?}");
+        let (sb, journal, id, clients) = quarantined_send(&place, 56, "refs").await;
         let report = journal
             .recover(&clients, &Recovery::new().retry_needs_operator(true))
             .await
