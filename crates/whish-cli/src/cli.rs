@@ -382,6 +382,17 @@ pub enum PayoutsCmd {
         /// Go on after an account-level refusal (balance, daily limit) instead of stopping.
         #[arg(long)]
         no_stop_on_account_refusal: bool,
+        /// The start-up recovery (what an earlier run left open is settled first) moves an
+        /// entry still open this many hours after it was recorded to needs-operator, unsent.
+        /// Resuming a batch stopped longer ago: a number of hours that covers it.
+        #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
+        deadline_hours: f64,
+        /// Also settle, in the start-up recovery, the entries waiting for the operator
+        /// (needs-operator) recorded within --deadline-hours: your decision that they should
+        /// be settled now. Each transfer is read by status first and sent again, with its own
+        /// Request-id, only when the service never received it.
+        #[arg(long)]
+        retry_needs_operator: bool,
     },
     /// Where each row's money is: collected, waiting, cancelled, credited, not paid (status
     /// reads by Request-id). Sends nothing.

@@ -19,6 +19,17 @@ fn line(e: &Entry) -> Value {
     })
 }
 
+/// A `--deadline-hours` value: how long after it was recorded an entry may stay open before
+/// recovery sends it to the operator.
+pub(crate) fn deadline(hours: f64) -> Result<Duration, u8> {
+    if !(hours.is_finite() && hours >= 0.0) {
+        return Err(usage(
+            "--deadline-hours must be a number of hours, 0 or more",
+        ));
+    }
+    Duration::try_from_secs_f64(hours * 3600.0).map_err(|e| usage(format!("--deadline-hours: {e}")))
+}
+
 /// A `--since` time: `yyyy-MM-dd`, `yyyy-MM-dd HH:mm:ss` (UTC) or RFC 3339.
 fn since_time(text: &str) -> Result<time::OffsetDateTime, u8> {
     use time::format_description::well_known::Rfc3339;
@@ -127,13 +138,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             take_over,
             retry_needs_operator,
         } => {
-            if !(deadline_hours.is_finite() && deadline_hours >= 0.0) {
-                return Err(usage(
-                    "--deadline-hours must be a number of hours, 0 or more",
-                ));
-            }
-            let deadline = Duration::try_from_secs_f64(deadline_hours * 3600.0)
-                .map_err(|e| usage(format!("--deadline-hours: {e}")))?;
+            let deadline = deadline(deadline_hours)?;
             // A client for every service whose settings are there; the entries of the others
             // stay open, and the command says which settings were missing.
             let mut clients = Clients::new();

@@ -57,7 +57,12 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             rate,
             skip_bad_rows,
             no_stop_on_account_refusal,
+            deadline_hours,
+            retry_needs_operator,
         } => {
+            let recovery = whish::journal::Recovery::new()
+                .deadline(crate::journal::deadline(deadline_hours)?)
+                .retry_needs_operator(retry_needs_operator);
             let b = batch_of(&batch)?;
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;
@@ -69,7 +74,8 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 .concurrency(concurrency)
                 .skip_bad_rows(skip_bad_rows)
                 .stop_on_account_refusal(!no_stop_on_account_refusal)
-                .stop_signal(stop);
+                .stop_signal(stop)
+                .recovery(recovery);
             if let Some(r) = rate {
                 options = options.rate(r);
             }
@@ -246,7 +252,7 @@ fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
         }
         if for_a_person > 0 {
             eprintln!(
-                "whish: {for_a_person} row(s) wait for a person (open past the recovery deadline): `whish journal recover --retry-needs-operator --deadline-hours H` settles them, then run the batch again"
+                "whish: {for_a_person} row(s) wait for a person (open past the recovery deadline): run the batch again with `--retry-needs-operator --deadline-hours H` (H covering when they were recorded) to settle them: each is read by status first, and sent again only if the service never received it"
             );
         }
         PENDING

@@ -311,3 +311,60 @@ async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
         5
     );
 }
+
+/// An operator resuming a batch long after a row was left open: `--deadline-hours` sends it to a
+/// person (exit 3, nothing sent, the stderr says how to settle it), and
+/// `--retry-needs-operator` settles it in the batch's own run: read by status first, paid once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_batch_settles_the_rows_left_for_a_person_when_told() {
+    let sb = funded_sandbox().await;
+    let mut env = sandbox_env(&sb);
+    let dir = temp_file("journal-resume", "")
+        .parent()
+        .expect("dir")
+        .to_owned();
+    env.push(journal_at(&dir.join("resume.sqlite")));
+    let file = cash_payouts_file("resume.csv", "R", "+9617044", 2, 3);
+    let results = dir.join("resume-results.csv");
+    let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
+    let send = payouts_cmd("send", &file_arg, "resume-cli", &results_arg);
+    let with = |extra: &[&'static str]| {
+        let mut a = send.clone();
+        a.extend(["--concurrency", "1"]);
+        a.extend(extra);
+        a
+    };
+
+    // One send never reaches the service; without retries its row is left unknown (exit 3).
+    sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+    let first = whish(&with(&["--retries", "0"]), &env).await;
+    assert_eq!(first.code, 3, "{first:?}");
+    assert_eq!(sb.transfers().len(), 2);
+
+    // Resumed past its deadline: to a person, unsent; stderr names the way out.
+    let late = whish(&with(&["--deadline-hours", "0"]), &env).await;
+    assert_eq!(late.code, 3, "{late:?}");
+    assert_eq!(late.json()["outcomes"]["needs-operator"], 1, "{late:?}");
+    assert!(
+        late.stderr
+            .contains("--retry-needs-operator --deadline-hours H"),
+        "{late:?}"
+    );
+    assert_eq!(sb.transfers().len(), 2, "nothing sent while it waits");
+
+    // Told to: settled in the run, paid once under its own Request-id.
+    let told = whish(&with(&["--retry-needs-operator"]), &env).await;
+    assert_eq!(told.code, 0, "{told:?}");
+    assert_eq!(told.json()["outcomes"]["accepted"], 3, "{told:?}");
+    let transfers = sb.transfers();
+    assert_eq!(transfers.len(), 3, "every row paid exactly once");
+    let mut ids: Vec<i64> = transfers.iter().map(|t| t.request_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+
+    // A negative deadline is refused before anything is read or sent.
+    let bad = whish(&with(&["--deadline-hours", "-1"]), &env).await;
+    assert_eq!(bad.code, 2, "{bad:?}");
+    sb.shutdown().await;
+}

@@ -84,6 +84,7 @@ pub struct RunOptions {
     pub(crate) skip_bad_rows: bool,
     pub(crate) stop_on_account_refusal: bool,
     pub(crate) stop: StopSignal,
+    pub(crate) recovery: whish_journal::Recovery,
 }
 
 impl Default for RunOptions {
@@ -94,6 +95,7 @@ impl Default for RunOptions {
             skip_bad_rows: false,
             stop_on_account_refusal: true,
             stop: StopSignal::new(),
+            recovery: whish_journal::Recovery::new(),
         }
     }
 }
@@ -133,6 +135,20 @@ impl RunOptions {
     /// The signal that stops this run (Ctrl-C).
     pub fn stop_signal(mut self, stop: StopSignal) -> Self {
         self.stop = stop;
+        self
+    }
+
+    /// How the run's start-up recovery settles what an earlier run left open, before any row
+    /// is sent (default [`Recovery::new`](whish_journal::Recovery::new): an entry still open 24
+    /// hours after it was recorded goes to the operator, unsent, and entries already waiting
+    /// for the operator stay there). A batch resumed after a long stop passes a
+    /// [`deadline`](whish_journal::Recovery::deadline) that covers it, and
+    /// [`retry_needs_operator`](whish_journal::Recovery::retry_needs_operator) to settle the
+    /// rows an earlier run sent to the operator: a transfer is then read by status first and
+    /// sent again, under its own Request-id, only when the service never received it. The
+    /// recovery works every open transfer entry of the journal, not only this batch's.
+    pub fn recovery(mut self, recovery: whish_journal::Recovery) -> Self {
+        self.recovery = recovery;
         self
     }
 }
@@ -587,7 +603,7 @@ impl Batch {
         let recovered = journal
             .recover(
                 &whish_journal::Clients::new().transfer(client.clone()),
-                &whish_journal::Recovery::new(),
+                &options.recovery,
             )
             .await
             .map_err(BatchError::Recovery)?;

@@ -724,3 +724,84 @@ async fn a_stop_signal_leaves_the_rest_unsent_and_a_run_again_sends_it() {
     assert!(summary.expect("run").all_accepted());
     assert_eq!(sb.transfers().len(), 50);
 }
+
+/// A batch resumed long after a row was left open: the start-up recovery sends the row to a
+/// person past its deadline (nothing sent), leaves it there on a plain run, and settles it when
+/// the run is told to (`RunOptions::recovery` with `retry_needs_operator`): read by status
+/// first, sent once with its own Request-id.
+#[tokio::test]
+async fn a_row_left_for_a_person_is_settled_by_a_run_told_to() {
+    let d = dir("resume-operator");
+    let sb = sandbox(1_000_000).await;
+    let j = journal(&d).await;
+    let c = client(&sb);
+    let once = {
+        let cr = sb.transfer_credentials();
+        TransferClient::builder(ClientSettings::new(sb.transfer_base_url()).policy(Policy {
+            retry: RetryPolicy {
+                max_retries: 0,
+                initial_backoff: Duration::from_millis(5),
+                max_backoff: Duration::from_millis(20),
+            },
+            timeouts: Timeouts {
+                connect: Duration::from_secs(2),
+                attempt: Duration::from_millis(400),
+            },
+        }))
+        .username(cr.username.clone())
+        .key(SecretString::from(cr.key.clone()))
+        .build()
+        .expect("client")
+    };
+    let file = d.join("aid.csv");
+    write(&file, &csv_rows(3, "15"));
+    let batch = Batch::new("resume-1", &file, defaults()).expect("batch");
+    // One send never reaches the service; without retries its row is left unknown.
+    sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+    let (first, results) = run(&batch, &j, &once, &RunOptions::new().concurrency(1)).await;
+    let first = first.expect("first run");
+    assert_eq!(first.count(RowOutcome::Accepted), 2, "{results:?}");
+    assert_eq!(first.count(RowOutcome::Unknown), 1, "{results:?}");
+    assert_eq!(sb.transfers().len(), 2);
+
+    // Resumed "days later" (a deadline of zero): to a person, unsent.
+    let late = RunOptions::new().recovery(whish_journal::Recovery::new().deadline(Duration::ZERO));
+    let (second, results) = run(&batch, &j, &c, &late).await;
+    assert_eq!(
+        second.expect("second run").count(RowOutcome::NeedsOperator),
+        1,
+        "{results:?}"
+    );
+    // A plain run leaves it with the person.
+    let (third, results) = run(&batch, &j, &c, &RunOptions::new()).await;
+    assert_eq!(
+        third.expect("third run").count(RowOutcome::NeedsOperator),
+        1,
+        "{results:?}"
+    );
+    assert_eq!(sb.transfers().len(), 2, "nothing sent while it waits");
+
+    // Told to: read by status (never received), sent once under its own Request-id.
+    let told =
+        RunOptions::new().recovery(whish_journal::Recovery::new().retry_needs_operator(true));
+    let (fourth, results) = run(&batch, &j, &c, &told).await;
+    let fourth = fourth.expect("fourth run");
+    assert!(fourth.all_accepted(), "{results:?}");
+    assert_eq!(fourth.recovered, 1, "{fourth:?}");
+    let transfers = sb.transfers();
+    assert_eq!(transfers.len(), 3, "every row paid exactly once");
+    let mut ids: Vec<i64> = transfers.iter().map(|t| t.request_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+    let wanted: Vec<i64> = results
+        .iter()
+        .map(|r| r.request_id.expect("a Request-id").get())
+        .collect();
+    for id in wanted {
+        assert!(
+            ids.contains(&id),
+            "{id} paid under the row's own Request-id"
+        );
+    }
+}
