@@ -494,6 +494,18 @@ pub enum JournalCmd {
     /// The entries with this idempotency key (a Request-id or an externalId), with their
     /// request bodies.
     Show { key: String },
+    /// Close an entry waiting for the operator that you decided not to send, once the service
+    /// shows it never took effect (a send: no transfer under its Request-id; a cancel: the
+    /// transfer is not cancelled). Sends nothing. Exit 0 when closed, 1 when the service
+    /// received it (left as it was), 2 when the entry is not waiting for the operator or the
+    /// check cannot be made, 4 when the service could not be read.
+    Abandon {
+        /// The entry's key (a Request-id).
+        key: String,
+        /// Why (recorded in the entry's message).
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+    },
     /// Drive every open entry to a final state with its own key. Exit 0 when every entry is
     /// final, 3 when some are still pending or need the operator, 4 when a service could not be
     /// reached.

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use whish::journal::{Clients, Entry, Recovery};
+use whish::journal::{Abandoned, Clients, Entry, Recovery};
 
 use crate::cli::JournalCmd;
-use crate::output::{Done, OK, PENDING, TRANSPORT, printable, usage};
+use crate::output::{Done, FAILED, OK, PENDING, TRANSPORT, USAGE, printable, usage};
 use crate::settings::Ctx;
 
 fn line(e: &Entry) -> Value {
@@ -132,6 +132,78 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 })
                 .collect();
             Ok(ctx.out.success(&Value::from(shown)))
+        }
+        JournalCmd::Abandon { key, reason } => {
+            if reason.trim().is_empty() {
+                return Err(usage("--reason must say why the entry is not to be sent"));
+            }
+            let waiting: Vec<Entry> = journal
+                .find(&key)
+                .await
+                .map_err(failed)?
+                .into_iter()
+                .filter(|e| e.state == whish::journal::State::NeedsOperator)
+                .collect();
+            let entry = match waiting.as_slice() {
+                [one] => one,
+                [] => {
+                    return Err(usage(format!(
+                        "no entry with the key `{}` waits for the operator (`whish journal show` says where it is; an open one is recovery's to settle)",
+                        printable(&key)
+                    )));
+                }
+                _ => {
+                    return Err(usage(format!(
+                        "{} entries with the key `{}` wait for the operator: abandon them through the library, naming the service and operation",
+                        waiting.len(),
+                        printable(&key)
+                    )));
+                }
+            };
+            let mut clients = Clients::new();
+            if let Some(c) = ctx.transfer_quiet() {
+                clients = clients.transfer(c);
+            }
+            let done = journal
+                .abandon(
+                    &clients,
+                    entry.service,
+                    entry.operation,
+                    &entry.key,
+                    &reason,
+                )
+                .await
+                .map_err(failed)?;
+            let (outcome, said, code) = match &done {
+                Abandoned::Recorded { checked } => ("abandoned", checked.clone(), OK),
+                Abandoned::Received { status } => ("received", status.clone(), FAILED),
+                Abandoned::NoAnswer { why } => ("no-answer", why.clone(), TRANSPORT),
+                Abandoned::Unchecked { why } => ("unchecked", why.clone(), USAGE),
+                Abandoned::NotWaiting { state } => {
+                    ("not-waiting", format!("the entry is {state} now"), USAGE)
+                }
+                // Found just above; gone meanwhile (pruned).
+                _ => ("not-waiting", "the entry is gone".to_owned(), USAGE),
+            };
+            ctx.out.print(&json!({
+                "key": entry.key,
+                "service": entry.service,
+                "operation": entry.operation,
+                "outcome": outcome,
+                "service_said": said,
+            }));
+            match done {
+                Abandoned::Recorded { .. } => {}
+                Abandoned::Received { .. } => eprintln!(
+                    "whish: not abandoned: {}. Settle it with `whish journal recover --retry-needs-operator --deadline-hours H`, then cancel the transfer if it must not be paid",
+                    printable(&said)
+                ),
+                _ => eprintln!(
+                    "whish: not abandoned, nothing changed: {}",
+                    printable(&said)
+                ),
+            }
+            Ok(code)
         }
         JournalCmd::Recover {
             deadline_hours,

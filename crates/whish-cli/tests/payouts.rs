@@ -312,37 +312,37 @@ async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
     );
 }
 
-/// An operator resuming a batch long after a row was left open: `--deadline-hours` sends it to a
-/// person (exit 3, nothing sent, the stderr says how to settle it), and
-/// `--retry-needs-operator` settles it in the batch's own run: read by status first, paid once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resumed_batch_settles_the_rows_left_for_a_person_when_told() {
+/// A batch of three rows whose second run left one row for a person: its send never reached
+/// the service, and the run (past a zero deadline) sent it to the operator, unsent. Returns
+/// the sandbox, the settings, and the arguments of `payouts send` for this batch.
+async fn a_row_left_for_a_person(name: &str) -> (Sandbox, Vec<(String, String)>, Vec<String>) {
     let sb = funded_sandbox().await;
     let mut env = sandbox_env(&sb);
     let dir = temp_file("journal-resume", "")
         .parent()
         .expect("dir")
         .to_owned();
-    env.push(journal_at(&dir.join("resume.sqlite")));
-    let file = cash_payouts_file("resume.csv", "R", "+9617044", 2, 3);
-    let results = dir.join("resume-results.csv");
+    env.push(journal_at(&dir.join(format!("{name}.sqlite"))));
+    let file = cash_payouts_file(&format!("{name}.csv"), "R", "+9617044", 2, 3);
+    let results = dir.join(format!("{name}-results.csv"));
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
-    let send = payouts_cmd("send", &file_arg, "resume-cli", &results_arg);
-    let with = |extra: &[&'static str]| {
+    let mut send: Vec<String> = payouts_cmd("send", &file_arg, name, &results_arg)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    send.extend(["--concurrency".to_owned(), "1".to_owned()]);
+    let with = |extra: &[&str]| {
         let mut a = send.clone();
-        a.extend(["--concurrency", "1"]);
-        a.extend(extra);
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
         a
     };
-
     // One send never reaches the service; without retries its row is left unknown (exit 3).
     sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
-    let first = whish(&with(&["--retries", "0"]), &env).await;
-    assert_eq!(first.code, 3, "{first:?}");
-    assert_eq!(sb.transfers().len(), 2);
-
+    let first = whish(&strs(&with(&["--retries", "0"])), &env).await;
+    assert_eq!(first.code, 3, "setup: {first:?}");
+    assert_eq!(sb.transfers().len(), 2, "setup");
     // Resumed past its deadline: to a person, unsent; stderr names the way out.
-    let late = whish(&with(&["--deadline-hours", "0"]), &env).await;
+    let late = whish(&strs(&with(&["--deadline-hours", "0"])), &env).await;
     assert_eq!(late.code, 3, "{late:?}");
     assert_eq!(late.json()["outcomes"]["needs-operator"], 1, "{late:?}");
     assert!(
@@ -351,9 +351,22 @@ async fn a_resumed_batch_settles_the_rows_left_for_a_person_when_told() {
         "{late:?}"
     );
     assert_eq!(sb.transfers().len(), 2, "nothing sent while it waits");
+    (sb, env, send)
+}
 
+/// An operator resuming a batch long after a row was left open: `--deadline-hours` sends it to a
+/// person (exit 3, nothing sent, the stderr says how to settle it), and
+/// `--retry-needs-operator` settles it in the batch's own run: read by status first, paid once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_batch_settles_the_rows_left_for_a_person_when_told() {
+    let (sb, env, send) = a_row_left_for_a_person("resume-cli").await;
+    let with = |extra: &[&str]| {
+        let mut a = send.clone();
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        a
+    };
     // Told to: settled in the run, paid once under its own Request-id.
-    let told = whish(&with(&["--retry-needs-operator"]), &env).await;
+    let told = whish(&strs(&with(&["--retry-needs-operator"])), &env).await;
     assert_eq!(told.code, 0, "{told:?}");
     assert_eq!(told.json()["outcomes"]["accepted"], 3, "{told:?}");
     let transfers = sb.transfers();
@@ -364,7 +377,61 @@ async fn a_resumed_batch_settles_the_rows_left_for_a_person_when_told() {
     assert_eq!(ids.len(), 3);
 
     // A negative deadline is refused before anything is read or sent.
-    let bad = whish(&with(&["--deadline-hours", "-1"]), &env).await;
+    let bad = whish(&strs(&with(&["--deadline-hours", "-1"])), &env).await;
     assert_eq!(bad.code, 2, "{bad:?}");
+    sb.shutdown().await;
+}
+
+/// A person decides not to pay the row left for them: `journal abandon` checks the service
+/// never received it and closes it (exit 0); the batch then reports the row refused with code
+/// `abandoned` and never sends it, even when told to retry what waits for the operator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_a_person_abandons_is_never_sent() {
+    let (sb, env, send) = a_row_left_for_a_person("abandon-cli").await;
+    let open = whish(&["journal", "list", "--open"], &env).await;
+    assert_eq!(open.code, 0, "{open:?}");
+    // JSON lines: one entry, the row's.
+    let key = open.json()["key"].as_str().expect("a key").to_owned();
+
+    let no_reason = whish(&["journal", "abandon", &key, "--reason", " "], &env).await;
+    assert_eq!(no_reason.code, 2, "{no_reason:?}");
+    let done = whish(
+        &[
+            "journal",
+            "abandon",
+            &key,
+            "--reason",
+            "paid in cash at the office",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(done.code, 0, "{done:?}");
+    assert_eq!(done.json()["outcome"], "abandoned", "{done:?}");
+    let again = whish(&["journal", "abandon", &key, "--reason", "twice"], &env).await;
+    assert_eq!(again.code, 2, "{again:?}");
+    let open = whish(&["journal", "list", "--open"], &env).await;
+    assert_eq!(open.stdout.trim(), "", "nothing open: {open:?}");
+
+    let mut args = send.clone();
+    args.push("--retry-needs-operator".to_owned());
+    let run = whish(&strs(&args), &env).await;
+    assert_eq!(run.code, 1, "a row refused: {run:?}");
+    assert_eq!(run.json()["outcomes"]["accepted"], 2, "{run:?}");
+    assert_eq!(run.json()["outcomes"]["refused"], 1, "{run:?}");
+    let results = std::fs::read_to_string(
+        send.iter()
+            .skip_while(|a| *a != "--results")
+            .nth(1)
+            .expect("results"),
+    )
+    .expect("results file");
+    assert!(
+        results
+            .lines()
+            .any(|l| l.contains(",refused,") && l.contains("abandoned")),
+        "{results}"
+    );
+    assert_eq!(sb.transfers().len(), 2, "the abandoned row was never sent");
     sb.shutdown().await;
 }

@@ -166,7 +166,8 @@ pub struct References {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Outcome {
-    /// `accepted`, `confirmed`, `refused`, `not-sent`, `pending`, `unknown`, `challenge`.
+    /// `accepted`, `confirmed`, `refused`, `not-sent`, `pending`, `unknown`, `challenge`,
+    /// `abandoned` (closed by a person: [`Journal::abandon`](crate::Journal::abandon)).
     pub result: String,
     /// The failure code, when the service answered one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

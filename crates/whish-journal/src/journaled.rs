@@ -178,8 +178,14 @@ impl Journal {
             let why = existing
                 .outcome
                 .as_ref()
-                .and_then(|o| o.code.clone())
-                .map(|c| format!(" with `{c}`"))
+                .and_then(|o| match &o.code {
+                    Some(c) => Some(format!(" with `{c}`")),
+                    None if o.result == crate::ABANDONED => Some(
+                        " (abandoned by a person, after the service showed it never took effect)"
+                            .to_owned(),
+                    ),
+                    None => None,
+                })
                 .unwrap_or_default();
             return Err(Error::Record(RecordError::already_refused(
                 format!("{service} {operation} {key} was refused{why} and is final"),

@@ -62,6 +62,7 @@ compile_error!(
      `journal-sqlite` or `journal-postgres`)"
 );
 
+mod abandon;
 mod background;
 mod entry;
 mod error;
@@ -78,6 +79,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use abandon::{ABANDONED, Abandoned};
 pub use entry::{Entry, Operation, Outcome, References, Service, State};
 pub use error::{JournalError, JournalErrorKind};
 #[cfg(feature = "hosted-collect")]

@@ -48,6 +48,11 @@ impl Clients {
         self.transfer = Some(client);
         self
     }
+    /// The transfer client, when one was given.
+    #[cfg(feature = "money-transfer")]
+    pub(crate) fn transfer_client(&self) -> Option<&TransferClient> {
+        self.transfer.as_ref()
+    }
     /// Recover hosted-collect creates and refunds with this client.
     #[cfg(feature = "hosted-collect")]
     pub fn collect(mut self, client: CollectClient) -> Self {
@@ -605,7 +610,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
 }
 
 #[cfg(feature = "money-transfer")]
-fn request_id(key: &str) -> Result<RequestId, String> {
+pub(crate) fn request_id(key: &str) -> Result<RequestId, String> {
     key.parse::<i64>()
         .map_err(|e| e.to_string())
         .and_then(|n| RequestId::new(n).map_err(|e| e.to_string()))

@@ -7,7 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{cash_send, places, sandbox, topup, transfer, transfers_with};
+use common::{
+    cash_send, lost_and_applied_for_the_operator, places, sandbox, topup, transfer, transfers_with,
+};
 use whish_journal::{Clients, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault};
 
@@ -378,26 +380,8 @@ async fn a_lying_status_read_or_a_killed_retry_never_sends_a_transfer_twice() {
     for place in places("adv10-lying-status").await {
         let sb = sandbox().await;
         let journal = place.open().await;
-        let t = journal.transfer(transfer(&sb, 0));
-        let applied = t.client().prepare_send(cash_send(45)).expect("prepare");
-        sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
-        assert!(t.send(&applied).await.expect_err("lost").outcome_unknown());
-        let killed = t.client().prepare_send(cash_send(46)).expect("prepare");
-        sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
-        assert!(
-            t.send(&killed)
-                .await
-                .expect_err("dropped")
-                .outcome_unknown()
-        );
-        assert_eq!(transfers_with(&sb, applied.request_id().get()), 1, "setup");
-        assert_eq!(transfers_with(&sb, killed.request_id().get()), 0, "setup");
+        let (killed, applied) = lost_and_applied_for_the_operator(&sb, &journal, 46, 45).await;
         let clients = Clients::new().transfer(transfer(&sb, 0));
-        let report = journal
-            .recover(&clients, &Recovery::new().deadline(Duration::ZERO))
-            .await
-            .expect("recover");
-        assert_eq!(report.needs_operator, 2, "setup: {report:?}");
         journal.close().await;
 
         // The first status read lies; the second entry's resend is applied and stalls; the

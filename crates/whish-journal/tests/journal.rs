@@ -7,7 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    Place, cash_send, collect, payment, places, sandbox, topup, transfer, transfers_with,
+    Place, cash_send, collect, lost_and_applied_for_the_operator, payment, places, sandbox, topup,
+    transfer, transfers_with,
 };
 use whish_core::{Currency, RequestId};
 use whish_journal::{Clients, Journal, Operation, Recovery, Service, State};
@@ -475,26 +476,10 @@ async fn an_entry_waiting_for_the_operator_is_settled_when_a_person_asks() {
     for place in places("retry-operator").await {
         let sb = sandbox().await;
         let journal = place.open().await;
-        let t = journal.transfer(transfer(&sb, 0));
-        // One send never arrived, the other was applied and its reply lost.
-        let lost = t.client().prepare_send(cash_send(70)).expect("prepare");
-        sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
-        assert!(t.send(&lost).await.expect_err("dropped").outcome_unknown());
-        let applied = t.client().prepare_send(cash_send(71)).expect("prepare");
-        sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
-        assert!(
-            t.send(&applied)
-                .await
-                .expect_err("dropped")
-                .outcome_unknown()
-        );
-        assert_eq!(transfers_with(&sb, applied.request_id().get()), 1, "setup");
+        // One send never arrived, the other was applied and its reply lost; both wait for
+        // the operator.
+        let (lost, applied) = lost_and_applied_for_the_operator(&sb, &journal, 70, 71).await;
         let clients = Clients::new().transfer(transfer(&sb, 0));
-        let report = journal
-            .recover(&clients, &Recovery::new().deadline(Duration::ZERO))
-            .await
-            .expect("recover");
-        assert_eq!(report.needs_operator, 2, "setup: {report:?}");
         let before = sb.requests().len();
 
         // Without the person's word nothing moves, and nothing is sent.

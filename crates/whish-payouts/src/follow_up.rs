@@ -399,6 +399,12 @@ fn journal_cancel(row: &mut FollowUpRow, entry: Option<&whish_journal::Entry>) {
             row.cancelled_now = true;
         }
         State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => {}
+        State::Refused if outcome.is_some_and(|o| o.result == whish_journal::ABANDONED) => {
+            row.cancel = Some(RowOutcome::Refused);
+            if row.message.is_none() {
+                row.message = outcome.and_then(|o| o.message.clone());
+            }
+        }
         State::Refused => {
             row.cancel = Some(RowOutcome::Refused);
             if row.message.is_none() {

@@ -45,7 +45,13 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
         }
         State::Refused => {
             r.outcome = RowOutcome::Refused;
-            r.code = outcome.and_then(|o| o.code.clone());
+            // A row a person abandoned (`whish journal abandon`) reads as refused, code
+            // `abandoned`: never sent again.
+            r.code = outcome.and_then(|o| {
+                o.code
+                    .clone()
+                    .or_else(|| (o.result == whish_journal::ABANDONED).then(|| o.result.clone()))
+            });
             r.message = outcome.and_then(|o| o.message.clone());
             Some(r)
         }

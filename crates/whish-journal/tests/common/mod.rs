@@ -229,3 +229,48 @@ pub async fn entry_of(
         .expect("read the journal")
         .expect("an entry")
 }
+
+/// Two sends waiting for the operator: `lost` never reached the service (its request dropped),
+/// `applied` did (its reply dropped); a recovery with a deadline of zero sent both there,
+/// unsent. Asserts the setup.
+pub async fn lost_and_applied_for_the_operator(
+    sb: &Sandbox,
+    journal: &Journal,
+    lost_dollars: i64,
+    applied_dollars: i64,
+) -> (
+    whish_money_transfer::PreparedTransfer,
+    whish_money_transfer::PreparedTransfer,
+) {
+    use whish_journal::{Clients, Recovery};
+    use whish_sandbox::{Endpoint, Fault};
+    let t = journal.transfer(transfer(sb, 0));
+    let lost = t
+        .client()
+        .prepare_send(cash_send(lost_dollars))
+        .expect("prepare");
+    sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+    assert!(t.send(&lost).await.expect_err("dropped").outcome_unknown());
+    let applied = t
+        .client()
+        .prepare_send(cash_send(applied_dollars))
+        .expect("prepare");
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    assert!(
+        t.send(&applied)
+            .await
+            .expect_err("dropped")
+            .outcome_unknown()
+    );
+    assert_eq!(transfers_with(sb, lost.request_id().get()), 0, "setup");
+    assert_eq!(transfers_with(sb, applied.request_id().get()), 1, "setup");
+    let report = journal
+        .recover(
+            &Clients::new().transfer(transfer(sb, 0)),
+            &Recovery::new().deadline(Duration::ZERO),
+        )
+        .await
+        .expect("recover");
+    assert_eq!(report.needs_operator, 2, "setup: {report:?}");
+    (lost, applied)
+}
