@@ -2,7 +2,7 @@
 //! the service first, then closed, so that neither the journal nor a batch keeps reporting it.
 //!
 //! Only what the service can prove it never received is closed: a transfer's send when the
-//! status read by its Request-id finds no transfer, a cancel when the transfer's status shows it
+//! status read by its Request-id finds no transfer and the activity log lists none, a cancel when the transfer's status shows it
 //! did not apply. Anything else is left exactly as it was, with the reason.
 
 #[cfg(feature = "money-transfer")]
@@ -70,8 +70,8 @@ enum Check {
 impl Journal {
     /// Close an entry waiting for the operator (`needs-operator`) that a person decided not to
     /// send, once the service shows the request never took effect: a transfer's send is read
-    /// by status with its Request-id (closed only when the service holds no transfer under
-    /// it); a cancel is decided by the transfer's status (closed only when the transfer is not
+    /// by status with its Request-id, then in the activity log of the last 40 days (closed only
+    /// when neither holds a transfer under it); a cancel is decided by the transfer's status (closed only when the transfer is not
     /// cancelled). The entry is leased while it is checked, so no recovery sends it meanwhile.
     /// It is then `refused`, outcome `abandoned`, with `why` in its message: no recovery or
     /// batch sends it, and `journal list --open` no longer shows it.
@@ -207,10 +207,20 @@ async fn check(clients: &Clients, entry: &crate::Entry, quarantined: bool) -> Ch
                         .map(|l| format!(", LTN {l}"))
                         .unwrap_or_default()
                 )),
+                // Not found by the status read: the activity log is the second witness (a
+                // stale or lying read would otherwise close a transfer that exists).
                 Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
-                    Check::NeverTookEffect(format!(
-                        "the service held no transfer under Request-id {id}"
-                    ))
+                    match client.logged_under(id).await {
+                        Ok(false) => Check::NeverTookEffect(format!(
+                            "the service held no transfer under Request-id {id}, and its activity log of the last 40 days listed none"
+                        )),
+                        Ok(true) => Check::TookEffect(format!(
+                            "the status read found no transfer under Request-id {id}, but the activity log lists one"
+                        )),
+                        Err(e) => Check::NoAnswer(format!(
+                            "the status read found no transfer under Request-id {id}, and the activity log could not be read to confirm it ({e})"
+                        )),
+                    }
                 }
                 Err(e) => Check::NoAnswer(format!("the status read did not answer ({e})")),
             }

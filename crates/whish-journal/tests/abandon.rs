@@ -162,13 +162,15 @@ async fn only_a_send_the_service_never_received_is_abandoned() {
 }
 
 /// A status read that does not answer (a proxy's page, a dropped reply, the read's own
-/// refusal) or no client to read with: nothing changes, and a later read settles it.
+/// refusal), an activity log that cannot be read to confirm "not found", or no client to read
+/// with: nothing changes, and a later read settles it. A status read that lies "not found"
+/// for a transfer the service holds is caught by the activity log.
 #[tokio::test]
 async fn a_check_without_an_answer_abandons_nothing() {
     for place in places("abandon-no-answer").await {
         let sb = sandbox().await;
         let journal = place.open().await;
-        let (lost, _) = lost_and_applied_for_the_operator(&sb, &journal, 83, 84).await;
+        let (lost, applied) = lost_and_applied_for_the_operator(&sb, &journal, 83, 84).await;
         let key = lost.request_id().to_string();
         let clients = Clients::new().transfer(transfer(&sb, 0));
         for fault in [
@@ -192,6 +194,43 @@ async fn a_check_without_an_answer_abandons_nothing() {
                 State::NeedsOperator
             );
         }
+        // "Not found", and the log cannot be read to confirm it.
+        sb.inject(Endpoint::TransferActivity, Fault::Page(502), 1);
+        let done = journal
+            .abandon(&clients, Service::MoneyTransfer, Operation::Send, &key, "x")
+            .await
+            .expect("abandon");
+        assert!(matches!(done, Abandoned::NoAnswer { .. }), "{done:?}");
+        // The applied one, with a status read that lies "not found": the log lists it.
+        let applied_key = applied.request_id().to_string();
+        sb.inject(
+            Endpoint::TransferStatus,
+            Fault::Code("sending.transfer.invalid.info"),
+            1,
+        );
+        let done = journal
+            .abandon(
+                &clients,
+                Service::MoneyTransfer,
+                Operation::Send,
+                &applied_key,
+                "x",
+            )
+            .await
+            .expect("abandon");
+        assert!(
+            matches!(&done, Abandoned::Received { status } if status.contains("activity log")),
+            "{done:?}"
+        );
+        assert_eq!(
+            journal
+                .entry(Service::MoneyTransfer, Operation::Send, &applied_key)
+                .await
+                .expect("read")
+                .expect("entry")
+                .state,
+            State::NeedsOperator
+        );
         let done = journal
             .abandon(
                 &Clients::new(),

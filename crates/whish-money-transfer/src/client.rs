@@ -567,21 +567,8 @@ impl TransferClient {
         let Some(money) = prepared.money.clone() else {
             return false;
         };
-        let now = time::OffsetDateTime::now_utc();
-        let at = |t: time::OffsetDateTime| {
-            DateTime(time::PrimitiveDateTime::new(
-                t.date(),
-                t.time().replace_nanosecond(0).unwrap_or(t.time()),
-            ))
-            .to_string()
-        };
-        let Ok(range) = ReportRange::starting(&at(now - time::Duration::days(40)))
-            .and_then(|start| start.until(&at(now + time::Duration::days(2))))
-        else {
-            return true;
-        };
         // Both currencies: someone else's transfer in the other currency is a line too.
-        let Ok(entries) = self.activity(&range).await else {
+        let Ok(entries) = self.recent_activity().await else {
             return true;
         };
         let mine: Vec<_> = entries
@@ -597,6 +584,39 @@ impl TransferClient {
             sent && e.currency.eq_ignore_ascii_case(money.currency.code())
         };
         !mine.is_empty() && !mine.iter().any(same)
+    }
+
+    /// True when the activity log of the last 40 days (both currencies) lists a line under this
+    /// Request-id: a transfer was sent under it, whatever a status read says. A second witness
+    /// before deciding that a request never took effect (the status read alone answers
+    /// `sending.transfer.invalid.info` for a transfer it does not find, and a lying or stale
+    /// read would then close a transfer that exists).
+    ///
+    /// # Errors
+    ///
+    /// The activity read's error: then nothing is known.
+    pub async fn logged_under(&self, request_id: RequestId) -> Result<bool, Error> {
+        Ok(self
+            .recent_activity()
+            .await?
+            .iter()
+            .any(|e| e.request_id == Some(request_id)))
+    }
+
+    /// The activity log of the last 40 days and the next two (a clock behind the service's),
+    /// both currencies.
+    async fn recent_activity(&self) -> Result<Vec<ActivityEntry>, Error> {
+        let now = time::OffsetDateTime::now_utc();
+        let at = |t: time::OffsetDateTime| {
+            DateTime(time::PrimitiveDateTime::new(
+                t.date(),
+                t.time().replace_nanosecond(0).unwrap_or(t.time()),
+            ))
+            .to_string()
+        };
+        let range = ReportRange::starting(&at(now - time::Duration::days(40)))
+            .and_then(|start| start.until(&at(now + time::Duration::days(2))))?;
+        self.activity(&range).await
     }
 
     /// Follow up a send whose outcome is not known yet (a Pending create, or an unknown outcome
