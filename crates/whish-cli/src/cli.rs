@@ -382,17 +382,17 @@ pub enum PayoutsCmd {
         /// Go on after an account-level refusal (balance, daily limit) instead of stopping.
         #[arg(long)]
         no_stop_on_account_refusal: bool,
-        /// The start-up recovery (what an earlier run left open is settled first) moves an
-        /// entry still open this many hours after it was recorded to needs-operator, unsent.
-        /// Resuming a batch stopped longer ago: a number of hours that covers it.
-        #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
-        deadline_hours: f64,
-        /// Also settle, in the start-up recovery, the entries waiting for the operator
-        /// (needs-operator) recorded within --deadline-hours: your decision that they should
-        /// be settled now. Each transfer is read by status first and sent again, with its own
-        /// Request-id, only when the service never received it.
+        /// Settle this batch's rows waiting for a person (needs-operator: still open a day after
+        /// they were recorded) that were recorded within --deadline-hours: your decision that
+        /// they should be paid now. Each is read by status first and sent again, with its own
+        /// Request-id, only when the service never received it. Other batches' entries are
+        /// left alone.
         #[arg(long)]
         retry_needs_operator: bool,
+        /// With --retry-needs-operator: how long ago, at most, the rows were recorded (default
+        /// 24; 96 after a weekend).
+        #[arg(long, value_name = "HOURS", requires = "retry_needs_operator")]
+        deadline_hours: Option<f64>,
     },
     /// Where each row's money is: collected, waiting, cancelled, credited, not paid (status
     /// reads by Request-id). Sends nothing.
@@ -498,7 +498,8 @@ pub enum JournalCmd {
     /// shows it never took effect (a send: no transfer under its Request-id; a cancel: the
     /// transfer is not cancelled). Sends nothing. Exit 0 when closed, 1 when the service
     /// received it (left as it was), 2 when the entry is not waiting for the operator or the
-    /// check cannot be made, 4 when the service could not be read.
+    /// check cannot be made, 3 when another process holds the entry now (try again), 4 when
+    /// the service could not be read.
     Abandon {
         /// The entry's key (a Request-id).
         key: String,

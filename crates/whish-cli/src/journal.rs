@@ -178,6 +178,14 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 Abandoned::Recorded { checked } => ("abandoned", checked.clone(), OK),
                 Abandoned::Received { status } => ("received", status.clone(), FAILED),
                 Abandoned::NoAnswer { why } => ("no-answer", why.clone(), TRANSPORT),
+                Abandoned::HeldElsewhere { holder } => (
+                    "held-elsewhere",
+                    format!(
+                        "another process ({}) holds the entry now: it is settling or sending it; try again once it is done",
+                        holder
+                    ),
+                    PENDING,
+                ),
                 Abandoned::Unchecked { why } => ("unchecked", why.clone(), USAGE),
                 Abandoned::NotWaiting { state } => {
                     ("not-waiting", format!("the entry is {state} now"), USAGE)

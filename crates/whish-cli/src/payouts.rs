@@ -60,9 +60,11 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             deadline_hours,
             retry_needs_operator,
         } => {
-            let recovery = whish::journal::Recovery::new()
-                .deadline(crate::journal::deadline(deadline_hours)?)
-                .retry_needs_operator(retry_needs_operator);
+            let retry_within = if retry_needs_operator {
+                Some(crate::journal::deadline(deadline_hours.unwrap_or(24.0))?)
+            } else {
+                None
+            };
             let b = batch_of(&batch)?;
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;
@@ -74,8 +76,10 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 .concurrency(concurrency)
                 .skip_bad_rows(skip_bad_rows)
                 .stop_on_account_refusal(!no_stop_on_account_refusal)
-                .stop_signal(stop)
-                .recovery(recovery);
+                .stop_signal(stop);
+            if let Some(within) = retry_within {
+                options = options.retry_needs_operator(within);
+            }
             if let Some(r) = rate {
                 options = options.rate(r);
             }

@@ -312,8 +312,9 @@ async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
     );
 }
 
-/// A batch of three rows whose second run left one row for a person: its send never reached
-/// the service, and the run (past a zero deadline) sent it to the operator, unsent. Returns
+/// A batch of three rows that left one row for a person: its send never reached the service,
+/// a recovery past a zero deadline sent it to the operator, unsent, and a run of the batch
+/// reports it so. Returns
 /// the sandbox, the settings, and the arguments of `payouts send` for this batch.
 async fn a_row_left_for_a_person(name: &str) -> (Sandbox, Vec<(String, String)>, Vec<String>) {
     let sb = funded_sandbox().await;
@@ -341,8 +342,11 @@ async fn a_row_left_for_a_person(name: &str) -> (Sandbox, Vec<(String, String)>,
     let first = whish(&strs(&with(&["--retries", "0"])), &env).await;
     assert_eq!(first.code, 3, "setup: {first:?}");
     assert_eq!(sb.transfers().len(), 2, "setup");
-    // Resumed past its deadline: to a person, unsent; stderr names the way out.
-    let late = whish(&strs(&with(&["--deadline-hours", "0"])), &env).await;
+    // Past its deadline (zero): to a person, unsent; the batch run again says so, and stderr
+    // names the way out.
+    let recovered = whish(&["journal", "recover", "--deadline-hours", "0"], &env).await;
+    assert_eq!(recovered.code, 3, "{recovered:?}");
+    let late = whish(&strs(&with(&[])), &env).await;
     assert_eq!(late.code, 3, "{late:?}");
     assert_eq!(late.json()["outcomes"]["needs-operator"], 1, "{late:?}");
     assert!(
@@ -354,9 +358,9 @@ async fn a_row_left_for_a_person(name: &str) -> (Sandbox, Vec<(String, String)>,
     (sb, env, send)
 }
 
-/// An operator resuming a batch long after a row was left open: `--deadline-hours` sends it to a
-/// person (exit 3, nothing sent, the stderr says how to settle it), and
-/// `--retry-needs-operator` settles it in the batch's own run: read by status first, paid once.
+/// An operator resuming a batch long after a row was left for a person (exit 3, nothing sent,
+/// the stderr says how to settle it): `--retry-needs-operator` settles it in the batch's own
+/// run: read by status first, paid once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_batch_settles_the_rows_left_for_a_person_when_told() {
     let (sb, env, send) = a_row_left_for_a_person("resume-cli").await;
@@ -377,8 +381,15 @@ async fn a_resumed_batch_settles_the_rows_left_for_a_person_when_told() {
     assert_eq!(ids.len(), 3);
 
     // A negative deadline is refused before anything is read or sent.
-    let bad = whish(&strs(&with(&["--deadline-hours", "-1"])), &env).await;
+    let bad = whish(
+        &strs(&with(&["--retry-needs-operator", "--deadline-hours", "-1"])),
+        &env,
+    )
+    .await;
     assert_eq!(bad.code, 2, "{bad:?}");
+    // A deadline alone is refused: it only bounds the retry.
+    let alone = whish(&strs(&with(&["--deadline-hours", "96"])), &env).await;
+    assert_eq!(alone.code, 2, "{alone:?}");
     sb.shutdown().await;
 }
 

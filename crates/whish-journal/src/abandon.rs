@@ -48,8 +48,15 @@ pub enum Abandoned {
         /// Why.
         why: String,
     },
+    /// Left as it was: another process holds the entry now (a recovery settling it, or a call
+    /// sending it), or another task of this one. Try again once it is done: it may be settled
+    /// by then.
+    HeldElsewhere {
+        /// The holder's journal owner name.
+        holder: String,
+    },
     /// Left as it was: the entry is not waiting for the operator (it is final, or open and
-    /// still recovery's to settle), or another process holds it now.
+    /// still recovery's to settle).
     NotWaiting {
         /// Its state when it was read.
         state: State,
@@ -104,21 +111,55 @@ impl Journal {
         }
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
+        // A process of this host that died holding it (a killed `journal abandon`, a killed
+        // recovery) leaves it at once, as recovery takes such entries.
+        self.free_if_its_holder_died(found.id).await?;
         let Some(claimed) = self
             .inner
             .db
             .claim_one(found.id, owner, lease_ms, true)
             .await?
         else {
-            // Another process holds it (a recovery working it now), or it moved on.
-            let state = self
-                .inner
-                .db
-                .get(service, operation, key)
-                .await?
-                .map_or(found.state, |e| e.state);
-            return Ok(Abandoned::NotWaiting { state });
+            // Another process (or another task of this one) holds it, or it moved on.
+            let now = self.inner.db.get(service, operation, key).await?;
+            return Ok(match now {
+                Some(e) if e.state == State::NeedsOperator => {
+                    let holder = self
+                        .inner
+                        .db
+                        .leased_elsewhere(owner)
+                        .await?
+                        .into_iter()
+                        .find(|h| h.lease.id == found.id)
+                        .and_then(|h| h.holder)
+                        .unwrap_or_else(|| owner.to_owned());
+                    Abandoned::HeldElsewhere { holder }
+                }
+                Some(e) => Abandoned::NotWaiting { state: e.state },
+                None => Abandoned::NoEntry,
+            });
         };
+        // From here the entry is leased to this call: a call dropped before it ends (a
+        // timeout, a task aborted) gives the lease back at once rather than hold the entry
+        // from everyone, its own process's recovery included, until the lease runs out.
+        let mut guard = GiveBack {
+            journal: Some(self.clone()),
+            lease: claimed.lease,
+        };
+        let done = self.check_and_close(clients, claimed, why).await;
+        guard.journal = None;
+        done
+    }
+
+    /// The leased part of [`abandon`](Self::abandon): check with the service, then close the
+    /// entry or give its lease back.
+    async fn check_and_close(
+        &self,
+        clients: &Clients,
+        claimed: crate::store::Claimed,
+        why: &str,
+    ) -> Result<Abandoned, JournalError> {
+        let owner = self.inner.owner.as_str();
         let lease = claimed.lease;
         let entry = match claimed.entry {
             Ok(entry) if entry.state == State::NeedsOperator => entry,
@@ -184,6 +225,49 @@ impl Journal {
     }
 }
 
+/// Gives an abandon's lease back when the call is dropped before it ends (the release is
+/// fenced by the lease's token: after the entry was closed or released, it changes nothing).
+struct GiveBack {
+    journal: Option<Journal>,
+    lease: crate::store::Lease,
+}
+
+impl Drop for GiveBack {
+    fn drop(&mut self) {
+        let Some(journal) = self.journal.take() else {
+            return;
+        };
+        let lease = self.lease;
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let owner = journal.inner.owner.as_str();
+                if let Err(e) = journal.inner.db.release(lease, owner).await {
+                    tracing::warn!(entry = lease.id, error = %e, "the lease of a dropped abandon could not be given back; it runs out by itself");
+                }
+            });
+        }
+    }
+}
+
+/// True when the transfer under the send's Request-id may be someone else's: its activity-log
+/// line shows another amount or currency, the log cannot be read, or the entry's request
+/// cannot be read (or is not trusted) to compare.
+#[cfg(feature = "money-transfer")]
+async fn someone_elses(
+    client: &whish_money_transfer::TransferClient,
+    id: whish_core::RequestId,
+    entry: &crate::Entry,
+    quarantined: bool,
+) -> bool {
+    if quarantined {
+        return true;
+    }
+    match whish_money_transfer::PreparedTransfer::from_stored(id, entry.request.clone()) {
+        Ok(prepared) => client.may_be_someone_elses(&prepared).await,
+        Err(_) => true,
+    }
+}
+
 /// Ask the service whether the entry's request took effect; never sends it.
 #[allow(unused_variables)]
 async fn check(clients: &Clients, entry: &crate::Entry, quarantined: bool) -> Check {
@@ -199,6 +283,15 @@ async fn check(clients: &Clients, entry: &crate::Entry, quarantined: bool) -> Ch
                 Err(e) => return Check::CannotTell(format!("its key is not a Request-id ({e})")),
             };
             match client.status(&StatusQuery::RequestId(id)).await {
+                // The status result names no amount: the transfer under the number may be
+                // someone else's (a Request-id reused), and this request may never have
+                // arrived. Neither "received" (with advice to cancel a stranger's transfer)
+                // nor "never took effect" is known then.
+                Ok(_) if someone_elses(client, id, entry, quarantined).await => {
+                    Check::CannotTell(format!(
+                        "the service holds a transfer under Request-id {id}, but the activity log lists it with another amount or currency than this request, or could not be read to tell: it may be someone else's transfer, and this request may never have arrived; a person must look (`whish transfer status --request-id {id}`)"
+                    ))
+                }
                 Ok(s) => Check::TookEffect(format!(
                     "the service holds a transfer under Request-id {id}: {}{}",
                     s.status,

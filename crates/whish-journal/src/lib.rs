@@ -542,8 +542,10 @@ impl Journal {
     /// Delete the final entries (`accepted`, `refused`) last changed more than `older_than`
     /// ago, and the status changes recorded before then; returns how many entries went. Open
     /// entries and those waiting for an operator are never pruned, nor the refusals of
-    /// [`RETRY_UNDER_NEW_KEY`] (a later attempt of the same payout row is found through them;
-    /// they are rare, and hold no transfer). Request bodies hold personal data (names, phones,
+    /// [`RETRY_UNDER_NEW_KEY`] (a later attempt of the same payout row is found through them),
+    /// nor the entries a person abandoned ([`Journal::abandon`]: a batch run again after they
+    /// were gone would send their rows, which nothing at the service refuses). Both are rare,
+    /// and hold no transfer. Request bodies hold personal data (names, phones,
     /// dates of birth): prune on your retention schedule.
     ///
     /// # Errors

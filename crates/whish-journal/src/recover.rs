@@ -195,7 +195,9 @@ pub struct HeldElsewhere {
     pub key: String,
     /// Its state.
     pub state: State,
-    /// The process holding the lease (its journal owner name).
+    /// The process holding the lease (its journal owner name: this process's own when another
+    /// of its tasks holds it, such as a call still in flight or a future dropped before it
+    /// finished).
     pub owner: String,
     /// When the lease runs out, unless its holder renews or finishes it.
     #[serde(with = "time::serde::rfc3339")]
@@ -310,7 +312,10 @@ impl Journal {
             }
         }
         if !options.take_over {
-            for held in self.inner.db.leased_elsewhere(owner).await? {
+            // Held by another process, or by another task of this one (a call in flight, or a
+            // dropped future whose lease has not run out: the owner "" matches no holder): not
+            // final, and never hidden.
+            for held in self.inner.db.leased_elsewhere("").await? {
                 let Ok(entry) = held.entry else { continue };
                 report.held_elsewhere.push(HeldElsewhere {
                     service: entry.service,
@@ -349,6 +354,76 @@ impl Journal {
 }
 
 impl Journal {
+    /// [`recover`](Self::recover) for these entries only (by service, operation and key): each
+    /// that is open, or waiting for the operator when
+    /// [`Recovery::retry_needs_operator`] says so, is leased and settled exactly as `recover`
+    /// settles it, with `options`' deadline. Entries of other keys are not touched: a payout
+    /// batch settles its own rows this way, never another batch's or a one-off send. An entry
+    /// another process (or another task of this one) holds is left to it and counted in
+    /// [`RecoveryReport::still_open`]; one a dead process of this host held is taken at once.
+    /// Keys with no entry, or a final one, are skipped.
+    ///
+    /// # Errors
+    ///
+    /// As [`recover`](Self::recover): only when the journal itself cannot be read or written;
+    /// entries worked before the error may have been sent.
+    pub async fn recover_entries(
+        &self,
+        clients: &Clients,
+        options: &Recovery,
+        entries: &[(Service, Operation, &str)],
+    ) -> Result<RecoveryReport, JournalError> {
+        let owner = self.inner.owner.as_str();
+        let lease_ms = millis(self.inner.lease);
+        let mut report = RecoveryReport::default();
+        for &(service, operation, key) in entries {
+            let Some(entry) = self.inner.db.get(service, operation, key).await? else {
+                continue;
+            };
+            let wanted = entry.state.is_open()
+                || (options.retry_needs_operator && entry.state == State::NeedsOperator);
+            if !wanted {
+                continue;
+            }
+            if self.free_if_its_holder_died(entry.id).await? {
+                report.taken_from_dead += 1;
+            }
+            match self
+                .inner
+                .db
+                .claim_one(entry.id, owner, lease_ms, options.retry_needs_operator)
+                .await?
+            {
+                Some(claimed) => self.work(clients, options, claimed, &mut report).await?,
+                None => report.still_open += 1,
+            }
+        }
+        Ok(report)
+    }
+
+    /// Free the lease on entry `id` when its holder is a process of this host that is gone
+    /// (killed): true when it was freed.
+    pub(crate) async fn free_if_its_holder_died(&self, id: i64) -> Result<bool, JournalError> {
+        for held in self
+            .inner
+            .db
+            .leased_elsewhere(self.inner.owner.as_str())
+            .await?
+        {
+            if held.lease.id == id
+                && let Some(holder) = &held.holder
+                && crate::owner::is_gone_here(holder)
+            {
+                return self
+                    .inner
+                    .db
+                    .release_dead(held.lease.id, holder, held.lease.token)
+                    .await;
+            }
+        }
+        Ok(false)
+    }
+
     /// Work one leased entry: to an operator when it cannot be read or is past its deadline
     /// (nothing sent), else drive it with its service under its lease, and record the answer.
     async fn work(

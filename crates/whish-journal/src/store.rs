@@ -575,9 +575,16 @@ impl Db {
     /// this crate's constants).
     fn prune_entries_sql(&self, state: State) -> String {
         let kept: String = if state == State::Refused {
+            // Kept: the refusals a later attempt of the same row is found through, and the
+            // entries a person abandoned (nothing at the service stops their key from being
+            // sent again by a batch run after they are gone).
             let not: Vec<String> = crate::RETRY_UNDER_NEW_KEY
                 .iter()
                 .map(|code| format!("outcome NOT LIKE '%\"code\":\"{code}\"%'"))
+                .chain(std::iter::once(format!(
+                    "outcome NOT LIKE '%\"result\":\"{}\"%'",
+                    crate::ABANDONED
+                )))
                 .collect();
             format!(" AND (outcome IS NULL OR ({}))", not.join(" AND "))
         } else {

@@ -309,6 +309,30 @@ async fn follow_row(
         State::Refused if already_held => {
             row.message = Some(ALREADY_HELD.into());
         }
+        // A person abandoned it after the service showed it never arrived; a request still
+        // travelling then may have arrived since: the service says which.
+        State::Refused
+            if entry
+                .outcome
+                .as_ref()
+                .is_some_and(|o| o.result == whish_journal::ABANDONED) =>
+        {
+            match client.status(&StatusQuery::RequestId(id)).await {
+                Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
+                    row.collection = Collection::NotPaid;
+                    row.source = Source::Status;
+                    row.message = entry.outcome.as_ref().and_then(|o| o.message.clone());
+                    return row;
+                }
+                Err(e) => {
+                    row.message = Some(format!(
+                        "a person abandoned this row, and the status could not be read to confirm the service holds nothing under its Request-id: {e}"
+                    ));
+                    return row;
+                }
+                Ok(_) => row.message = Some(ABANDONED_HELD.into()),
+            }
+        }
         State::Refused => {
             row.collection = Collection::NotPaid;
             row.message = entry.outcome.as_ref().map(|o| {
@@ -476,6 +500,9 @@ async fn at_service(
     row.transfer_id = s.transfer_id.or(row.transfer_id.take());
     Ok(false)
 }
+
+/// Why an abandoned row is read from the service.
+const ABANDONED_HELD: &str = "a person abandoned this row after the service showed it had not received it, but the service holds its transfer now (a request that arrived late): where it is below";
 
 /// Why a paid row has no journal entry.
 const NOT_IN_JOURNAL: &str = "the journal holds nothing for this row (pruned, or sent with another journal), but the service holds its transfer";

@@ -725,10 +725,10 @@ async fn a_stop_signal_leaves_the_rest_unsent_and_a_run_again_sends_it() {
     assert_eq!(sb.transfers().len(), 50);
 }
 
-/// A batch resumed long after a row was left open: the start-up recovery sends the row to a
-/// person past its deadline (nothing sent), leaves it there on a plain run, and settles it when
-/// the run is told to (`RunOptions::recovery` with `retry_needs_operator`): read by status
-/// first, sent once with its own Request-id.
+/// A batch resumed long after a row was left open: a recovery sends the row to a person past
+/// its deadline (nothing sent), a plain run leaves it there, and a run told to
+/// (`RunOptions::retry_needs_operator`) settles it: read by status first, sent once with its
+/// own Request-id.
 #[tokio::test]
 async fn a_row_left_for_a_person_is_settled_by_a_run_told_to() {
     let d = dir("resume-operator");
@@ -764,14 +764,15 @@ async fn a_row_left_for_a_person_is_settled_by_a_run_told_to() {
     assert_eq!(first.count(RowOutcome::Unknown), 1, "{results:?}");
     assert_eq!(sb.transfers().len(), 2);
 
-    // Resumed "days later" (a deadline of zero): to a person, unsent.
-    let late = RunOptions::new().recovery(whish_journal::Recovery::new().deadline(Duration::ZERO));
-    let (second, results) = run(&batch, &j, &c, &late).await;
-    assert_eq!(
-        second.expect("second run").count(RowOutcome::NeedsOperator),
-        1,
-        "{results:?}"
-    );
+    // "Days later" (a deadline of zero): a recovery sends it to a person, unsent.
+    let report = j
+        .recover(
+            &whish_journal::Clients::new().transfer(c.clone()),
+            &whish_journal::Recovery::new().deadline(Duration::ZERO),
+        )
+        .await
+        .expect("recover");
+    assert_eq!(report.needs_operator, 1, "{report:?}");
     // A plain run leaves it with the person.
     let (third, results) = run(&batch, &j, &c, &RunOptions::new()).await;
     assert_eq!(
@@ -782,8 +783,7 @@ async fn a_row_left_for_a_person_is_settled_by_a_run_told_to() {
     assert_eq!(sb.transfers().len(), 2, "nothing sent while it waits");
 
     // Told to: read by status (never received), sent once under its own Request-id.
-    let told =
-        RunOptions::new().recovery(whish_journal::Recovery::new().retry_needs_operator(true));
+    let told = RunOptions::new().retry_needs_operator(Duration::from_secs(3600));
     let (fourth, results) = run(&batch, &j, &c, &told).await;
     let fourth = fourth.expect("fourth run");
     assert!(fourth.all_accepted(), "{results:?}");

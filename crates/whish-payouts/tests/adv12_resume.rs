@@ -1,0 +1,328 @@
+//! Adversarial (13th review): a batch resumed with `RunOptions::retry_needs_operator` (first
+//! written against `RunOptions::recovery`, which it showed to reach other batches' rows, and
+//! which is gone), and a row a person abandoned (`Journal::abandon`).
+//! Each probe asserts what a careful payment engineer expects against what the sandbox holds;
+//! a probe that fails is a lie found, one that passes an attack that held up. Real SQLite
+//! journals in temporary files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rust_decimal::Decimal;
+use whish_core::{ClientSettings, Policy, RetryPolicy, SecretString, Timeouts};
+use whish_journal::{Abandoned, Clients, Journal, Operation, Recovery, Service, State};
+use whish_money_transfer::{
+    CountryId, Customer, FirstName, LastName, PreparedTransfer, TransferClient,
+};
+use whish_payouts::{
+    Batch, BatchError, Collection, Defaults, FollowUpRow, RowOutcome, RowResult, RunOptions,
+};
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+fn dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "whish-payouts-adv12-{test}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    ));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+async fn sandbox() -> Sandbox {
+    let plenty = Decimal::from(10_000_000u64);
+    Sandbox::builder()
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .start()
+        .await
+        .expect("sandbox")
+}
+
+fn client(sb: &Sandbox, retries: u32) -> TransferClient {
+    let c = sb.transfer_credentials();
+    TransferClient::builder(ClientSettings::new(sb.transfer_base_url()).policy(Policy {
+        retry: RetryPolicy {
+            max_retries: retries,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(20),
+        },
+        timeouts: Timeouts {
+            connect: Duration::from_secs(2),
+            attempt: Duration::from_millis(400),
+        },
+    }))
+    .username(c.username.clone())
+    .key(SecretString::from(c.key.clone()))
+    .build()
+    .expect("client")
+}
+
+fn defaults() -> Defaults {
+    Defaults::new()
+        .from_country(CountryId::LEBANON)
+        .sender(Customer::new(
+            FirstName::new("Relief"),
+            LastName::new("Org"),
+            "+9611000000",
+        ))
+}
+
+const HEADER: &str = "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds";
+
+fn csv_rows(prefix: &str, n: usize, amount: &str) -> String {
+    let mut s = format!("{HEADER}\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "{prefix}-{i:05},Rami,Haddad,+9617012{i:04},07-03-1990,{amount},USD,Family Support,Savings\n"
+        ));
+    }
+    s
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::File::create(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .expect("write file");
+}
+
+async fn journal(d: &Path) -> Journal {
+    Journal::open(&format!("sqlite:{}", d.join("journal.sqlite").display()))
+        .await
+        .expect("journal")
+}
+
+async fn run(
+    batch: &Batch,
+    j: &Journal,
+    c: &TransferClient,
+    options: &RunOptions,
+) -> (
+    Result<whish_payouts::RunSummary, BatchError>,
+    Vec<RowResult>,
+) {
+    let mut results = Vec::new();
+    let summary = batch
+        .run(j, c, options, &mut |r| {
+            results.push(r.clone());
+            Ok(())
+        })
+        .await;
+    results.sort_by_key(|r| r.line);
+    (summary, results)
+}
+
+fn transfers_with(sb: &Sandbox, id: i64) -> usize {
+    sb.transfers().iter().filter(|t| t.request_id == id).count()
+}
+
+/// A batch of `rows` rows whose first row's send never reached the service, resumed "days
+/// later" (a deadline of zero): that row waits for a person. Returns the batch and that row's
+/// result (its Request-id).
+async fn a_row_for_a_person(
+    sb: &Sandbox,
+    j: &Journal,
+    d: &Path,
+    name: &str,
+    rows: usize,
+) -> (Batch, RowResult) {
+    let file = d.join(format!("{name}.csv"));
+    write(&file, &csv_rows(name, rows, "15"));
+    let batch = Batch::new(name, &file, defaults()).expect("batch");
+    let before = sb.transfers().len();
+    sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+    let (first, _) = run(&batch, j, &client(sb, 0), &RunOptions::new().concurrency(1)).await;
+    assert_eq!(
+        first.expect("first run").count(RowOutcome::Unknown),
+        1,
+        "setup"
+    );
+    assert_eq!(sb.transfers().len(), before + rows - 1, "setup");
+    // "Days later" (a deadline of zero): a recovery sends it to a person.
+    j.recover(
+        &Clients::new().transfer(client(sb, 2)),
+        &Recovery::new().deadline(Duration::ZERO),
+    )
+    .await
+    .expect("recover");
+    let (second, results) = run(&batch, j, &client(sb, 2), &RunOptions::new()).await;
+    assert_eq!(
+        second.expect("second run").count(RowOutcome::NeedsOperator),
+        1,
+        "setup: {results:?}"
+    );
+    let row = results
+        .into_iter()
+        .find(|r| r.outcome == RowOutcome::NeedsOperator)
+        .expect("the row for a person");
+    (batch, row)
+}
+
+async fn abandon(sb: &Sandbox, j: &Journal, row: &RowResult) {
+    let key = row.request_id.expect("a Request-id").to_string();
+    let done = j
+        .abandon(
+            &Clients::new().transfer(client(sb, 0)),
+            Service::MoneyTransfer,
+            Operation::Send,
+            &key,
+            "the receiver was paid in cash at the office",
+        )
+        .await
+        .expect("abandon");
+    assert!(
+        matches!(done, Abandoned::Recorded { .. }),
+        "setup: {done:?}"
+    );
+}
+
+/// Found by the thirteenth review (a lie then; fixed). A row a person abandoned ("never pay it") is
+/// refused, code `abandoned`, on every run, even told to retry what waits for a person with the
+/// longest deadline (held up). Then the journal is pruned on its retention schedule
+/// (`Journal::prune`: final entries, and `refused` is final), and the batch file is run again: the
+/// abandoned row's entry is gone, its Request-id (derived from the batch and the reference) has no
+/// transfer at the service, and the row is paid. The prune keeps the refusals a later attempt needs
+/// (`RETRY_UNDER_NEW_KEY`), but not the person's decision.
+#[tokio::test]
+async fn an_abandoned_row_is_not_paid_after_the_journal_is_pruned() {
+    let d = dir("prune");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let (batch, row) = a_row_for_a_person(&sb, &j, &d, "prune", 3).await;
+    let id = row.request_id.expect("id").get();
+    abandon(&sb, &j, &row).await;
+    let told = RunOptions::new().retry_needs_operator(Duration::MAX);
+    let (third, results) = run(&batch, &j, &client(&sb, 2), &told).await;
+    let third = third.expect("third run");
+    assert_eq!(third.count(RowOutcome::Refused), 1, "{results:?}");
+    assert!(
+        results
+            .iter()
+            .any(|r| r.outcome == RowOutcome::Refused && r.code.as_deref() == Some("abandoned")),
+        "{results:?}"
+    );
+    assert_eq!(transfers_with(&sb, id), 0, "held up: never sent");
+
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let pruned = j.prune(Duration::ZERO).await.expect("prune");
+    assert!(pruned >= 1, "setup: pruned {pruned}");
+    let (fourth, results) = run(&batch, &j, &client(&sb, 2), &RunOptions::new()).await;
+    let _ = fourth.expect("fourth run");
+    assert_eq!(
+        transfers_with(&sb, id),
+        0,
+        "the row a person abandoned was paid after the prune: {results:?}"
+    );
+}
+
+/// Found by the thirteenth review (a lie then; fixed). What abandon says it cannot rule out
+/// happens: the send a person abandoned was still travelling and arrives after the check (here: the
+/// same request, same Request-id and bytes, reaches the service). The service holds the row's
+/// transfer, SENT, waiting to be collected. `follow_up` ("where each row's money is ... status
+/// reads by Request-id") reads the journal's `refused` and says `not-paid` without asking the
+/// service, so the person believes the receiver cannot collect, and a cancel run would never cancel
+/// it.
+#[tokio::test]
+async fn the_follow_up_of_an_abandoned_row_asks_the_service() {
+    let d = dir("follow");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let (batch, row) = a_row_for_a_person(&sb, &j, &d, "follow", 2).await;
+    let id = row.request_id.expect("id");
+    abandon(&sb, &j, &row).await;
+    let entry = j
+        .entry(Service::MoneyTransfer, Operation::Send, &id.to_string())
+        .await
+        .expect("read")
+        .expect("entry");
+    assert_eq!(entry.state, State::Refused, "setup");
+    // The request that was still on its way arrives.
+    let late = PreparedTransfer::from_stored(id, entry.request.clone()).expect("stored");
+    let _ = client(&sb, 0).send(&late).await.expect("arrives late");
+    assert_eq!(
+        transfers_with(&sb, id.get()),
+        1,
+        "setup: the service holds it"
+    );
+
+    let mut rows: Vec<FollowUpRow> = Vec::new();
+    batch
+        .follow_up(&j, &client(&sb, 2), 4, &mut |r| {
+            rows.push(r.clone());
+            Ok(())
+        })
+        .await
+        .expect("follow-up");
+    let mine = rows
+        .iter()
+        .find(|r| r.request_id == Some(id))
+        .expect("the row");
+    assert_ne!(
+        mine.collection,
+        Collection::NotPaid,
+        "the service holds the row's transfer, SENT: {mine:?}"
+    );
+}
+
+/// Found by the thirteenth review (a lie then; fixed). Two batches share a journal (as the CLI's
+/// one `WHISH_JOURNAL` does). A row of batch B waits for a person, who has not decided yet. The
+/// operator resumes batch A with `--retry-needs-operator` (the stderr and each row's message say:
+/// "run the batch again with --retry-needs-operator" to settle *its* rows). The start-up recovery
+/// works every needs-operator entry of the journal: batch B's row is read, found never received,
+/// and paid, though nobody asked for batch B. (docs/payouts.md says in passing that the recovery
+/// works every entry; the option's `--help` and the messages that recommend it do not.)
+#[tokio::test]
+async fn a_batch_told_to_retry_pays_only_its_own_rows() {
+    let d = dir("other-batch");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let (_b, b_row) = a_row_for_a_person(&sb, &j, &d, "batch-b", 1).await;
+    let b_id = b_row.request_id.expect("id").get();
+    let file = d.join("batch-a.csv");
+    write(&file, &csv_rows("batch-a", 2, "20"));
+    let a = Batch::new("batch-a", &file, defaults()).expect("batch");
+    let told = RunOptions::new().retry_needs_operator(Duration::from_secs(24 * 3600));
+    let (summary, results) = run(&a, &j, &client(&sb, 2), &told).await;
+    assert!(summary.expect("run").all_accepted(), "{results:?}");
+    assert_eq!(
+        transfers_with(&sb, b_id),
+        0,
+        "batch B's row, waiting for a person, was paid by batch A's run"
+    );
+}
+
+/// Held up: the batch reports an abandoned row `refused` (never accepted, not in the accepted
+/// totals, exit path of a refusal), on a plain run and on one told to retry with a deadline of
+/// zero, and sends nothing for it.
+#[tokio::test]
+async fn an_abandoned_row_is_never_counted_paid() {
+    let d = dir("counted");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let (batch, row) = a_row_for_a_person(&sb, &j, &d, "counted", 3).await;
+    let id = row.request_id.expect("id").get();
+    abandon(&sb, &j, &row).await;
+    for options in [
+        RunOptions::new(),
+        RunOptions::new().retry_needs_operator(Duration::ZERO),
+    ] {
+        let (summary, results) = run(&batch, &j, &client(&sb, 2), &options).await;
+        let summary = summary.expect("run");
+        assert!(!summary.all_accepted());
+        assert_eq!(summary.count(RowOutcome::Accepted), 2, "{results:?}");
+        assert_eq!(summary.totals.get("USD").map(|t| t.accepted), Some(2));
+        let r = results
+            .iter()
+            .find(|r| r.request_id == row.request_id)
+            .expect("the row");
+        assert_eq!(r.outcome, RowOutcome::Refused, "{r:?}");
+        assert_eq!(r.code.as_deref(), Some("abandoned"));
+        assert!(r.ltn_number.is_none() && r.transfer_id.is_none(), "{r:?}");
+    }
+    assert_eq!(transfers_with(&sb, id), 0);
+    assert_eq!(sb.transfers().len(), 2);
+}
