@@ -7,7 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    cash_send, lost_and_applied_for_the_operator, places, sandbox, transfer, transfers_with,
+    cash_send, entry_of, lost_and_applied_for_the_operator, places, sandbox, state_of, transfer,
+    transfers_with,
 };
 use whish_journal::{ABANDONED, Abandoned, Clients, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault};
@@ -50,11 +51,7 @@ async fn only_a_send_the_service_never_received_is_abandoned() {
             matches!(&done, Abandoned::Recorded { checked } if checked.contains("no transfer")),
             "{done:?}"
         );
-        let entry = journal
-            .entry(Service::MoneyTransfer, Operation::Send, &lost_key)
-            .await
-            .expect("read")
-            .expect("entry");
+        let entry = entry_of(&journal, Service::MoneyTransfer, Operation::Send, &lost_key).await;
         assert_eq!(entry.state, State::Refused);
         let outcome = entry.outcome.expect("outcome");
         assert_eq!(outcome.result, ABANDONED);
@@ -81,12 +78,16 @@ async fn only_a_send_the_service_never_received_is_abandoned() {
             matches!(&done, Abandoned::Received { status } if status.contains("SENT")),
             "{done:?}"
         );
-        let entry = journal
-            .entry(Service::MoneyTransfer, Operation::Send, &applied_key)
-            .await
-            .expect("read")
-            .expect("entry");
-        assert_eq!(entry.state, State::NeedsOperator);
+        assert_eq!(
+            state_of(
+                &journal,
+                Service::MoneyTransfer,
+                Operation::Send,
+                &applied_key
+            )
+            .await,
+            State::NeedsOperator
+        );
         assert_eq!(sends(&sb, before), 0, "abandon sends nothing");
 
         // A retrying recovery confirms the received one and never sends the abandoned one.
@@ -185,12 +186,7 @@ async fn a_check_without_an_answer_abandons_nothing() {
                 .expect("abandon");
             assert!(matches!(done, Abandoned::NoAnswer { .. }), "{done:?}");
             assert_eq!(
-                journal
-                    .entry(Service::MoneyTransfer, Operation::Send, &key)
-                    .await
-                    .expect("read")
-                    .expect("entry")
-                    .state,
+                state_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await,
                 State::NeedsOperator
             );
         }
@@ -223,12 +219,13 @@ async fn a_check_without_an_answer_abandons_nothing() {
             "{done:?}"
         );
         assert_eq!(
-            journal
-                .entry(Service::MoneyTransfer, Operation::Send, &applied_key)
-                .await
-                .expect("read")
-                .expect("entry")
-                .state,
+            state_of(
+                &journal,
+                Service::MoneyTransfer,
+                Operation::Send,
+                &applied_key
+            )
+            .await,
             State::NeedsOperator
         );
         let done = journal
@@ -311,16 +308,13 @@ async fn a_cancel_is_abandoned_only_when_the_transfer_is_not_cancelled() {
             "{applied:?}"
         );
         assert_eq!(
-            journal
-                .entry(
-                    Service::MoneyTransfer,
-                    Operation::Cancel,
-                    &cancels[1].request_id().to_string()
-                )
-                .await
-                .expect("read")
-                .expect("entry")
-                .state,
+            state_of(
+                &journal,
+                Service::MoneyTransfer,
+                Operation::Cancel,
+                &cancels[1].request_id().to_string()
+            )
+            .await,
             State::NeedsOperator
         );
         let cancel_calls = sb

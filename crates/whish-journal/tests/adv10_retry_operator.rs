@@ -8,7 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    cash_send, lost_and_applied_for_the_operator, places, sandbox, topup, transfer, transfers_with,
+    cash_send, lost_and_applied_for_the_operator, places, sandbox, state_of, topup, transfer,
+    transfers_with,
 };
 use whish_journal::{Clients, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault};
@@ -16,10 +17,6 @@ use whish_sandbox::{Endpoint, Fault};
 /// The lies found, one for each place (SQLite, PostgreSQL), all told at the end.
 fn tell(lies: Vec<String>) {
     assert!(lies.is_empty(), "{}", lies.join("\n"));
-}
-
-async fn state_of(j: &whish_journal::Journal, s: Service, o: Operation, key: &str) -> State {
-    common::entry_of(j, s, o, key).await.state
 }
 
 /// What each transfer the sandbox holds under a Request-id charged (amount plus fee).

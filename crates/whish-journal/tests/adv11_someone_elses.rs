@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{places, sandbox, transfer, transfers_with};
+use common::{places, sandbox, state_of, transfer, transfers_with};
 use rust_decimal::Decimal;
 use whish_core::{Amount, Currency};
 use whish_journal::{Clients, Operation, Recovery, Service, State};
@@ -19,11 +19,6 @@ use whish_sandbox::{Endpoint, Fault, Sandbox};
 /// The lies found, one for each place (SQLite, PostgreSQL), all told at the end.
 fn tell(lies: Vec<String>) {
     assert!(lies.is_empty(), "{}", lies.join("\n"));
-}
-
-#[allow(dead_code)]
-async fn state_of(j: &whish_journal::Journal, s: Service, o: Operation, key: &str) -> State {
-    common::entry_of(j, s, o, key).await.state
 }
 
 fn sender() -> Sender {

@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    Place, cash_send, collect, lost_and_applied_for_the_operator, payment, places, sandbox, topup,
-    transfer, transfers_with,
+    Place, cash_send, collect, lost_and_applied_for_the_operator, payment, places, sandbox,
+    state_of, topup, transfer, transfers_with,
 };
 use whish_core::{Currency, RequestId};
 use whish_journal::{Clients, Journal, Operation, Recovery, Service, State};
@@ -25,10 +25,6 @@ async fn restart_and_recover(place: &Place, clients: &Clients) -> whish_journal:
         .expect("recover");
     journal.close().await;
     report
-}
-
-async fn state_of(j: &Journal, s: Service, o: Operation, key: &str) -> State {
-    common::entry_of(j, s, o, key).await.state
 }
 
 #[tokio::test]

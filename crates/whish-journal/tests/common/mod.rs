@@ -216,6 +216,16 @@ pub fn transfers_with(sb: &Sandbox, request_id: i64) -> usize {
         .count()
 }
 
+/// The state of one request's entry, which the test expects to be there.
+pub async fn state_of(
+    journal: &Journal,
+    service: whish_journal::Service,
+    operation: whish_journal::Operation,
+    key: &str,
+) -> whish_journal::State {
+    entry_of(journal, service, operation, key).await.state
+}
+
 /// The entry of one request, which the test expects to be there.
 pub async fn entry_of(
     journal: &Journal,
