@@ -382,17 +382,6 @@ pub enum PayoutsCmd {
         /// Go on after an account-level refusal (balance, daily limit) instead of stopping.
         #[arg(long)]
         no_stop_on_account_refusal: bool,
-        /// Settle this batch's rows waiting for a person (needs-operator: still open a day after
-        /// they were recorded) that were recorded within --deadline-hours: your decision that
-        /// they should be paid now. Each is read by status first and sent again, with its own
-        /// Request-id, only when the service never received it. Other batches' entries are
-        /// left alone.
-        #[arg(long)]
-        retry_needs_operator: bool,
-        /// With --retry-needs-operator: how long ago, at most, the rows were recorded (default
-        /// 24; 96 after a weekend).
-        #[arg(long, value_name = "HOURS", requires = "retry_needs_operator")]
-        deadline_hours: Option<f64>,
     },
     /// Where each row's money is: collected, waiting, cancelled, credited, not paid (status
     /// reads by Request-id). Sends nothing.

@@ -57,14 +57,7 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             rate,
             skip_bad_rows,
             no_stop_on_account_refusal,
-            deadline_hours,
-            retry_needs_operator,
         } => {
-            let retry_within = if retry_needs_operator {
-                Some(crate::journal::deadline(deadline_hours.unwrap_or(24.0))?)
-            } else {
-                None
-            };
             let b = batch_of(&batch)?;
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;
@@ -77,9 +70,6 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 .skip_bad_rows(skip_bad_rows)
                 .stop_on_account_refusal(!no_stop_on_account_refusal)
                 .stop_signal(stop);
-            if let Some(within) = retry_within {
-                options = options.retry_needs_operator(within);
-            }
             if let Some(r) = rate {
                 options = options.rate(r);
             }
@@ -256,7 +246,7 @@ fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
         }
         if for_a_person > 0 {
             eprintln!(
-                "whish: {for_a_person} row(s) wait for a person (open past the recovery deadline): run the batch again with `--retry-needs-operator --deadline-hours H` (H covering when they were recorded) to settle them: each is read by status first, and sent again only if the service never received it"
+                "whish: {for_a_person} row(s) wait for a person (open past the recovery deadline): `whish journal recover --retry-needs-operator --deadline-hours H` (H covering when they were recorded) settles them (each read by status first, sent again only if the service never received it; every entry of the journal waiting within H), then run the batch again; `whish journal abandon KEY --reason TEXT` closes one that is not to be paid"
             );
         }
         PENDING

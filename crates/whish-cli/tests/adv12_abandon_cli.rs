@@ -1,7 +1,8 @@
 //! Adversarial (13th review), through the command: `whish journal abandon KEY --reason TEXT`
-//! and `whish payouts send ... --retry-needs-operator --deadline-hours H`. What the commands say
-//! (exit status, JSON, the results file, `journal list`) against what the sandbox holds. A probe
-//! that fails is a lie found; one that passes documents an attack that held up.
+//! and `whish journal recover --retry-needs-operator --deadline-hours H` around a payout batch.
+//! What the commands say (exit status, JSON, the results file, `journal list`) against what the
+//! sandbox holds. A probe that fails is a lie found; one that passes documents an attack that
+//! held up.
 
 mod common;
 
@@ -78,13 +79,14 @@ fn transfers_with(sb: &Sandbox, key: &str) -> usize {
         .count()
 }
 
-/// Held up: `--deadline-hours` values that are not a number of hours (NaN, infinite, negative,
-/// too large for a duration) are refused with exit 2 before anything is read or sent, with and
-/// without `--retry-needs-operator`: the open row stays open, nothing goes to the service and
+/// Held up: `journal recover --deadline-hours` values that are not a number of hours (NaN,
+/// infinite, negative, too large for a duration) are refused with exit 2 before anything is read or
+/// sent, with and without `--retry-needs-operator` (first written against the same options of
+/// `payouts send`, withdrawn since): the open row stays open, nothing goes to the service and
 /// nothing is moved to the operator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_hours_that_are_not_hours_change_nothing() {
-    let (sb, env, send, _) = a_row_left_open("adv12-deadline", Fault::DropRequest).await;
+    let (sb, env, _, _) = a_row_left_open("adv12-deadline", Fault::DropRequest).await;
     let before = the_open_entry(&env).await;
     assert_eq!(before["state"], "may-have-arrived", "setup: {before}");
     let requests = sb.requests().len();
@@ -92,7 +94,7 @@ async fn deadline_hours_that_are_not_hours_change_nothing() {
         "nan", "NaN", "inf", "-inf", "-1", "-0.001", "1e300", "1e400", "", "24h", "0x10",
     ] {
         for retry in [false, true] {
-            let mut args = send.clone();
+            let mut args = vec!["journal".to_owned(), "recover".to_owned()];
             args.push(format!("--deadline-hours={value}"));
             if retry {
                 args.push("--retry-needs-operator".to_owned());

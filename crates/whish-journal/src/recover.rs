@@ -316,7 +316,21 @@ impl Journal {
             // dropped future whose lease has not run out: the owner "" matches no holder): not
             // final, and never hidden.
             for held in self.inner.db.leased_elsewhere("").await? {
-                let Ok(entry) = held.entry else { continue };
+                let entry = match held.entry {
+                    Ok(entry) => entry,
+                    // Held, and its row cannot be read: listed as unreadable, with its holder.
+                    Err(e) => {
+                        report.unreadable.push(crate::Unreadable {
+                            id: held.lease.id,
+                            key: held.key,
+                            reason: format!(
+                                "held by {} now, and its row cannot be read: {e}",
+                                held.holder.as_deref().unwrap_or("another process")
+                            ),
+                        });
+                        continue;
+                    }
+                };
                 report.held_elsewhere.push(HeldElsewhere {
                     service: entry.service,
                     operation: entry.operation,
@@ -357,11 +371,11 @@ impl Journal {
     /// [`recover`](Self::recover) for these entries only (by service, operation and key): each
     /// that is open, or waiting for the operator when
     /// [`Recovery::retry_needs_operator`] says so, is leased and settled exactly as `recover`
-    /// settles it, with `options`' deadline. Entries of other keys are not touched: a payout
-    /// batch settles its own rows this way, never another batch's or a one-off send. An entry
-    /// another process (or another task of this one) holds is left to it and counted in
-    /// [`RecoveryReport::still_open`]; one a dead process of this host held is taken at once.
-    /// Keys with no entry, or a final one, are skipped.
+    /// settles it, with `options`' deadline. Entries of other keys are not touched: a caller
+    /// settles the entries of its own requests this way (one payout batch's rows, say), never
+    /// another's. An entry another process (or another task of this one) holds is left to it
+    /// and listed in [`RecoveryReport::held_elsewhere`]; one a dead process of this host held is
+    /// taken at once. Keys with no entry, or a final one, are skipped.
     ///
     /// # Errors
     ///
@@ -395,7 +409,29 @@ impl Journal {
                 .await?
             {
                 Some(claimed) => self.work(clients, options, claimed, &mut report).await?,
-                None => report.still_open += 1,
+                // Held by another process, or another task of this one: named, never hidden.
+                None => match self
+                    .inner
+                    .db
+                    .leased_elsewhere("")
+                    .await?
+                    .into_iter()
+                    .find(|h| h.lease.id == entry.id)
+                {
+                    Some(held) => report.held_elsewhere.push(HeldElsewhere {
+                        service,
+                        operation,
+                        key: key.to_owned(),
+                        state: entry.state,
+                        owner: held.holder.unwrap_or_default(),
+                        until: time::OffsetDateTime::from_unix_timestamp_nanos(
+                            i128::from(held.until_ms.unwrap_or_default()) * 1_000_000,
+                        )
+                        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
+                    }),
+                    // Settled by its holder meanwhile, or moved on: read it again.
+                    None => report.still_open += 1,
+                },
             }
         }
         Ok(report)

@@ -317,20 +317,39 @@ async fn follow_row(
                 .as_ref()
                 .is_some_and(|o| o.result == whish_journal::ABANDONED) =>
         {
-            match client.status(&StatusQuery::RequestId(id)).await {
+            // The activity log first (as every row), then the status read; a "not found"
+            // from the status read alone is confirmed by the log (a second witness, as
+            // abandon itself needs) before the row reads not paid.
+            match at_service(&client, id, &log, &mut row).await {
+                Ok(_) => row.message = Some(ABANDONED_HELD.into()),
                 Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
-                    row.collection = Collection::NotPaid;
-                    row.source = Source::Status;
-                    row.message = entry.outcome.as_ref().and_then(|o| o.message.clone());
+                    row.collection = Collection::Unknown;
+                    row.status = None;
+                    match client.logged_under(id).await {
+                        Ok(false) => {
+                            row.collection = Collection::NotPaid;
+                            row.message = entry.outcome.as_ref().and_then(|o| o.message.clone());
+                        }
+                        Ok(true) => {
+                            row.message = Some(format!(
+                                "a person abandoned this row; the status read finds no transfer under its Request-id, but the activity log lists one: run the same command again ({ABANDONED_HELD})"
+                            ));
+                        }
+                        Err(e) => {
+                            row.message = Some(format!(
+                                "a person abandoned this row; the status read finds no transfer under its Request-id, and the activity log could not be read to confirm it ({e}): run the same command again"
+                            ));
+                        }
+                    }
                     return row;
                 }
                 Err(e) => {
+                    row.collection = Collection::Unknown;
                     row.message = Some(format!(
-                        "a person abandoned this row, and the status could not be read to confirm the service holds nothing under its Request-id: {e}"
+                        "a person abandoned this row, and the service could not be read to confirm it holds nothing under its Request-id: {e}"
                     ));
                     return row;
                 }
-                Ok(_) => row.message = Some(ABANDONED_HELD.into()),
             }
         }
         State::Refused => {

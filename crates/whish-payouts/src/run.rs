@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use whish_core::{Amount, RequestId};
-use whish_journal::{Entry, Journal, Operation, Service, State, Unreserved};
+use whish_journal::{Entry, Journal, Operation, Service, Unreserved};
 use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
@@ -84,7 +84,6 @@ pub struct RunOptions {
     pub(crate) skip_bad_rows: bool,
     pub(crate) stop_on_account_refusal: bool,
     pub(crate) stop: StopSignal,
-    pub(crate) retry_within: Option<Duration>,
 }
 
 impl Default for RunOptions {
@@ -95,7 +94,6 @@ impl Default for RunOptions {
             skip_bad_rows: false,
             stop_on_account_refusal: true,
             stop: StopSignal::new(),
-            retry_within: None,
         }
     }
 }
@@ -135,20 +133,6 @@ impl RunOptions {
     /// The signal that stops this run (Ctrl-C).
     pub fn stop_signal(mut self, stop: StopSignal) -> Self {
         self.stop = stop;
-        self
-    }
-
-    /// Settle this batch's rows that wait for the operator (`needs-operator`: still open a day
-    /// after they were recorded, which the start-up recovery sends to a person unsent), when
-    /// they were recorded within `within`: a person's decision that they should be paid now (a
-    /// batch resumed after a weekend). Each is settled the safe way, as
-    /// [`Recovery::retry_needs_operator`](whish_journal::Recovery::retry_needs_operator)
-    /// settles it: read by status first (confirmed without a send if the service holds it),
-    /// and sent again under its own Request-id only when the service never received it. Only
-    /// this batch's rows: entries of other batches and one-off sends in the same journal are
-    /// left to their own decisions. Default: none (such rows are reported `needs-operator`).
-    pub fn retry_needs_operator(mut self, within: Duration) -> Self {
-        self.retry_within = Some(within);
         self
     }
 }
@@ -337,43 +321,23 @@ async fn prepare_chunk(
     batch: &str,
     chunk: Vec<Payout>,
     stop: &StopSignal,
-    retry_within: Option<Duration>,
-) -> (Vec<Slot>, u64) {
+) -> Vec<Slot> {
     if chunk.is_empty() {
-        return (Vec::new(), 0);
+        return Vec::new();
     }
     // The entries may still change before a row is sent (another process): the journal's own
     // hold decides then.
     let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-    let looked_up =
-        resolve_many_with_earlier(journal, batch, &keys, key::request_id, Operation::Send).await;
-    // On a person's word, this batch's rows waiting for the operator are settled first (read
-    // by status, sent again only if never received), then looked up again.
-    let (looked_up, recovered, retry_failed) = match (retry_within, looked_up) {
-        (Some(within), Ok(found)) if !stop.is_stopped() => {
-            retry_waiting(journal, client, batch, &keys, within, found).await
-        }
-        (_, looked_up) => (looked_up, 0, None),
-    };
-    let resolved: Vec<Result<Resolved, String>> = match looked_up {
-        Ok(v) => v.into_iter().map(Ok).collect(),
-        Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
-    };
+    let resolved: Vec<Result<Resolved, String>> =
+        match resolve_many_with_earlier(journal, batch, &keys, key::request_id, Operation::Send)
+            .await
+        {
+            Ok(v) => v.into_iter().map(Ok).collect(),
+            Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
+        };
     let mut planned = Vec::with_capacity(chunk.len());
     let mut fresh = Vec::new();
     for (p, resolved) in chunk.iter().zip(resolved) {
-        // A row whose retry failed part way may have been sent: unknown, never "not sent".
-        if let (Some((why, ids)), Ok((id, ..))) = (&retry_failed, &resolved)
-            && ids.contains(id)
-        {
-            let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::Unknown);
-            r.request_id = Some(*id);
-            r.amount = Some(p.amount);
-            r.currency = Some(p.currency.clone());
-            r.message = Some(why.clone());
-            planned.push(Err(r));
-            continue;
-        }
         match plan_row(client, p, resolved) {
             Planned::Done(r) => planned.push(Err(r)),
             Planned::Send {
@@ -400,7 +364,7 @@ async fn prepare_chunk(
             Err(e) => fresh.iter().map(|_| Err(e.to_string())).collect(),
         }
         .into_iter();
-        let slots = planned
+        return planned
             .into_iter()
             .map(|p| match p {
                 Err(r) => Slot::Done(r),
@@ -427,10 +391,9 @@ async fn prepare_chunk(
                 }
             })
             .collect();
-        return (slots, recovered);
     }
     let mut reserved = transfers.reserve(fresh).await.into_iter();
-    let slots = planned
+    planned
         .into_iter()
         .map(|p| match p {
             Err(r) => Slot::Done(r),
@@ -440,79 +403,7 @@ async fn prepare_chunk(
                 None => unreachable!("one reservation for each fresh row"),
             },
         })
-        .collect();
-    (slots, recovered)
-}
-
-/// The rows of a chunk whose entries wait for the operator, settled through the journal's
-/// recovery of those entries only (recorded within `within`), then the chunk looked up again.
-/// Returns the lookup, how many entries the recovery moved, and, when it failed part way, why
-/// and the Request-ids it may have sent.
-async fn retry_waiting(
-    journal: &Journal,
-    client: &TransferClient,
-    batch: &str,
-    keys: &[String],
-    within: Duration,
-    found: Vec<Resolved>,
-) -> (
-    Result<Vec<Resolved>, BatchError>,
-    u64,
-    Option<(String, HashSet<RequestId>)>,
-) {
-    let waiting: Vec<(RequestId, String)> = found
-        .iter()
-        .filter(|(_, e, _)| e.as_ref().is_some_and(|e| e.state == State::NeedsOperator))
-        .map(|(id, ..)| (*id, id.to_string()))
-        .collect();
-    if waiting.is_empty() {
-        return (Ok(found), 0, None);
-    }
-    let entries: Vec<(Service, Operation, &str)> = waiting
-        .iter()
-        .map(|(_, k)| (Service::MoneyTransfer, Operation::Send, k.as_str()))
-        .collect();
-    let settled = journal
-        .recover_entries(
-            &whish_journal::Clients::new().transfer(client.clone()),
-            &whish_journal::Recovery::new()
-                .deadline(within)
-                .retry_needs_operator(true),
-            &entries,
-        )
-        .await;
-    let ids = || waiting.iter().map(|(id, _)| *id).collect();
-    let report = match settled {
-        Ok(report) => report,
-        // The other rows' entries are as the first lookup found them; these may have been
-        // sent.
-        Err(e) => {
-            return (
-                Ok(found),
-                0,
-                Some((
-                    format!(
-                        "the journal failed while this row, which waited for the operator, was being settled ({e}): it may have been sent; run the batch again to settle it"
-                    ),
-                    ids(),
-                )),
-            );
-        }
-    };
-    let moved = report.changes.len() as u64;
-    match resolve_many_with_earlier(journal, batch, keys, key::request_id, Operation::Send).await {
-        Ok(v) => (Ok(v), moved, None),
-        Err(e) => (
-            Ok(found),
-            moved,
-            Some((
-                format!(
-                    "this row waited for the operator and was settled now, but the journal could not be read after ({e}): it may have been sent; run the batch again to see where it is"
-                ),
-                ids(),
-            )),
-        ),
-    }
+        .collect()
 }
 
 /// A chunk's check, run as a task: its bad rows.
@@ -802,7 +693,6 @@ impl Batch {
                 &batch,
                 std::mem::take(&mut chunk),
                 &stop,
-                options.retry_within,
             );
             let sending = async {
                 for slot in std::mem::take(&mut ready) {
@@ -840,9 +730,8 @@ impl Batch {
                     }
                 }
             };
-            let ((), (next, recovered)) = tokio::join!(sending, preparing);
+            let ((), next) = tokio::join!(sending, preparing);
             ready = next;
-            summary.recovered += recovered;
         }
         while let Some(done) = tasks.join_next().await {
             deliver(&mut summary, joined(done), &stop);

@@ -58,7 +58,7 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
         State::NeedsOperator => {
             r.outcome = RowOutcome::NeedsOperator;
             r.message = Some(format!(
-                "{}: nothing sends it by itself; to settle it, run the batch again with `--retry-needs-operator --deadline-hours H` (`RunOptions::retry_needs_operator`), H covering when it was recorded: it is read by status first, and sent again only if the service never received it",
+                "{}: nothing sends it by itself; to settle it, `whish journal recover --retry-needs-operator --deadline-hours H` (H covering when it was recorded: it is read by status first, and sent again only if the service never received it), then run the batch again; to close it unpaid, `whish journal abandon KEY --reason TEXT`",
                 outcome
                     .and_then(|o| o.message.clone())
                     .unwrap_or_else(|| "the journal holds this row for an operator".into())
