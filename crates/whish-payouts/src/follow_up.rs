@@ -410,7 +410,16 @@ async fn follow_row(
     // A cancel run cancels a row still waiting that was sent before its cutoff, and sends again
     // any cancel of the batch's the journal holds open (the same cancel, never a second one:
     // its outcome is settled instead of left open behind a row that reads cancelled).
+    // A cancel of the batch's that a person abandoned is their decision: not sent again (the
+    // journal would refuse it as final), and reported as the journal holds it.
+    let cancel_abandoned = earlier_cancel.as_ref().is_some_and(|e| {
+        e.state == State::Refused
+            && e.outcome
+                .as_ref()
+                .is_some_and(|o| o.result == whish_journal::ABANDONED)
+    });
     if let Some((before, reason)) = cancel_before
+        && !cancel_abandoned
         && ((row.collection == Collection::Waiting && entry.created < before) || cancel_open)
     {
         // When the journal could not be read, the row is `unknown`, said above; nothing sent.
