@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    cash_send, lost_and_applied_for_the_operator, places, sandbox, state_of, topup, transfer,
-    transfers_with,
+    cash_send, journal_sql, lost_and_applied_for_the_operator, places, sandbox, state_of, topup,
+    transfer, transfers_with,
 };
 use whish_journal::{Clients, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault};
@@ -341,29 +341,6 @@ async fn retried_pay_replays_and_a_page_on_the_status_read_sends_nothing() {
         assert_ne!(send, State::Accepted);
         assert!(!report.all_final(), "{report:?}");
         journal.close().await;
-    }
-}
-
-/// Run `sql` on the place's journal directly (a row spoiled by hand or by a bad write).
-async fn journal_sql(place: &common::Place, sql: &str) -> u64 {
-    use sqlx::Connection;
-    match place {
-        common::Place::Sqlite(url) => {
-            let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&mut c)
-                .await
-                .expect("setup: change the journal")
-                .rows_affected()
-        }
-        common::Place::Postgres(url) => {
-            let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&mut c)
-                .await
-                .expect("setup: change the journal")
-                .rows_affected()
-        }
     }
 }
 

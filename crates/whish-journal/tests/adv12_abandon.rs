@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    cash_send, entry_of, lost_and_applied_for_the_operator, places, sandbox, transfer,
+    cash_send, entry_of, journal_sql, lost_and_applied_for_the_operator, places, sandbox, transfer,
     transfers_with,
 };
 use whish_journal::{ABANDONED, Abandoned, Clients, Journal, Operation, Recovery, Service, State};
@@ -37,28 +37,6 @@ async fn until_calls(sb: &Sandbox, endpoint: Endpoint, n: usize) {
 
 async fn state_of(j: &Journal, o: Operation, key: &str) -> State {
     entry_of(j, Service::MoneyTransfer, o, key).await.state
-}
-
-async fn journal_sql(place: &common::Place, sql: &str) -> u64 {
-    use sqlx::Connection;
-    match place {
-        common::Place::Sqlite(url) => {
-            let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&mut c)
-                .await
-                .expect("setup: change the journal")
-                .rows_affected()
-        }
-        common::Place::Postgres(url) => {
-            let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&mut c)
-                .await
-                .expect("setup: change the journal")
-                .rows_affected()
-        }
-    }
 }
 
 /// Held up since 28bab56 (a lie at 2040f39, where abandon trusted one status read). The service

@@ -1,6 +1,8 @@
-//! Adversarial (13th review): a row a person abandoned (`Journal::abandon`) in a payout batch:
-//! run again, pruned, followed up. (Its probe of a batch-level retry of rows waiting for the
-//! operator, which paid other batches' rows, went with that option: it was withdrawn.)
+//! Adversarial (13th to 15th reviews): a row a person abandoned (`Journal::abandon`) in a payout
+//! batch: run again, pruned, followed up, cancelled, reconciled; and a batch cancel a person
+//! abandoned, met by the cancel run. (The 13th review's probe of a batch-level retry of rows
+//! waiting for the operator, which paid other batches' rows, went with that option: it was
+//! withdrawn.)
 //! Each probe asserts what a careful payment engineer expects against what the sandbox holds;
 //! a probe that fails is a lie found, one that passes an attack that held up. Real SQLite
 //! journals in temporary files.
@@ -10,11 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rust_decimal::Decimal;
+use time::OffsetDateTime;
 use whish_core::{ClientSettings, Policy, RetryPolicy, SecretString, Timeouts};
-use whish_journal::{Abandoned, Clients, Journal, Operation, Recovery, Service, State};
+use whish_journal::{Abandoned, Clients, Journal, Listing, Operation, Recovery, Service, State};
 use whish_money_transfer::{
-    CountryId, Customer, FirstName, LastName, PreparedTransfer, TransferClient,
+    CountryId, Customer, FirstName, LastName, PreparedTransfer, ReportRange, TransferClient,
 };
+use whish_payouts::reconcile::{self, FindingKind};
 use whish_payouts::{
     Batch, BatchError, Collection, Defaults, FollowUpRow, RowOutcome, RowResult, RunOptions,
 };
@@ -361,4 +365,283 @@ async fn the_follow_up_of_an_abandoned_row_collected_since_is_never_not_paid() {
         Collection::NotPaid,
         "the receiver collected the row's transfer (the activity log lists it RECEIVED): {mine:?}"
     );
+}
+
+fn calls(sb: &Sandbox, endpoint: Endpoint) -> usize {
+    sb.requests()
+        .iter()
+        .filter(|r| r.endpoint == endpoint)
+        .count()
+}
+
+/// A follow-up (`cancel_before` None) or a cancel run of rows sent before it; its rows.
+async fn follow(
+    batch: &Batch,
+    j: &Journal,
+    c: &TransferClient,
+    cancel_before: Option<OffsetDateTime>,
+) -> Vec<FollowUpRow> {
+    let mut rows: Vec<FollowUpRow> = Vec::new();
+    let mut sink = |r: &FollowUpRow| {
+        rows.push(r.clone());
+        Ok(())
+    };
+    match cancel_before {
+        None => batch.follow_up(j, c, 4, &mut sink).await,
+        Some(before) => {
+            batch
+                .cancel_uncollected(j, c, before, "not collected in time", 4, &mut sink)
+                .await
+        }
+    }
+    .expect("follow-up");
+    rows.sort_by_key(|r| r.line);
+    rows
+}
+
+fn status_of(sb: &Sandbox, id: i64) -> Vec<String> {
+    sb.transfers()
+        .into_iter()
+        .filter(|t| t.request_id == id)
+        .map(|t| t.status)
+        .collect()
+}
+
+/// The abandoned row's request, still travelling when abandon checked, arrives: the service
+/// holds its transfer, SENT. Returns the batch, the row's Request-id, and the late transfer's LTN.
+async fn abandoned_then_arrived(
+    sb: &Sandbox,
+    j: &Journal,
+    d: &Path,
+    name: &str,
+) -> (Batch, whish_core::RequestId, String) {
+    let (batch, row) = a_row_for_a_person(sb, j, d, name, 2).await;
+    let id = row.request_id.expect("id");
+    abandon(sb, j, &row).await;
+    let entry = j
+        .entry(Service::MoneyTransfer, Operation::Send, &id.to_string())
+        .await
+        .expect("read")
+        .expect("entry");
+    assert_eq!(entry.state, State::Refused, "setup");
+    let late = PreparedTransfer::from_stored(id, entry.request.clone()).expect("stored");
+    let sent = client(sb, 0).send(&late).await.expect("arrives late");
+    let ltn = sent.ltn_number().expect("an LTN").to_owned();
+    assert_eq!(status_of(sb, id.get()), vec!["SENT".to_owned()], "setup");
+    (batch, id, ltn)
+}
+
+/// Held up: a cancel run (cutoff an hour ahead) over a batch whose abandoned row's late request
+/// arrived (its transfer SENT, waiting at a branch). The run cancels that transfer through the
+/// journal (its cancel entry accepted), the row reads cancelled by the batch; a second cancel run
+/// sends no second cancel and still says cancelled; a plain follow-up agrees.
+#[tokio::test]
+async fn a_cancel_run_cancels_an_abandoned_rows_late_transfer_once() {
+    let d = dir("cancel-late");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let (batch, id, _ltn) = abandoned_then_arrived(&sb, &j, &d, "cancellate").await;
+    let before = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let rows = follow(&batch, &j, &client(&sb, 2), Some(before)).await;
+    let mine = rows
+        .iter()
+        .find(|r| r.request_id == Some(id))
+        .expect("the row")
+        .clone();
+    assert_eq!(
+        status_of(&sb, id.get()),
+        vec!["CANCELED_FULL".to_owned()],
+        "the abandoned row's late transfer still waits after a cancel run: {mine:?}"
+    );
+    assert_eq!(mine.collection, Collection::Cancelled, "{mine:?}");
+    assert_eq!(mine.cancel, Some(RowOutcome::Accepted), "{mine:?}");
+    assert!(mine.cancelled_now, "{mine:?}");
+    let cancels = calls(&sb, Endpoint::TransferCancel);
+    let cancel_entries: Vec<_> = j
+        .list(&Listing::new())
+        .await
+        .expect("list")
+        .into_iter()
+        .filter(|e| e.operation == Operation::Cancel)
+        .collect();
+    // The abandoned row's cancel and the other (paid, waiting) row's: both accepted.
+    assert_eq!(cancel_entries.len(), 2, "{cancel_entries:?}");
+    assert!(cancel_entries.iter().all(|e| e.state == State::Accepted));
+    for cancel_before in [Some(before), None] {
+        let rows = follow(&batch, &j, &client(&sb, 2), cancel_before).await;
+        let again = rows
+            .iter()
+            .find(|r| r.request_id == Some(id))
+            .expect("the row");
+        assert_eq!(again.collection, Collection::Cancelled, "{again:?}");
+        assert_eq!(again.cancel, Some(RowOutcome::Accepted), "{again:?}");
+    }
+    assert_eq!(
+        calls(&sb, Endpoint::TransferCancel),
+        cancels,
+        "a second cancel"
+    );
+    // The other row (paid, waiting) was cancelled too, once; nothing was sent again.
+    assert_eq!(sb.transfers().len(), 2);
+    assert_eq!(transfers_with(&sb, id.get()), 1, "paid once");
+}
+
+/// Held up: the reconciliation of the day never matches an abandoned row silently. With the
+/// late request arrived, the transfer the journal holds as refused (abandoned) is a
+/// `RefusedInJournal` finding; without it, the abandoned row is no finding and the report is clean.
+#[tokio::test]
+async fn reconcile_reports_an_abandoned_rows_late_transfer() {
+    let d = dir("reconcile");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let from = OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let (_batch, row) = a_row_for_a_person(&sb, &j, &d, "reconcile", 2).await;
+    let id = row.request_id.expect("id");
+    abandon(&sb, &j, &row).await;
+    let to = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let f = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    let range = ReportRange::starting(&from.format(&f).expect("format"))
+        .expect("from")
+        .until(&to.format(&f).expect("format"))
+        .expect("to");
+    let report = reconcile::transfers(&j, &client(&sb, 2), &range, from, to)
+        .await
+        .expect("reconcile");
+    assert!(
+        report.is_clean(),
+        "nothing went out for the abandoned row: {report:?}"
+    );
+    let entry = j
+        .entry(Service::MoneyTransfer, Operation::Send, &id.to_string())
+        .await
+        .expect("read")
+        .expect("entry");
+    let late = PreparedTransfer::from_stored(id, entry.request.clone()).expect("stored");
+    let _ = client(&sb, 0).send(&late).await.expect("arrives late");
+    let report = reconcile::transfers(&j, &client(&sb, 2), &range, from, to)
+        .await
+        .expect("reconcile");
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.request_id == Some(id) && f.kind == FindingKind::RefusedInJournal),
+        "the abandoned row's late transfer is not reported: {report:?}"
+    );
+    assert!(!report.is_clean());
+}
+
+/// A one-row batch, paid, whose cancel run's cancel never reached the service (its request
+/// dropped, no retries) and which a recovery "days later" handed to a person; the person
+/// abandons that cancel (the transfer is SENT, not cancelled). Returns the batch, the row's
+/// Request-id and the cancel's key.
+async fn a_cancel_abandoned(
+    sb: &Sandbox,
+    j: &Journal,
+    d: &Path,
+    name: &str,
+) -> (Batch, whish_core::RequestId, String) {
+    let file = d.join(format!("{name}.csv"));
+    write(&file, &csv_rows(name, 1, "15"));
+    let batch = Batch::new(name, &file, defaults()).expect("batch");
+    let (summary, results) = run(&batch, j, &client(sb, 2), &RunOptions::new()).await;
+    assert!(summary.expect("run").all_accepted(), "setup: {results:?}");
+    let id = results[0].request_id.expect("id");
+    sb.inject(Endpoint::TransferCancel, Fault::DropRequest, 1);
+    let before = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let rows = follow(&batch, j, &client(sb, 0), Some(before)).await;
+    assert_eq!(rows[0].cancel, Some(RowOutcome::Unknown), "setup: {rows:?}");
+    let r = j
+        .recover(
+            &Clients::new().transfer(client(sb, 0)),
+            &Recovery::new().deadline(Duration::ZERO),
+        )
+        .await
+        .expect("recover");
+    assert_eq!(r.needs_operator, 1, "setup: {r:?}");
+    let key = j
+        .list(&Listing::new().state(State::NeedsOperator))
+        .await
+        .expect("list")
+        .into_iter()
+        .find(|e| e.operation == Operation::Cancel)
+        .expect("the cancel waiting")
+        .key;
+    let done = j
+        .abandon(
+            &Clients::new().transfer(client(sb, 0)),
+            Service::MoneyTransfer,
+            Operation::Cancel,
+            &key,
+            "the receiver is coming tomorrow",
+        )
+        .await
+        .expect("abandon");
+    assert!(
+        matches!(done, Abandoned::Recorded { .. }),
+        "setup: {done:?}"
+    );
+    assert_eq!(status_of(sb, id.get()), vec!["SENT".to_owned()], "setup");
+    (batch, id, key)
+}
+
+/// Found by the fifteenth review (a lie then; fixed): a cancel run over a row whose batch cancel a
+/// person abandoned (the transfer still SENT). Nothing goes to the service and the transfer still
+/// waits (held up), but the row says `cancel: refused`, `source: cancel`, message "the service
+/// refused the cancel: journal: ... was refused (abandoned by a person ...) and is final ...;
+/// nothing was sent": the service never received it. `follow_up.rs` `cancel()` sends an entry the
+/// journal holds as final (refused/abandoned) and words the journal's `already_refused` as the
+/// service's refusal.
+#[tokio::test]
+async fn a_cancel_run_over_an_abandoned_cancel_sends_nothing_and_blames_no_one() {
+    let d = dir("cancel-abandoned");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let (batch, id, _key) = a_cancel_abandoned(&sb, &j, &d, "cancelabandoned").await;
+    let cancels = calls(&sb, Endpoint::TransferCancel);
+    let before = OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let rows = follow(&batch, &j, &client(&sb, 2), Some(before)).await;
+    let mine = &rows[0];
+    assert_eq!(calls(&sb, Endpoint::TransferCancel), cancels, "{mine:?}");
+    assert_eq!(status_of(&sb, id.get()), vec!["SENT".to_owned()]);
+    assert_eq!(mine.collection, Collection::Waiting, "{mine:?}");
+    assert!(!mine.cancelled_now, "{mine:?}");
+    assert!(
+        !mine
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the service refused"),
+        "the service never received this cancel; a person abandoned it: {mine:?}"
+    );
+}
+
+/// Held up: a plain follow-up of a row whose batch cancel a person abandoned, after the receiver
+/// collected: collected (the service's word), the cancel refused (closed), nothing sent.
+#[tokio::test]
+async fn the_follow_up_of_a_collected_row_with_an_abandoned_cancel() {
+    let d = dir("cancel-collected");
+    let sb = sandbox().await;
+    let j = journal(&d).await;
+    let (batch, id, _key) = a_cancel_abandoned(&sb, &j, &d, "cancelcollected").await;
+    let ltn = sb
+        .transfers()
+        .into_iter()
+        .find(|t| t.request_id == id.get())
+        .expect("transfer")
+        .ltn_number;
+    sb.collect_cash(&ltn).await.expect("collected");
+    let cancels = calls(&sb, Endpoint::TransferCancel);
+    for cancel_before in [
+        None,
+        Some(OffsetDateTime::now_utc() + time::Duration::hours(1)),
+    ] {
+        let rows = follow(&batch, &j, &client(&sb, 2), cancel_before).await;
+        let mine = &rows[0];
+        assert_eq!(mine.collection, Collection::Collected, "{mine:?}");
+        assert!(!mine.cancelled_now, "{mine:?}");
+        assert_eq!(mine.cancel, Some(RowOutcome::Refused), "{mine:?}");
+    }
+    assert_eq!(calls(&sb, Endpoint::TransferCancel), cancels);
+    assert_eq!(status_of(&sb, id.get()), vec!["RECEIVED".to_owned()]);
 }

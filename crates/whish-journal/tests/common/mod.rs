@@ -284,3 +284,27 @@ pub async fn lost_and_applied_for_the_operator(
     assert_eq!(report.needs_operator, 2, "setup: {report:?}");
     (lost, applied)
 }
+
+/// Run `sql` on the place's journal directly (a row spoiled by hand or by a bad write, a
+/// lease set by hand); the rows it changed.
+pub async fn journal_sql(place: &Place, sql: &str) -> u64 {
+    use sqlx::Connection;
+    match place {
+        Place::Sqlite(url) => {
+            let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut c)
+                .await
+                .expect("setup: change the journal")
+                .rows_affected()
+        }
+        Place::Postgres(url) => {
+            let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut c)
+                .await
+                .expect("setup: change the journal")
+                .rows_affected()
+        }
+    }
+}
