@@ -198,12 +198,20 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 "service": entry.service,
                 "operation": entry.operation,
                 "outcome": outcome,
-                "service_said": said,
+                "message": said,
             }));
             match done {
                 Abandoned::Recorded { .. } => {}
+                Abandoned::Received { .. }
+                    if entry.operation == whish::journal::Operation::Send =>
+                {
+                    eprintln!(
+                        "whish: not abandoned: {}. Settle it with `whish journal recover --retry-needs-operator --deadline-hours H` (it is confirmed, not sent again), then cancel the transfer if it must not be paid",
+                        printable(&said)
+                    )
+                }
                 Abandoned::Received { .. } => eprintln!(
-                    "whish: not abandoned: {}. Settle it with `whish journal recover --retry-needs-operator --deadline-hours H`, then cancel the transfer if it must not be paid",
+                    "whish: not abandoned: {}. Settle it with `whish journal recover --retry-needs-operator --deadline-hours H`, which records it",
                     printable(&said)
                 ),
                 _ => eprintln!(

@@ -200,7 +200,7 @@ async fn abandon_while_another_process_holds_the_entry_says_so() {
     let said = done.json();
     assert!(
         !(said["outcome"] == "not-waiting"
-            && said["service_said"]
+            && said["message"]
                 .as_str()
                 .is_some_and(|s| s.contains("needs-operator"))),
         "abandon says the entry is not waiting, and that it is needs-operator: {done:?}"

@@ -2,8 +2,9 @@
 //! the service first, then closed, so that neither the journal nor a batch keeps reporting it.
 //!
 //! Only what the service can prove it never received is closed: a transfer's send when the
-//! status read by its Request-id finds no transfer and the activity log lists none, a cancel when the transfer's status shows it
-//! did not apply. Anything else is left exactly as it was, with the reason.
+//! status read by its Request-id finds no transfer and the activity log lists none, a cancel
+//! when the transfer's status shows it did not apply. Anything else is left exactly as it was,
+//! with the reason.
 
 #[cfg(feature = "money-transfer")]
 use whish_money_transfer::{PreparedCancel, StatusQuery, TransferCode, TransferStatus};
@@ -78,10 +79,13 @@ impl Journal {
     /// Close an entry waiting for the operator (`needs-operator`) that a person decided not to
     /// send, once the service shows the request never took effect: a transfer's send is read
     /// by status with its Request-id, then in the activity log of the last 40 days (closed only
-    /// when neither holds a transfer under it); a cancel is decided by the transfer's status (closed only when the transfer is not
-    /// cancelled). The entry is leased while it is checked, so no recovery sends it meanwhile.
-    /// It is then `refused`, outcome `abandoned`, with `why` in its message: no recovery or
-    /// batch sends it, and `journal list --open` no longer shows it.
+    /// when neither holds a transfer under it; a transfer the log lists with another amount or
+    /// currency may be someone else's, and leaves it [`Abandoned::Unchecked`]); a cancel is
+    /// decided by the transfer's status (closed only when the transfer is not cancelled). The
+    /// entry is leased while it is checked, so no recovery sends it meanwhile, and a call
+    /// dropped mid-check gives the lease back. It is then `refused`, outcome `abandoned`, with
+    /// `why` in its message: no recovery or batch sends it, prune keeps it, and
+    /// `journal list --open` no longer shows it.
     ///
     /// What the check cannot rule out: a request still travelling after the read (days after
     /// it was recorded, as entries waiting for the operator are) that arrives later. The
