@@ -129,12 +129,8 @@ impl Journal {
             return Ok(match now {
                 Some(e) if e.state == State::NeedsOperator => {
                     let holder = self
-                        .inner
-                        .db
-                        .leased_elsewhere(owner)
+                        .held_now(found.id)
                         .await?
-                        .into_iter()
-                        .find(|h| h.lease.id == found.id)
                         .and_then(|h| h.holder)
                         .unwrap_or_else(|| owner.to_owned());
                     Abandoned::HeldElsewhere { holder }

@@ -204,6 +204,20 @@ pub struct HeldElsewhere {
     pub until: time::OffsetDateTime,
 }
 
+impl HeldElsewhere {
+    /// An entry, its lease's holder and the lease's end (ms since the epoch).
+    fn of(entry: Entry, holder: Option<String>, until_ms: Option<i64>) -> HeldElsewhere {
+        HeldElsewhere {
+            service: entry.service,
+            operation: entry.operation,
+            key: entry.key,
+            state: entry.state,
+            owner: holder.unwrap_or_default(),
+            until: crate::store::time_of(until_ms.unwrap_or_default()),
+        }
+    }
+}
+
 impl RecoveryReport {
     /// True when every entry of the journal that was open is final now: nothing still open,
     /// nothing for an operator, nothing skipped, and nothing held by another process.
@@ -331,17 +345,9 @@ impl Journal {
                         continue;
                     }
                 };
-                report.held_elsewhere.push(HeldElsewhere {
-                    service: entry.service,
-                    operation: entry.operation,
-                    key: entry.key,
-                    state: entry.state,
-                    owner: held.holder.unwrap_or_default(),
-                    until: time::OffsetDateTime::from_unix_timestamp_nanos(
-                        i128::from(held.until_ms.unwrap_or_default()) * 1_000_000,
-                    )
-                    .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
-                });
+                report
+                    .held_elsewhere
+                    .push(HeldElsewhere::of(entry, held.holder, held.until_ms));
             }
         }
         for (id, key, state) in self.inner.db.unknown_states().await? {
@@ -410,25 +416,12 @@ impl Journal {
             {
                 Some(claimed) => self.work(clients, options, claimed, &mut report).await?,
                 // Held by another process, or another task of this one: named, never hidden.
-                None => match self
-                    .inner
-                    .db
-                    .leased_elsewhere("")
-                    .await?
-                    .into_iter()
-                    .find(|h| h.lease.id == entry.id)
-                {
-                    Some(held) => report.held_elsewhere.push(HeldElsewhere {
-                        service,
-                        operation,
-                        key: key.to_owned(),
-                        state: entry.state,
-                        owner: held.holder.unwrap_or_default(),
-                        until: time::OffsetDateTime::from_unix_timestamp_nanos(
-                            i128::from(held.until_ms.unwrap_or_default()) * 1_000_000,
-                        )
-                        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
-                    }),
+                None => match self.held_now(entry.id).await? {
+                    Some(held) => report.held_elsewhere.push(HeldElsewhere::of(
+                        entry,
+                        held.holder,
+                        held.until_ms,
+                    )),
                     // Settled by its holder meanwhile, or moved on: read it again.
                     None => report.still_open += 1,
                 },
@@ -440,24 +433,36 @@ impl Journal {
     /// Free the lease on entry `id` when its holder is a process of this host that is gone
     /// (killed): true when it was freed.
     pub(crate) async fn free_if_its_holder_died(&self, id: i64) -> Result<bool, JournalError> {
-        for held in self
-            .inner
-            .db
-            .leased_elsewhere(self.inner.owner.as_str())
-            .await?
-        {
-            if held.lease.id == id
-                && let Some(holder) = &held.holder
-                && crate::owner::is_gone_here(holder)
+        match self.held_now(id).await? {
+            Some(held)
+                if held
+                    .holder
+                    .as_deref()
+                    .is_some_and(crate::owner::is_gone_here) =>
             {
-                return self
-                    .inner
+                let holder = held.holder.as_deref().unwrap_or_default();
+                self.inner
                     .db
                     .release_dead(held.lease.id, holder, held.lease.token)
-                    .await;
+                    .await
             }
+            _ => Ok(false),
         }
-        Ok(false)
+    }
+
+    /// The unexpired lease on entry `id` now, of another process or of another task of this
+    /// one (the owner "" matches no holder), if any.
+    pub(crate) async fn held_now(
+        &self,
+        id: i64,
+    ) -> Result<Option<crate::store::Claimed>, JournalError> {
+        Ok(self
+            .inner
+            .db
+            .leased_elsewhere("")
+            .await?
+            .into_iter()
+            .find(|h| h.lease.id == id))
     }
 
     /// Work one leased entry: to an operator when it cannot be read or is past its deadline

@@ -325,7 +325,7 @@ fn is_busy(e: &sqlx::Error) -> bool {
         .is_some_and(|c| matches!(c.as_ref(), "5" | "261" | "517"))
 }
 
-fn time_of(ms: i64) -> OffsetDateTime {
+pub(crate) fn time_of(ms: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }

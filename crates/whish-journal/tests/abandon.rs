@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    cash_send, entry_of, lost_and_applied_for_the_operator, places, sandbox, state_of, transfer,
-    transfers_with,
+    abandon_send, cash_send, entry_of, lost_and_applied_for_the_operator, places, sandbox,
+    state_of, transfer, transfers_with,
 };
 use whish_journal::{ABANDONED, Abandoned, Clients, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault};
@@ -37,16 +37,13 @@ async fn only_a_send_the_service_never_received_is_abandoned() {
         );
         let before = sb.requests().len();
 
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &lost_key,
-                "the receiver was paid in cash at the office",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(
+            &journal,
+            &clients,
+            &lost_key,
+            "the receiver was paid in cash at the office",
+        )
+        .await;
         assert!(
             matches!(&done, Abandoned::Recorded { checked } if checked.contains("no transfer")),
             "{done:?}"
@@ -64,16 +61,7 @@ async fn only_a_send_the_service_never_received_is_abandoned() {
         );
 
         // The one the service holds: left for the operator, with what the service said.
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &applied_key,
-                "not wanted",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &applied_key, "not wanted").await;
         assert!(
             matches!(&done, Abandoned::Received { status } if status.contains("SENT")),
             "{done:?}"
@@ -113,46 +101,25 @@ async fn only_a_send_the_service_never_received_is_abandoned() {
         assert_eq!(sends(&sb, before), 0, "nothing sent");
 
         // Final, unknown and open entries are not the operator's to abandon.
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &lost_key,
-                "twice",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &lost_key, "twice").await;
         assert_eq!(
             done,
             Abandoned::NotWaiting {
                 state: State::Refused
             }
         );
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                "12345",
-                "none",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, "12345", "none").await;
         assert_eq!(done, Abandoned::NoEntry);
         let open = t.client().prepare_send(cash_send(82)).expect("prepare");
         sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
         assert!(t.send(&open).await.expect_err("dropped").outcome_unknown());
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &open.request_id().to_string(),
-                "too early",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(
+            &journal,
+            &clients,
+            &open.request_id().to_string(),
+            "too early",
+        )
+        .await;
         assert_eq!(
             done,
             Abandoned::NotWaiting {
@@ -180,10 +147,7 @@ async fn a_check_without_an_answer_abandons_nothing() {
             Fault::Code("api.account.invalid_request"),
         ] {
             sb.inject(Endpoint::TransferStatus, fault, 1);
-            let done = journal
-                .abandon(&clients, Service::MoneyTransfer, Operation::Send, &key, "x")
-                .await
-                .expect("abandon");
+            let done = abandon_send(&journal, &clients, &key, "x").await;
             assert!(matches!(done, Abandoned::NoAnswer { .. }), "{done:?}");
             assert_eq!(
                 state_of(&journal, Service::MoneyTransfer, Operation::Send, &key).await,
@@ -192,10 +156,7 @@ async fn a_check_without_an_answer_abandons_nothing() {
         }
         // "Not found", and the log cannot be read to confirm it.
         sb.inject(Endpoint::TransferActivity, Fault::Page(502), 1);
-        let done = journal
-            .abandon(&clients, Service::MoneyTransfer, Operation::Send, &key, "x")
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &key, "x").await;
         assert!(matches!(done, Abandoned::NoAnswer { .. }), "{done:?}");
         // The applied one, with a status read that lies "not found": the log lists it.
         let applied_key = applied.request_id().to_string();
@@ -204,16 +165,7 @@ async fn a_check_without_an_answer_abandons_nothing() {
             Fault::Code("sending.transfer.invalid.info"),
             1,
         );
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &applied_key,
-                "x",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &applied_key, "x").await;
         assert!(
             matches!(&done, Abandoned::Received { status } if status.contains("activity log")),
             "{done:?}"
@@ -240,10 +192,7 @@ async fn a_check_without_an_answer_abandons_nothing() {
             .expect("abandon");
         assert!(matches!(done, Abandoned::Unchecked { .. }), "{done:?}");
         // The lease taken for the check was given back: the next check settles it at once.
-        let done = journal
-            .abandon(&clients, Service::MoneyTransfer, Operation::Send, &key, "x")
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &key, "x").await;
         assert!(matches!(done, Abandoned::Recorded { .. }), "{done:?}");
         assert_eq!(transfers_with(&sb, lost.request_id().get()), 0);
     }

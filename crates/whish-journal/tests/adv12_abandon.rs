@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    cash_send, entry_of, journal_sql, lost_and_applied_for_the_operator, places, sandbox, transfer,
-    transfers_with,
+    abandon_send, cash_send, entry_of, journal_sql, lost_and_applied_for_the_operator, places,
+    sandbox, transfer, transfers_with,
 };
 use whish_journal::{ABANDONED, Abandoned, Clients, Journal, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault, Sandbox};
@@ -58,16 +58,7 @@ async fn a_lagging_status_read_does_not_abandon_a_transfer_the_service_holds() {
             Fault::Code("sending.transfer.invalid.info"),
             1,
         );
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &key,
-                "not wanted",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &key, "not wanted").await;
         let state = state_of(&journal, Operation::Send, &key).await;
         assert_eq!(
             transfers_with(&sb, applied.request_id().get()),
@@ -86,10 +77,7 @@ async fn a_lagging_status_read_does_not_abandon_a_transfer_the_service_holds() {
             1,
         );
         sb.inject(Endpoint::TransferActivity, Fault::Page(502), 4);
-        let done = journal
-            .abandon(&clients, Service::MoneyTransfer, Operation::Send, &key, "x")
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &key, "x").await;
         let state = state_of(&journal, Operation::Send, &key).await;
         if !matches!(done, Abandoned::NoAnswer { .. }) || state != State::NeedsOperator {
             lies.push(format!(
@@ -132,16 +120,7 @@ async fn someone_elses_transfer_under_the_request_id_is_not_told_as_received() {
             .expect("recover");
         assert_eq!(report.needs_operator, 1, "setup: {report:?}");
 
-        let done = journal
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &key,
-                "not wanted",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&journal, &clients, &key, "not wanted").await;
         assert_eq!(
             calls(&sb, Endpoint::TransferCancel),
             0,
@@ -186,10 +165,7 @@ async fn a_retrying_recovery_during_the_check_sends_nothing() {
         let a = place.open().await;
         let (ac, akey) = (clients.clone(), key.clone());
         let abandoning = tokio::spawn(async move {
-            let done = a
-                .abandon(&ac, Service::MoneyTransfer, Operation::Send, &akey, "no")
-                .await
-                .expect("abandon");
+            let done = abandon_send(&a, &ac, &akey, "no").await;
             a.close().await;
             done
         });
@@ -244,16 +220,7 @@ async fn abandon_during_a_retrying_recovery_closes_nothing() {
         });
         until_calls(&sb, Endpoint::TransferStatus, statuses + 1).await;
         let a = place.open().await;
-        let done = a
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &key,
-                "no",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&a, &clients, &key, "no").await;
         let report = recovering.await.expect("join");
         assert!(!matches!(done, Abandoned::Recorded { .. }), "{done:?}");
         assert_eq!(
@@ -287,10 +254,7 @@ async fn a_take_over_during_the_check_wins_and_abandon_records_nothing() {
         let a = place.open().await;
         let (ac, akey) = (clients.clone(), key.clone());
         let abandoning = tokio::spawn(async move {
-            let done = a
-                .abandon(&ac, Service::MoneyTransfer, Operation::Send, &akey, "no")
-                .await
-                .expect("abandon");
+            let done = abandon_send(&a, &ac, &akey, "no").await;
             a.close().await;
             done
         });
@@ -338,11 +302,7 @@ async fn a_send_of_the_same_request_during_the_check_is_never_both() {
         );
         let a = journal.clone();
         let (ac, akey) = (clients.clone(), key.clone());
-        let abandoning = tokio::spawn(async move {
-            a.abandon(&ac, Service::MoneyTransfer, Operation::Send, &akey, "no")
-                .await
-                .expect("abandon")
-        });
+        let abandoning = tokio::spawn(async move { abandon_send(&a, &ac, &akey, "no").await });
         until_calls(&sb, Endpoint::TransferStatus, statuses + 1).await;
         let t = journal.transfer(transfer(&sb, 0));
         let sent = t.send(&lost).await;

@@ -10,7 +10,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    journal_sql, lost_and_applied_for_the_operator, places, sandbox, transfer, transfers_with,
+    abandon_send, journal_sql, lost_and_applied_for_the_operator, places, sandbox, transfer,
+    transfers_with,
 };
 use whish_journal::{Abandoned, Clients, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault};
@@ -70,16 +71,7 @@ async fn recover_entries_takes_a_dead_holders_entry_and_leaves_the_final_ones() 
             .await
             .expect("recover");
         let tkey = third.request_id().to_string();
-        let done = j
-            .abandon(
-                &clients,
-                Service::MoneyTransfer,
-                Operation::Send,
-                &tkey,
-                "no",
-            )
-            .await
-            .expect("abandon");
+        let done = abandon_send(&j, &clients, &tkey, "no").await;
         assert!(
             matches!(done, Abandoned::Recorded { .. }),
             "setup: {done:?}"

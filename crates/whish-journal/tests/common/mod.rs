@@ -308,3 +308,22 @@ pub async fn journal_sql(place: &Place, sql: &str) -> u64 {
         }
     }
 }
+
+/// `Journal::abandon` of a money-transfer send, which the test expects to answer.
+pub async fn abandon_send(
+    journal: &Journal,
+    clients: &whish_journal::Clients,
+    key: &str,
+    why: &str,
+) -> whish_journal::Abandoned {
+    journal
+        .abandon(
+            clients,
+            whish_journal::Service::MoneyTransfer,
+            whish_journal::Operation::Send,
+            key,
+            why,
+        )
+        .await
+        .expect("abandon")
+}
