@@ -496,10 +496,15 @@ pub enum JournalCmd {
         #[arg(long, value_name = "TEXT")]
         reason: String,
     },
-    /// Drive every open entry to a final state with its own key. Exit 0 when every entry is
-    /// final, 3 when some are still pending or need the operator, 4 when a service could not be
-    /// reached.
+    /// Drive every open entry to a final state with its own key (or only the entries of the
+    /// keys named). Exit 0 when every entry (every named one) is final, 3 when some are still
+    /// pending or need the operator, 4 when a service could not be reached.
     Recover {
+        /// Settle only the entries with these keys (Request-ids or externalIds), leaving every
+        /// other entry as it is: with --retry-needs-operator, the one entry you decided to
+        /// settle now. A key with no entry is an error, and nothing is sent.
+        #[arg(value_name = "KEY", conflicts_with = "take_over")]
+        keys: Vec<String>,
         /// Move an entry still open this many hours after it was recorded to needs-operator.
         #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
         deadline_hours: f64,

@@ -222,11 +222,24 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             Ok(code)
         }
         JournalCmd::Recover {
+            keys,
             deadline_hours,
             take_over,
             retry_needs_operator,
         } => {
             let deadline = deadline(deadline_hours)?;
+            // The entries named, every one of them found before anything is sent.
+            let mut named = Vec::new();
+            for key in &keys {
+                let found = journal.find(key).await.map_err(failed)?;
+                if found.is_empty() {
+                    return Err(usage(format!(
+                        "no journal entry has the key `{}`: nothing was recovered",
+                        printable(key)
+                    )));
+                }
+                named.extend(found);
+            }
             // A client for every service whose settings are there; the entries of the others
             // stay open, and the command says which settings were missing.
             let mut clients = Clients::new();
@@ -243,20 +256,43 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 Some(c) => clients = clients.topup(c),
                 None => missing.push("intl-topup (WHISH_TOPUP_*)"),
             }
-            let report = journal
-                .recover(
-                    &clients,
-                    &Recovery::new()
-                        .deadline(deadline)
-                        .take_over(take_over)
-                        .retry_needs_operator(retry_needs_operator),
-                )
-                .await
-                .map_err(recovery_failed)?;
-            let open = journal
-                .list(&whish::journal::Listing::new().open().limit(u32::MAX))
-                .await
-                .map_err(recovery_failed)?;
+            let options = Recovery::new()
+                .deadline(deadline)
+                .take_over(take_over)
+                .retry_needs_operator(retry_needs_operator);
+            let (report, open) = if keys.is_empty() {
+                let report = journal
+                    .recover(&clients, &options)
+                    .await
+                    .map_err(recovery_failed)?;
+                let open = journal
+                    .list(&whish::journal::Listing::new().open().limit(u32::MAX))
+                    .await
+                    .map_err(recovery_failed)?;
+                (report, open)
+            } else {
+                let entries: Vec<_> = named
+                    .iter()
+                    .map(|e| (e.service, e.operation, e.key.as_str()))
+                    .collect();
+                let report = journal
+                    .recover_entries(&clients, &options, &entries)
+                    .await
+                    .map_err(recovery_failed)?;
+                // The named entries as they are now: those not final yet.
+                let mut open = Vec::new();
+                for key in &keys {
+                    open.extend(
+                        journal
+                            .find(key)
+                            .await
+                            .map_err(recovery_failed)?
+                            .into_iter()
+                            .filter(|e| !e.state.is_final()),
+                    );
+                }
+                (report, open)
+            };
             let value = json!({
                 "report": report,
                 "open": open.iter().map(line).collect::<Vec<_>>(),

@@ -246,7 +246,7 @@ fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
         }
         if for_a_person > 0 {
             eprintln!(
-                "whish: {for_a_person} row(s) wait for a person (open past the recovery deadline): `whish journal recover --retry-needs-operator --deadline-hours H` (H covering when they were recorded) settles them (each read by status first, sent again only if the service never received it; every entry of the journal waiting within H), then run the batch again; `whish journal abandon KEY --reason TEXT` closes one that is not to be paid"
+                "whish: {for_a_person} row(s) wait for a person (open past the recovery deadline): `whish journal recover --retry-needs-operator --deadline-hours H` (H covering when they were recorded) settles them (each read by status first, sent again only if the service never received it; every entry of the journal waiting within H, or only the keys named before the options), then run the batch again; `whish journal abandon KEY --reason TEXT` closes one that is not to be paid"
             );
         }
         PENDING

@@ -877,6 +877,77 @@ async fn an_entry_for_the_operator_is_settled_only_when_asked() {
     sb.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_recover_with_a_key_settles_that_entry_only() {
+    let (sb, env, _) = one_lost_send("by-key", whish_sandbox::Fault::DropRequest).await;
+    // A second lost send in the same journal.
+    let other = temp_file("by-key-2.json", &cash_body("61"))
+        .display()
+        .to_string();
+    sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropRequest, 1);
+    let lost = whish(
+        &["transfer", "send", "--body", &other, "--retries", "0"],
+        &env,
+    )
+    .await;
+    assert_eq!(lost.code, 4, "setup: {lost:?}");
+    let late = whish(&["journal", "recover", "--deadline-hours", "0"], &env).await;
+    assert_eq!(late.code, 3, "{late:?}");
+    let waiting = late.json()["open"].as_array().expect("open").clone();
+    assert_eq!(waiting.len(), 2, "{late:?}");
+    assert!(waiting.iter().all(|e| e["state"] == "needs-operator"));
+    let (first, second) = (
+        waiting[0]["key"].as_str().expect("key").to_owned(),
+        waiting[1]["key"].as_str().expect("key").to_owned(),
+    );
+
+    // A key with no entry: an error, nothing sent, nothing changed.
+    let unknown = whish(
+        &["journal", "recover", "123456789", "--retry-needs-operator"],
+        &env,
+    )
+    .await;
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("no journal entry has the key"),
+        "{unknown:?}"
+    );
+    assert!(sb.transfers().is_empty(), "nothing was sent");
+    // A key cannot be taken over from another process: that is every entry's recovery.
+    let take_over = whish(&["journal", "recover", &first, "--take-over"], &env).await;
+    assert_eq!(take_over.code, 2, "{take_over:?}");
+
+    // The person's word on one entry: that one is read by status (never received) and sent
+    // with its own Request-id; the other still waits.
+    let one = whish(
+        &["journal", "recover", &first, "--retry-needs-operator"],
+        &env,
+    )
+    .await;
+    assert_eq!(one.code, 0, "{one:?}");
+    assert_eq!(one.json()["open"], serde_json::json!([]), "{one:?}");
+    let sent = sb.transfers();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].request_id.to_string(), first);
+    let show = whish(&["journal", "show", &second], &env).await;
+    assert_eq!(show.json()[0]["state"], "needs-operator", "{show:?}");
+    // Named again, the other is settled too; the first is not sent twice.
+    let both = whish(
+        &[
+            "journal",
+            "recover",
+            &first,
+            &second,
+            "--retry-needs-operator",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(both.code, 0, "{both:?}");
+    assert_eq!(sb.transfers().len(), 2);
+    sb.shutdown().await;
+}
+
 #[test]
 fn whish_processes_opening_a_new_journal_at_once_all_open_it() {
     // CI found two `whish` processes racing on a new SQLite file ("table already exists",
