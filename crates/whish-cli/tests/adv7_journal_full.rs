@@ -113,6 +113,12 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
             _ => {}
         }
     }
+    if !hung && first.code != 5 {
+        lies.push(format!(
+            "a run that could not write its journal went on to the end (exit {}, not 5: stopped)",
+            first.code
+        ));
+    }
     if first.code == 0 && paid.len() < ROWS {
         lies.push(format!("exit 0 with {} of {ROWS} paid", paid.len()));
     }

@@ -14,7 +14,7 @@ use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
 use crate::row::{Payout, RowError, payout};
-use crate::send::{Planned, RECORDED_BEFORE, Sending, plan_row, send_row};
+use crate::send::{JOURNAL_UNWRITABLE, Planned, RECORDED_BEFORE, Sending, plan_row, send_row};
 use crate::{Batch, BatchError, key};
 
 /// Refusals that created nothing and say nothing about the row itself (the account's balance
@@ -621,6 +621,13 @@ impl Batch {
                     "line {} was refused with `{}`, a refusal of the account: the rows not yet sent were left unsent; run the batch again when it is lifted",
                     r.line,
                     r.code.as_deref().unwrap_or_default()
+                ));
+            }
+            if r.code.as_deref() == Some(JOURNAL_UNWRITABLE) {
+                stop.stop(format!(
+                    "line {} could not be recorded in the journal ({}): the rows not yet sent were left unsent; make the journal writable again (room on its disk, its database up), then run the batch again",
+                    r.line,
+                    r.message.as_deref().unwrap_or_default()
                 ));
             }
             summary.add(&r);

@@ -155,6 +155,10 @@ pub(crate) fn refusal_code(entry: &Entry) -> Option<&str> {
     entry.outcome.as_ref().and_then(|o| o.code.as_deref())
 }
 
+/// The code of a row the journal could not record (before its send, or its answer after): the
+/// journal's own failure, which stops the batch.
+pub const JOURNAL_UNWRITABLE: &str = "journal-unwritable";
+
 /// The service's answer to a Request-id it already holds a transfer under.
 pub(crate) const ALREADY_DONE: &str = "transfer.already.done";
 
@@ -236,6 +240,13 @@ pub(crate) async fn send_row(
             };
             if let whish_core::Error::Failed(f) = &e {
                 r.code = Some(f.raw.clone());
+            }
+            // The journal itself failed (a full disk, a database that went away, a replaced
+            // file), not its rules: every row after this one would meet it too.
+            if let whish_core::Error::Record(record) = &e
+                && std::error::Error::source(record).is_some()
+            {
+                r.code = Some(JOURNAL_UNWRITABLE.into());
             }
             r.message = Some(e.to_string());
             if r.outcome == RowOutcome::Refused && r.code.as_deref() == Some(ALREADY_DONE) {

@@ -812,3 +812,64 @@ async fn a_row_left_for_a_person_is_paid_once_after_a_retrying_recovery() {
         );
     }
 }
+
+/// The journal's file deleted under a running batch (its disk gone, a cleanup script): every
+/// row after it would fail to be recorded too, so the batch stops at the first, says why, and
+/// sends nothing it could not record. Before, it went through every remaining row, each failing
+/// on its own, and ended as if nothing had stopped it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_that_cannot_be_written_stops_the_batch() {
+    let d = dir("journal-gone");
+    let sb = sandbox(10_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("aid.csv");
+    write(&file, &csv_rows(1_200, "10"));
+    let batch = Batch::new("aid-gone", &file, defaults()).expect("batch");
+    let mut results: Vec<RowResult> = Vec::new();
+    let journal_file = d.join("journal.sqlite");
+    let summary = batch
+        .run(&j, &c, &RunOptions::new().concurrency(4), &mut |r| {
+            results.push(r.clone());
+            if results.len() == 10 {
+                for tail in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{tail}", journal_file.display()));
+                }
+            }
+            Ok(())
+        })
+        .await
+        .expect("run");
+    assert_eq!(results.len(), 1_200, "every row is in the results");
+    let stopped = summary.stopped.clone().expect("the batch says it stopped");
+    assert!(
+        stopped.contains("could not be recorded in the journal"),
+        "{stopped}"
+    );
+    let unwritable = results
+        .iter()
+        .filter(|r| r.code.as_deref() == Some(whish_payouts::JOURNAL_UNWRITABLE))
+        .count();
+    assert!(unwritable >= 1, "{results:?}");
+    // The rows that were in flight when the first failed, not every row after it.
+    assert!(
+        unwritable <= 8,
+        "{unwritable} rows met the journal's failure"
+    );
+    // Nothing reported accepted that the service does not hold, nothing paid reported unpaid.
+    let paid: std::collections::HashSet<i64> =
+        sb.transfers().iter().map(|t| t.request_id).collect();
+    for r in &results {
+        let id = r.request_id.map(|i| i.get());
+        match r.outcome {
+            RowOutcome::Accepted => assert!(id.is_some_and(|i| paid.contains(&i)), "{r:?}"),
+            RowOutcome::NotSent | RowOutcome::Refused => {
+                assert!(!id.is_some_and(|i| paid.contains(&i)), "{r:?}");
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        summary.count(RowOutcome::Accepted) < 1_200,
+        "the batch went on: {summary:?}"
+    );
+}
