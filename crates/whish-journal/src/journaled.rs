@@ -134,30 +134,54 @@ impl Journal {
                 outcome.message = Some(format!(
                     "the journal's write of this request failed ({e}); it was not sent"
                 ));
-                return match self.inner.db.abandon(request, owner, &outcome).await {
-                    Ok(true) => Err(record(e.to_string(), Some(e))),
-                    // The key holds another entry: it was there before this insert.
-                    Ok(false) => Err(record(
-                        format!("{e}; the key is in the journal already"),
-                        Some(e),
-                    )),
-                    Err(again) => Err(Error::Record(RecordError::outcome_unknown(
-                        format!(
-                            "the journal could not tell whether it recorded this request ({e}; then {again}): it was not sent by this call, but a recovery may send it"
-                        ),
-                        Some(key.to_owned()),
-                        Some(std::sync::Arc::new(e)),
-                    ))),
-                };
+                match self.inner.db.abandon(request, owner, &outcome).await {
+                    Ok(true) => return Err(record(e.to_string(), Some(e))),
+                    // The key holds an entry recorded before this insert (an earlier send of
+                    // this request, which may have reached the service): this call is a
+                    // resend of it, read below as when the insert finds the key. Never
+                    // "nothing was sent": a busy database once made a batch report a row the
+                    // service had applied `not-sent`.
+                    Ok(false) => {}
+                    Err(again) => {
+                        return Err(Error::Record(RecordError::outcome_unknown(
+                            format!(
+                                "the journal could not tell whether it recorded this request ({e}; then {again}): it was not sent by this call, but a recovery may send it"
+                            ),
+                            Some(key.to_owned()),
+                            Some(std::sync::Arc::new(e)),
+                        )));
+                    }
+                }
             }
         }
         // A resend from this process of a request whose outcome it is still recording: read
         // that outcome, not the entry it leaves behind.
         self.inner.background.wait().await;
+        // The key was recorded before this call: whatever goes wrong from here, the request may
+        // have been sent by then, so an error is an unknown outcome, never "nothing was sent".
+        let earlier = |message: String, source: Option<crate::JournalError>| {
+            Error::Record(RecordError::outcome_unknown(
+                format!(
+                    "{message}: this call sent nothing, but the request was recorded before it and may have been sent then"
+                ),
+                Some(key.to_owned()),
+                source.map(|s| std::sync::Arc::new(s) as _),
+            ))
+        };
         let existing = match self.inner.db.get(service, operation, key).await {
             Ok(Some(e)) => e,
-            Ok(None) => return Err(record("the entry vanished while it was read".into(), None)),
-            Err(e) => return Err(record(e.to_string(), Some(e))),
+            Ok(None) => return Err(earlier("its entry vanished while it was read".into(), None)),
+            Err(e) => {
+                // The file was deleted or replaced under this process (the insert met the old
+                // file, this read the new one): said as the insert's own failure says it.
+                if let Err(gone) = self.check_still_there().await {
+                    return Err(record(gone.to_string(), Some(gone)));
+                }
+                return Err(earlier(
+                    format!("its entry could not be read ({e})"),
+                    Some(e),
+                ));
+            }
         };
         if existing.request != body || existing.context.as_deref() != context {
             return Err(record(

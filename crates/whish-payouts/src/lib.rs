@@ -60,7 +60,7 @@ pub use read::Format;
 pub use result::{RESULT_COLUMNS, ResultFormat, ResultWriter, RowOutcome, RowResult};
 pub use row::{COLUMNS, Column, Defaults, RowError};
 pub use run::{CheckReport, RETRYABLE, RunOptions, RunSummary, STOPPING, StopSignal, Totals};
-pub use send::JOURNAL_UNWRITABLE;
+pub use send::JOURNAL_FAILED;
 
 /// Why a batch could not be checked, run or followed up.
 #[derive(Debug, thiserror::Error)]

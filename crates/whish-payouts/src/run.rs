@@ -14,7 +14,7 @@ use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
 use crate::row::{Payout, RowError, payout};
-use crate::send::{JOURNAL_UNWRITABLE, Planned, RECORDED_BEFORE, Sending, plan_row, send_row};
+use crate::send::{JOURNAL_FAILED, Planned, RECORDED_BEFORE, Sending, plan_row, send_row};
 use crate::{Batch, BatchError, key};
 
 /// Refusals that created nothing and say nothing about the row itself (the account's balance
@@ -623,9 +623,9 @@ impl Batch {
                     r.code.as_deref().unwrap_or_default()
                 ));
             }
-            if r.code.as_deref() == Some(JOURNAL_UNWRITABLE) {
+            if r.code.as_deref() == Some(JOURNAL_FAILED) {
                 stop.stop(format!(
-                    "line {} could not be recorded in the journal ({}): the rows not yet sent were left unsent; make the journal writable again (room on its disk, its database up), then run the batch again",
+                    "the journal failed on line {} ({}): the rows not yet sent were left unsent; make the journal work again (room on its disk, its database up), then run the batch again",
                     r.line,
                     r.message.as_deref().unwrap_or_default()
                 ));

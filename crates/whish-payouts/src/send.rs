@@ -96,8 +96,14 @@ pub(crate) fn plan_row(
     r.currency = Some(p.currency.clone());
     let (id, entry, earlier) = match resolved {
         Ok(v) => v,
+        // What the journal holds for the row is not known: an earlier run (or another process
+        // running this batch) may have sent it. Never "not sent" then.
         Err(e) => {
-            r.message = Some(e);
+            r.outcome = RowOutcome::Unknown;
+            r.code = Some(JOURNAL_FAILED.into());
+            r.message = Some(format!(
+                "the journal could not be read for this row ({e}): this run did not send it, but an earlier run, or another process running this batch, may have; run the batch again once the journal is back"
+            ));
             return Planned::Done(r);
         }
     };
@@ -155,9 +161,10 @@ pub(crate) fn refusal_code(entry: &Entry) -> Option<&str> {
     entry.outcome.as_ref().and_then(|o| o.code.as_deref())
 }
 
-/// The code of a row the journal could not record (before its send, or its answer after): the
-/// journal's own failure, which stops the batch.
-pub const JOURNAL_UNWRITABLE: &str = "journal-unwritable";
+/// The code of a row the journal failed on: it could not read what it holds for the row, or
+/// record the row before its send (or its answer after). The journal's own failure (a full
+/// disk, a database that is down), not one of its rules: it stops the batch.
+pub const JOURNAL_FAILED: &str = "journal-failed";
 
 /// The service's answer to a Request-id it already holds a transfer under.
 pub(crate) const ALREADY_DONE: &str = "transfer.already.done";
@@ -246,7 +253,7 @@ pub(crate) async fn send_row(
             if let whish_core::Error::Record(record) = &e
                 && std::error::Error::source(record).is_some()
             {
-                r.code = Some(JOURNAL_UNWRITABLE.into());
+                r.code = Some(JOURNAL_FAILED.into());
             }
             r.message = Some(e.to_string());
             if r.outcome == RowOutcome::Refused && r.code.as_deref() == Some(ALREADY_DONE) {

@@ -841,13 +841,10 @@ async fn a_journal_that_cannot_be_written_stops_the_batch() {
         .expect("run");
     assert_eq!(results.len(), 1_200, "every row is in the results");
     let stopped = summary.stopped.clone().expect("the batch says it stopped");
-    assert!(
-        stopped.contains("could not be recorded in the journal"),
-        "{stopped}"
-    );
+    assert!(stopped.contains("the journal failed on line"), "{stopped}");
     let unwritable = results
         .iter()
-        .filter(|r| r.code.as_deref() == Some(whish_payouts::JOURNAL_UNWRITABLE))
+        .filter(|r| r.code.as_deref() == Some(whish_payouts::JOURNAL_FAILED))
         .count();
     assert!(unwritable >= 1, "{results:?}");
     // The rows that were in flight when the first failed, not every row after it.
