@@ -1,14 +1,17 @@
-//! Adversarial (15th review): the journal's database goes away for a while in the middle of a
-//! batch run again (a PostgreSQL restart or failover: its connections cut, new ones refused),
-//! the rows of this run all paid and accepted by an earlier run. The batch reads each chunk's
-//! entries from the journal before it reports them; a read that fails must not turn a paid
-//! row into `not-sent` (the SDK's promise: never report a paid row as unpaid; docs/payouts.md:
-//! `not-sent` rows were not sent, "running again does not send it").
+//! Adversarial (15th review): the journal fails under a running batch, and a paid row must
+//! never be reported unpaid (`not-sent`).
 //!
-//! Needs `WHISH_TEST_POSTGRES_URL` (`scripts/postgres-throwaway.sh start`) and `psql`; says so
-//! and passes without them.
+//! 1. A transient journal error: SQLITE_BUSY from another process holding the SQLite write
+//!    lock for longer than the journal's busy wait (30 s), met by a batch row whose entry an
+//!    earlier run left open (its send may have arrived: here it did). Needs the `sqlite3`
+//!    command; says so and passes when it is missing.
+//! 2. The journal's database goes away for a while in the middle of a batch run again (a
+//!    PostgreSQL restart or failover: its connections cut, new ones refused), the rows of this
+//!    run all paid and accepted by an earlier run: a failed read of a chunk's entries must not
+//!    turn a paid row into `not-sent`, and it stops the batch. Needs `WHISH_TEST_POSTGRES_URL`
+//!    (`scripts/postgres-throwaway.sh start`) and `psql`; says so and passes without them.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -18,7 +21,7 @@ use whish_core::{ClientSettings, Policy, RetryPolicy, SecretString, Timeouts};
 use whish_journal::Journal;
 use whish_money_transfer::{CountryId, Customer, FirstName, LastName, TransferClient};
 use whish_payouts::{Batch, BatchError, Defaults, RowOutcome, RowResult, RunOptions};
-use whish_sandbox::Sandbox;
+use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 fn dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -105,6 +108,142 @@ async fn run(
         .await;
     results.sort_by_key(|r| r.line);
     (summary, results)
+}
+
+/// Another process (the `sqlite3` shell) holding the write lock of `db` (`BEGIN IMMEDIATE`)
+/// until `hold` has passed. Returns once the lock is held; `None` when `sqlite3` is missing or
+/// could not take the lock.
+fn hold_write_lock(db: &Path, hold: Duration) -> Option<std::thread::JoinHandle<()>> {
+    let mut child = Command::new("sqlite3")
+        .arg(db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let mut stdout = BufReader::new(child.stdout.take()?);
+    writeln!(
+        stdin,
+        ".bail on\n.timeout 10000\nBEGIN IMMEDIATE;\nSELECT 'locked';"
+    )
+    .ok()?;
+    stdin.flush().ok()?;
+    let mut line = String::new();
+    stdout.read_line(&mut line).ok()?;
+    if line.trim() != "locked" {
+        let _ = child.kill();
+        return None;
+    }
+    eprintln!("adv15: sqlite3 (pid {}) holds the write lock", child.id());
+    Some(std::thread::spawn(move || {
+        std::thread::sleep(hold);
+        let _ = writeln!(stdin, "ROLLBACK;\n.quit");
+        drop(stdin);
+        let _ = child.wait();
+        eprintln!("adv15: sqlite3 released the write lock");
+    }))
+}
+
+/// A row whose send an earlier run made (the service holds it, its reply was lost: the
+/// journal's entry is open) meets a journal another process keeps busy for 40 s when this run
+/// sends it again. The journal's insert waits out its 30 s and fails; the write after it (the
+/// "record it as never sent" of a lost insert) finds the key recorded before and changes
+/// nothing. The row must not then be reported `not-sent`: the service holds its transfer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_open_from_an_earlier_run_is_never_reported_not_sent_when_the_journal_is_busy() {
+    if Command::new("sqlite3").arg("-version").output().is_err() {
+        eprintln!("adv15_busy NOT RUN: no sqlite3 command");
+        return;
+    }
+    let d = dir("busy-open-row");
+    let db = d.join("journal.sqlite");
+    let sb = sandbox().await;
+    let j = Journal::open(&format!("sqlite:{}", db.display()))
+        .await
+        .expect("journal");
+    let c = client(&sb);
+    let file = d.join("aid.csv");
+    let name = "adv15-busy";
+
+    // Run 1: row A paid and accepted.
+    write(&file, &format!("{HEADER}\n{}", row("A-1", "+96170111001")));
+    let batch = Batch::new(name, &file, defaults()).expect("batch");
+    let (s, r) = run(&batch, &j, &c, &RunOptions::new().concurrency(1), |_| {}).await;
+    s.expect("run 1");
+    assert_eq!(r[0].outcome, RowOutcome::Accepted, "setup: {r:?}");
+
+    // Run 2: row B added; its reply is lost after the service applied it: unknown, open.
+    write(
+        &file,
+        &format!(
+            "{HEADER}\n{}{}",
+            row("A-1", "+96170111001"),
+            row("B-2", "+96170111002")
+        ),
+    );
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    let (s, r) = run(&batch, &j, &c, &RunOptions::new().concurrency(1), |_| {}).await;
+    s.expect("run 2");
+    let b_id = r[1].request_id.expect("B's Request-id").get();
+    assert_eq!(r[1].outcome, RowOutcome::Unknown, "setup: {r:?}");
+    assert!(
+        sb.transfers().iter().any(|t| t.request_id == b_id),
+        "setup: the service holds B's transfer"
+    );
+
+    // Run 3: the start-up recovery's resend of B does not reach the service (B stays open),
+    // then, as row A is reported, another process takes the journal's write lock for 40 s.
+    sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+    let mut locker = None;
+    let mut lock_failed = false;
+    let db2 = db.clone();
+    let started = std::time::Instant::now();
+    let (s, r) = run(
+        &batch,
+        &j,
+        &c,
+        &RunOptions::new().concurrency(1),
+        |r: &RowResult| {
+            if r.line == 2 && locker.is_none() && !lock_failed {
+                match hold_write_lock(&db2, Duration::from_secs(40)) {
+                    Some(h) => locker = Some(h),
+                    None => lock_failed = true,
+                }
+            }
+        },
+    )
+    .await;
+    eprintln!("run 3 took {:?}: {s:?}", started.elapsed());
+    for x in &r {
+        eprintln!("  {x:?}");
+    }
+    assert!(!lock_failed, "could not take the write lock");
+    if let Some(h) = locker {
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    let paid: std::collections::HashSet<i64> =
+        sb.transfers().iter().map(|t| t.request_id).collect();
+    assert_eq!(sb.transfers().len(), paid.len(), "a row paid twice");
+    let b = r.iter().find(|x| x.line == 3).expect("B's result");
+    assert!(paid.contains(&b_id));
+    assert!(
+        !matches!(b.outcome, RowOutcome::NotSent | RowOutcome::Refused),
+        "LIE: row B is paid at the service (Request-id {b_id}) but this run reports it {:?}: {b:?}",
+        b.outcome
+    );
+    // And the journal's entry for it is still open (a recovery will confirm it): the report
+    // must not disagree with the journal.
+    let entry = j
+        .entry(
+            whish_journal::Service::MoneyTransfer,
+            whish_journal::Operation::Send,
+            &b_id.to_string(),
+        )
+        .await
+        .expect("read")
+        .expect("B's entry");
+    eprintln!("B's entry now: {:?} {:?}", entry.state, entry.outcome);
 }
 
 fn psql(admin: &str, sql: &str) -> bool {
