@@ -244,7 +244,14 @@ impl Journal {
                 ),
                 None,
             )),
-            Err(e) if never_left => Err(record(e.to_string(), Some(e))),
+            // The reopening write may have committed with its answer lost: the entry is then
+            // open and leased, and a recovery sends it. Never "nothing was sent" then.
+            Err(e) if never_left => Err(unknown(
+                format!(
+                    "the journal could not tell whether it reopened this request ({e}): it was not sent by this call, but a recovery may send it"
+                ),
+                Some(e),
+            )),
             Err(e) => Err(unknown(
                 format!("{e}; the request was recorded before, and may have been sent then"),
                 Some(e),
