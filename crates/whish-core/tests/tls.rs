@@ -1,16 +1,17 @@
 //! A real TLS handshake with the stack this build chose (`whish_core::tls`): a local rustls server
 //! with a test CA (tests/fixtures/tls: a CA certificate whose key was discarded, and a
 //! `127.0.0.1` leaf). `cargo xtask features` runs this file once per TLS feature.
-
-mod common;
+//!
+//! A binary of its own, apart from `tests/it`: it is built once per TLS choice, and it reads the
+//! process-wide rustls provider, which the other tests install.
 
 use std::sync::{Arc, Mutex};
 
-use common::TestCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls;
 use whish_core::transport::{Method, Request};
 use whish_core::{ClientSettings, Error, ServiceHeaders};
+use whish_testkit::TestCode;
 
 const CA: &str = include_str!("fixtures/tls/ca.pem");
 const CERT: &str = include_str!("fixtures/tls/server.pem");

@@ -3,18 +3,44 @@
 //! [`ScriptedServer`] is a loopback HTTP/1.1 peer that answers each request with the next step of
 //! a script (a reply, a delay, or a dropped connection) and records every request exactly as it
 //! arrived on the wire, so tests can snapshot method, path, headers (secrets redacted) and body.
+//!
+//! The faults and fixtures several crates' tests share live here too: a disk that fills up
+//! ([`tmpfs`]), another process holding a SQLite file's write lock ([`hold_write_lock`]), fresh
+//! directories ([`temp_dir`]), the PostgreSQL server of the run ([`postgres_admin_url`]), a
+//! program run with a clean environment ([`clean_command`]), a funded sandbox (feature
+//! `sandbox`), and [`not_run`], which lets a test that cannot run here say so, and fails it
+//! under CI.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod arbitrary;
 #[cfg(feature = "bench")]
 pub mod bench;
+mod code;
+mod command;
+mod disk;
+mod not_run;
+mod postgres;
+#[cfg(feature = "sandbox")]
+mod sandbox;
+mod sqlite_lock;
+mod temp;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
+
+pub use code::TestCode;
+pub use command::{Run, SETTINGS_VARS, clean_command};
+pub use disk::{Tmpfs, tmpfs};
+pub use not_run::{has_command, not_run, under_ci};
+pub use postgres::{POSTGRES_VAR, postgres_admin_url, sqlite_journal_url};
+#[cfg(feature = "sandbox")]
+pub use sandbox::funded_sandbox;
+pub use sqlite_lock::hold_write_lock;
+pub use temp::{temp_dir, temp_file};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

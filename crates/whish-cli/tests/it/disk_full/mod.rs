@@ -1,0 +1,4 @@
+//! Disk full.
+
+mod journal;
+mod results;

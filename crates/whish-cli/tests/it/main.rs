@@ -1,0 +1,19 @@
+//! The `whish` command, run as a binary: against httpmock, against the sandbox, and under faults.
+//!
+//! One test binary for the crate (`cargo test -p whish-cli`): a module per behaviour, the helpers
+//! in `support`.
+
+mod support;
+
+mod abandon;
+mod cancel;
+mod disk_full;
+mod end_to_end;
+mod first_attempt_page;
+mod mocked;
+mod operators;
+mod outcome_table;
+mod payouts;
+mod recover_after_kill;
+mod recover_keys;
+mod retry_needs_operator;

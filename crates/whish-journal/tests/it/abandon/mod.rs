@@ -1,0 +1,4 @@
+//! Abandon.
+
+mod checks;
+mod races;

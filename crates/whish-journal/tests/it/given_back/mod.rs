@@ -1,0 +1,4 @@
+//! Given back.
+
+mod outcome_lost;
+mod outcome_write_fails;

@@ -1,0 +1,22 @@
+//! The journal against the sandbox, on SQLite files and on PostgreSQL when `WHISH_TEST_POSTGRES_URL`
+//! names a server: what each fault leaves, and that every answer agrees with the service.
+//!
+//! One test binary for the crate (`cargo test -p whish-journal`): a module per behaviour, the helpers
+//! in `support`.
+
+mod support;
+
+mod abandon;
+mod batch_speed;
+mod file_deleted;
+mod fleet_faults;
+mod given_back;
+mod idle_runtime;
+mod insert_failed_orphan;
+mod lifecycle;
+mod recover_entries;
+mod reopen;
+mod reserve;
+mod retry_needs_operator;
+mod someone_elses_transfer;
+mod truth;

@@ -1,0 +1,4 @@
+//! Reopen.
+
+mod race;
+mod reply_lost;

@@ -1,0 +1,4 @@
+//! Reserve.
+
+mod repeated_keys;
+mod sends;

@@ -1,0 +1,303 @@
+//! Sends recorded ahead of time (`JournaledTransfer::reserve`): recorded before anything is
+//! sent, each sent once; a reservation given back is never sent by recovery and sends later as
+//! a first send; one left behind by a process is finished by recovery, once; one whose lease ran
+//! out is sent the way the journal decides, never twice; a reservation the journal cannot write
+//! records each send on its own. SQLite files and the PostgreSQL server when one is given.
+
+use crate::support::{LEASE, Place, cash_send, places, sandbox, transfer, transfers_with};
+use whish_journal::{Clients, Listing, Operation, Recovery, Service, State, Unreserved};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserved_sends_are_recorded_before_any_is_sent_and_each_goes_once() {
+    for place in places("reserve-send").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let prepared: Vec<_> = (0..100)
+            .map(|i| t.client().prepare_send(cash_send(10 + i)).expect("prepare"))
+            .collect();
+        let reserved = t.reserve(prepared).await;
+        assert!(reserved.iter().all(|r| r.is_held()));
+        // Every one is on record, open, before the first is sent.
+        assert_eq!(sb.transfers().len(), 0);
+        let open = journal.list(&Listing::new().open()).await.expect("list");
+        assert_eq!(open.len(), 100);
+        assert!(open.iter().all(|e| e.state == State::Intended));
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut ids = Vec::new();
+        for r in reserved {
+            ids.push(r.prepared().request_id());
+            let t = t.clone();
+            tasks.spawn(async move { t.send_reserved(r).await });
+        }
+        while let Some(done) = tasks.join_next().await {
+            let _ = done.expect("join").expect("accepted");
+        }
+        for id in &ids {
+            assert_eq!(transfers_with(&sb, id.get()), 1, "{id}");
+            let e = journal
+                .entry(Service::MoneyTransfer, Operation::Send, &id.to_string())
+                .await
+                .expect("read")
+                .expect("recorded");
+            assert_eq!(e.state, State::Accepted, "{id}");
+            assert_eq!(e.attempts, 1, "sent as a first send: {id}");
+        }
+        assert!(
+            journal
+                .list(&Listing::new().open())
+                .await
+                .expect("list")
+                .is_empty()
+        );
+        journal.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_given_back_is_never_sent_by_recovery_and_sends_later_as_a_first_send() {
+    for place in places("reserve-give-back").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let prepared: Vec<_> = (0..5)
+            .map(|i| t.client().prepare_send(cash_send(20 + i)).expect("prepare"))
+            .collect();
+        let kept = prepared.clone();
+        for r in t.reserve(prepared).await {
+            assert_eq!(
+                t.unreserve(r).await.expect("given back"),
+                Unreserved::NeverSent
+            );
+        }
+        // A recovery, by this process or another, sends none of them.
+        let report = place
+            .open()
+            .await
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        assert!(report.changes.is_empty(), "{report:?}");
+        assert_eq!(sb.transfers().len(), 0, "nothing sent");
+        // A later run sends each as a first send: one transfer each.
+        for p in &kept {
+            let _ = t.send(p).await.expect("accepted");
+            assert_eq!(transfers_with(&sb, p.request_id().get()), 1);
+        }
+        // Reserved again after they were sent: nothing recorded anew, and a send of it is the
+        // journal's ordinary resend (confirmed, still one transfer).
+        let again = t.reserve(kept.clone()).await;
+        assert!(again.iter().all(|r| !r.is_held()));
+        let mut again = again.into_iter();
+        let first = again.next().expect("one");
+        let _ = t.send_reserved(first).await.expect("confirmed");
+        assert_eq!(transfers_with(&sb, kept[0].request_id().get()), 1);
+        for r in again {
+            assert_eq!(t.unreserve(r).await.expect("ok"), Unreserved::AsBefore);
+        }
+        journal.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfers_recorded_unsent_are_never_sent_by_recovery_and_an_entry_already_there_is_left_alone()
+ {
+    for place in places("record-unsent").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let prepared: Vec<_> = (0..5)
+            .map(|i| t.client().prepare_send(cash_send(30 + i)).expect("prepare"))
+            .collect();
+        // The first was sent before (by an earlier run, or another process).
+        let _ = t.send(&prepared[0]).await.expect("accepted");
+        let recorded = t
+            .record_unsent(&prepared, "not sent: ctrl-c")
+            .await
+            .expect("recorded");
+        assert_eq!(recorded[0], Unreserved::AsBefore);
+        assert!(recorded[1..].iter().all(|r| *r == Unreserved::NeverSent));
+        let first = journal
+            .entry(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &prepared[0].request_id().to_string(),
+            )
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(first.state, State::Accepted, "left as it was");
+        for p in &prepared[1..] {
+            let e = journal
+                .entry(
+                    Service::MoneyTransfer,
+                    Operation::Send,
+                    &p.request_id().to_string(),
+                )
+                .await
+                .expect("read")
+                .expect("recorded");
+            assert_eq!(e.state, State::Refused);
+            let outcome = e.outcome.expect("outcome");
+            assert_eq!(outcome.result, "not-sent");
+            assert_eq!(outcome.message.as_deref(), Some("not sent: ctrl-c"));
+            assert_eq!(e.attempts, 1, "counted as a reservation given back");
+        }
+        // Nothing is open, and no recovery sends them.
+        assert!(
+            journal
+                .list(&Listing::new().open())
+                .await
+                .expect("list")
+                .is_empty()
+        );
+        let report = place
+            .open()
+            .await
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        assert!(report.changes.is_empty(), "{report:?}");
+        assert_eq!(sb.transfers().len(), 1, "only the one sent before");
+        // A later send of one is a first send: one transfer, its second attempt on record,
+        // recorded as sent when it was sent (a follow-up's cutoff and a reconciliation's
+        // window read that time), not when it was recorded as never sent.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let before_send = time::OffsetDateTime::now_utc();
+        let _ = t.send(&prepared[1]).await.expect("accepted");
+        assert_eq!(transfers_with(&sb, prepared[1].request_id().get()), 1);
+        journal.flush().await;
+        let e = journal
+            .entry(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &prepared[1].request_id().to_string(),
+            )
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!((e.state, e.attempts), (State::Accepted, 2));
+        assert!(
+            e.created >= before_send - time::Duration::milliseconds(5),
+            "created {} is the send's time, not the record's (the send began at {before_send})",
+            e.created
+        );
+        journal.close().await;
+    }
+}
+
+/// A process reserves and dies before sending (its journal dropped, never closed): recovery
+/// sends each reserved transfer once; the dead process's handles, sent late, are confirmations,
+/// never a second transfer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reservations_left_behind_are_finished_by_recovery_once() {
+    for place in places("reserve-left").await {
+        let sb = sandbox().await;
+        let first = place.open().await;
+        let t = first.transfer(transfer(&sb, 0));
+        let prepared: Vec<_> = (0..6)
+            .map(|i| t.client().prepare_send(cash_send(30 + i)).expect("prepare"))
+            .collect();
+        let reserved = t.reserve(prepared.clone()).await;
+        // Past the lease: another process may take the entries over.
+        tokio::time::sleep(LEASE * 2).await;
+        let other = place.open().await;
+        let report = other
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        assert_eq!(report.changes.len(), 6, "{report:?}");
+        for p in &prepared {
+            assert_eq!(transfers_with(&sb, p.request_id().get()), 1);
+        }
+        // The first process wakes up and sends what it reserved: its lease is gone, so the
+        // journal decides from what it holds now (accepted): a confirmed resend, no transfer.
+        for r in reserved {
+            let id = r.prepared().request_id();
+            match t.send_reserved(r).await {
+                Ok(_) => {}
+                Err(e) => assert!(e.outcome_unknown(), "{id}: {e}"),
+            }
+            assert_eq!(transfers_with(&sb, id.get()), 1, "{id}");
+        }
+        assert_eq!(sb.transfers().len(), 6);
+        other.close().await;
+        first.close().await;
+    }
+}
+
+/// The reservation's write fails (every insert of an intent raises, as a full disk would):
+/// nothing is reserved, nothing is sent while the journal cannot record, and once it can again
+/// each send records its transfer on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_the_journal_cannot_write_records_each_send_on_its_own() {
+    use sqlx::Connection;
+    for place in places("reserve-fails").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let (create, drop) = match &place {
+            Place::Sqlite(_) => (
+                "CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
+                 WHEN NEW.state = 'intended' BEGIN SELECT RAISE(ABORT, 'no space left'); END",
+                "DROP TRIGGER whish_test_fail",
+            ),
+            Place::Postgres(_) => (
+                "CREATE FUNCTION whish_test_fail() RETURNS trigger AS $$ BEGIN \
+                 IF NEW.state = 'intended' THEN RAISE EXCEPTION 'no space left'; END IF; \
+                 RETURN NEW; END $$ LANGUAGE plpgsql; \
+                 CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
+                 FOR EACH ROW EXECUTE FUNCTION whish_test_fail()",
+                "DROP TRIGGER whish_test_fail ON whish_journal_entries; DROP FUNCTION whish_test_fail()",
+            ),
+        };
+        let run = |sql: &'static str| {
+            let place = place.clone();
+            async move {
+                match &place {
+                    Place::Sqlite(url) => {
+                        let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
+                        sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
+                    }
+                    Place::Postgres(url) => {
+                        let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
+                        sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
+                    }
+                }
+            }
+        };
+        run(create).await;
+        let prepared: Vec<_> = (0..4)
+            .map(|i| t.client().prepare_send(cash_send(50 + i)).expect("prepare"))
+            .collect();
+        let mut reserved = t.reserve(prepared).await;
+        assert!(reserved.iter().all(|r| !r.is_held()));
+        let last = reserved.pop().expect("four");
+        let given_back = reserved.pop().expect("three");
+        // Still failing: the send records on its own, fails, and sends nothing.
+        let e = t
+            .send_reserved(reserved.pop().expect("two"))
+            .await
+            .expect_err("the intent could not be recorded");
+        assert!(e.nothing_sent(), "{e}");
+        assert_eq!(sb.transfers().len(), 0);
+        run(drop).await;
+        // Writable again: the send records and sends, once; a reservation given back is
+        // recorded as never sent, and no recovery sends it.
+        let id = last.prepared().request_id();
+        let _ = t.send_reserved(last).await.expect("accepted");
+        assert_eq!(transfers_with(&sb, id.get()), 1);
+        assert_eq!(
+            t.unreserve(given_back).await.expect("given back"),
+            Unreserved::NeverSent
+        );
+        let report = journal
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        assert!(report.changes.is_empty(), "{report:?}");
+        assert_eq!(sb.transfers().len(), 1);
+        let _ = reserved;
+        journal.close().await;
+    }
+}

@@ -1,0 +1,317 @@
+//! The journals the tests run on (a fresh SQLite file always; a fresh PostgreSQL database when
+//! a server is given), and SDK clients pointed at a sandbox.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use rust_decimal::Decimal;
+use whish_core::{Amount, ClientSettings, Currency, Policy, RetryPolicy, SecretString, Timeouts};
+use whish_hosted_collect::{
+    CollectClient, CollectUrls, FailureCallbackUrl, FailureRedirectUrl, NewPayment,
+    SuccessCallbackUrl, SuccessRedirectUrl,
+};
+use whish_intl_topup::TopupClient;
+use whish_journal::Journal;
+use whish_money_transfer::{
+    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
+    LastName, Reason, SendRequest, Sender, SourceOfFunds, TransferClient,
+};
+use whish_sandbox::Sandbox;
+
+/// The lease of the tests: short, so that an entry a "crashed" journal held comes back soon.
+pub const LEASE: Duration = Duration::from_millis(300);
+
+/// A place for one test's journal.
+#[derive(Debug, Clone)]
+pub enum Place {
+    /// A SQLite file.
+    Sqlite(String),
+    /// A fresh database on the test server.
+    Postgres(String),
+}
+
+impl Place {
+    pub fn url(&self) -> &str {
+        match self {
+            Place::Sqlite(u) | Place::Postgres(u) => u,
+        }
+    }
+
+    /// Open it as a new process would: its own connections, its own lease owner.
+    pub async fn open(&self) -> Journal {
+        Journal::builder(self.url())
+            .lease(LEASE)
+            .open()
+            .await
+            .expect("open the journal")
+    }
+}
+
+/// A fresh SQLite file, and a fresh PostgreSQL database when a server is given. Without one,
+/// the PostgreSQL half says plainly that it did not run; under `CI=true` that is a failure.
+pub async fn places(test: &str) -> Vec<Place> {
+    let dir = std::env::temp_dir().join(format!("whish-journal-{test}-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut out = vec![Place::Sqlite(format!(
+        "sqlite:{}",
+        dir.join("journal.sqlite").display()
+    ))];
+    if let Some(admin) = whish_testkit::postgres_admin_url(test) {
+        out.push(Place::Postgres(fresh_database(&admin).await));
+    }
+    out
+}
+
+async fn fresh_database(admin: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("whish_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(admin)
+        .await
+        .expect("connect to the test PostgreSQL server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .expect("create a test database");
+    let (base, _) = admin.rsplit_once('/').expect("a URL with a database name");
+    format!("{base}/{name}")
+}
+
+pub fn policy(retries: u32) -> Policy {
+    Policy {
+        retry: RetryPolicy {
+            max_retries: retries,
+            initial_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(40),
+        },
+        timeouts: Timeouts {
+            connect: Duration::from_secs(2),
+            attempt: Duration::from_millis(1500),
+        },
+    }
+}
+
+fn ua() -> whish_core::UserAgent {
+    "JournalTests/1.0 (https://shop.example.com; dev@shop.example.com)"
+        .parse()
+        .expect("user agent")
+}
+
+pub async fn sandbox() -> Sandbox {
+    let plenty = Decimal::from(1_000_000u64);
+    Sandbox::builder()
+        .lenient(true)
+        .transfer_balance("USD", plenty)
+        .limits("USD", plenty, plenty)
+        .collect_balance("USD", plenty)
+        .topup_balance(plenty, Decimal::ZERO)
+        .start()
+        .await
+        .expect("sandbox")
+}
+
+pub fn transfer_at(base: &str, sb: &Sandbox, retries: u32) -> TransferClient {
+    let c = sb.transfer_credentials();
+    TransferClient::builder(ClientSettings::new(base).policy(policy(retries)))
+        .username(c.username.clone())
+        .key(SecretString::from(c.key.clone()))
+        .build()
+        .expect("transfer client")
+}
+
+pub fn transfer(sb: &Sandbox, retries: u32) -> TransferClient {
+    transfer_at(&sb.transfer_base_url(), sb, retries)
+}
+
+pub fn collect(sb: &Sandbox, retries: u32) -> CollectClient {
+    let c = sb.collect_credentials();
+    CollectClient::builder(
+        ClientSettings::new(sb.collect_base_url())
+            .policy(policy(retries))
+            .user_agent(ua())
+            .allow_local_callbacks(),
+    )
+    .channel(c.channel.clone())
+    .secret(SecretString::from(c.secret.clone()))
+    .website_url(c.website_url.clone())
+    .build()
+    .expect("collect client")
+}
+
+pub fn topup(sb: &Sandbox, retries: u32) -> TopupClient {
+    let c = sb.topup_credentials();
+    TopupClient::builder(
+        ClientSettings::new(sb.topup_base_url())
+            .policy(policy(retries))
+            .user_agent(ua()),
+    )
+    .session_id(SecretString::from(c.session_id.clone()))
+    .token(SecretString::from(c.token.clone()))
+    .build()
+    .expect("topup client")
+}
+
+pub fn cash_send(dollars: i64) -> SendRequest {
+    cash(dollars).into()
+}
+
+/// A cash-collection send whose fee is taken out of the amount (the receiver collects less).
+pub fn cash_send_fee_deducted(dollars: i64) -> SendRequest {
+    cash(dollars).deduct_fees(true).into()
+}
+
+fn cash(dollars: i64) -> CashCollectionSend {
+    CashCollectionSend::new(
+        CountryId::LEBANON,
+        Currency::Usd,
+        Amount::new(Decimal::from(dollars)),
+        Sender::new(Customer::new(
+            FirstName::new("John"),
+            LastName::new("Smith"),
+            "+14155550100",
+        )),
+        CashReceiver::new(
+            Customer::new(
+                FirstName::new("Rami"),
+                LastName::new("Haddad"),
+                "+96170123456",
+            ),
+            Identity::new(DateOfBirth::parse("07-03-1990").expect("date")),
+        ),
+        Reason::FamilySupport,
+        SourceOfFunds::Salary,
+    )
+}
+
+pub fn payment(cents: i64) -> NewPayment {
+    NewPayment::new(
+        Amount::new(Decimal::new(cents, 2)),
+        Currency::Usd,
+        CollectUrls::new(
+            SuccessCallbackUrl::new("http://127.0.0.1:9/ok").expect("url"),
+            FailureCallbackUrl::new("http://127.0.0.1:9/ko").expect("url"),
+            SuccessRedirectUrl::new("https://shop.example.com/thanks").expect("url"),
+            FailureRedirectUrl::new("https://shop.example.com/retry").expect("url"),
+        ),
+    )
+}
+
+/// How many transfers the sandbox holds for this Request-id.
+pub fn transfers_with(sb: &Sandbox, request_id: i64) -> usize {
+    sb.transfers()
+        .iter()
+        .filter(|t| t.request_id == request_id)
+        .count()
+}
+
+/// The state of one request's entry, which the test expects to be there.
+pub async fn state_of(
+    journal: &Journal,
+    service: whish_journal::Service,
+    operation: whish_journal::Operation,
+    key: &str,
+) -> whish_journal::State {
+    entry_of(journal, service, operation, key).await.state
+}
+
+/// The entry of one request, which the test expects to be there.
+pub async fn entry_of(
+    journal: &Journal,
+    service: whish_journal::Service,
+    operation: whish_journal::Operation,
+    key: &str,
+) -> whish_journal::Entry {
+    journal
+        .entry(service, operation, key)
+        .await
+        .expect("read the journal")
+        .expect("an entry")
+}
+
+/// Two sends waiting for the operator: `lost` never reached the service (its request dropped),
+/// `applied` did (its reply dropped); a recovery with a deadline of zero sent both there,
+/// unsent. Asserts the setup.
+pub async fn lost_and_applied_for_the_operator(
+    sb: &Sandbox,
+    journal: &Journal,
+    lost_dollars: i64,
+    applied_dollars: i64,
+) -> (
+    whish_money_transfer::PreparedTransfer,
+    whish_money_transfer::PreparedTransfer,
+) {
+    use whish_journal::{Clients, Recovery};
+    use whish_sandbox::{Endpoint, Fault};
+    let t = journal.transfer(transfer(sb, 0));
+    let lost = t
+        .client()
+        .prepare_send(cash_send(lost_dollars))
+        .expect("prepare");
+    sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
+    assert!(t.send(&lost).await.expect_err("dropped").outcome_unknown());
+    let applied = t
+        .client()
+        .prepare_send(cash_send(applied_dollars))
+        .expect("prepare");
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    assert!(
+        t.send(&applied)
+            .await
+            .expect_err("dropped")
+            .outcome_unknown()
+    );
+    assert_eq!(transfers_with(sb, lost.request_id().get()), 0, "setup");
+    assert_eq!(transfers_with(sb, applied.request_id().get()), 1, "setup");
+    let report = journal
+        .recover(
+            &Clients::new().transfer(transfer(sb, 0)),
+            &Recovery::new().deadline(Duration::ZERO),
+        )
+        .await
+        .expect("recover");
+    assert_eq!(report.needs_operator, 2, "setup: {report:?}");
+    (lost, applied)
+}
+
+/// Run `sql` on the place's journal directly (a row spoiled by hand or by a bad write, a
+/// lease set by hand); the rows it changed.
+pub async fn journal_sql(place: &Place, sql: &str) -> u64 {
+    use sqlx::Connection;
+    match place {
+        Place::Sqlite(url) => {
+            let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut c)
+                .await
+                .expect("setup: change the journal")
+                .rows_affected()
+        }
+        Place::Postgres(url) => {
+            let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut c)
+                .await
+                .expect("setup: change the journal")
+                .rows_affected()
+        }
+    }
+}
+
+/// `Journal::abandon` of a money-transfer send, which the test expects to answer.
+pub async fn abandon_send(
+    journal: &Journal,
+    clients: &whish_journal::Clients,
+    key: &str,
+    why: &str,
+) -> whish_journal::Abandoned {
+    journal
+        .abandon(
+            clients,
+            whish_journal::Service::MoneyTransfer,
+            whish_journal::Operation::Send,
+            key,
+            why,
+        )
+        .await
+        .expect("abandon")
+}

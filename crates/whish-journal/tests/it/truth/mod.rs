@@ -1,0 +1,4 @@
+//! Truth.
+
+mod faults;
+mod races;

@@ -1,0 +1,4 @@
+//! Cancel.
+
+mod applied_unanswered;
+mod results_unwritable;

@@ -1,0 +1,4 @@
+//! Prune.
+
+mod paid_rows;
+mod retry_chain;

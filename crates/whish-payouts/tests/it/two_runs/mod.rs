@@ -1,0 +1,4 @@
+//! Two runs.
+
+mod not_sent_already_paid;
+mod stopped_run;

@@ -1,0 +1,34 @@
+//! A disk that fills up: a small tmpfs, mounted for one test and unmounted when dropped.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A mounted tmpfs; lazily unmounted when dropped.
+#[derive(Debug)]
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    /// The mount point.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A tmpfs of `size` (`256k`, `4m`) at a fresh directory (see [`crate::temp_dir`]: two tests
+/// mounting at the same instant never stack on one mount point), or `None` when it cannot be
+/// mounted here (not root).
+pub fn tmpfs(size: &str) -> Option<Tmpfs> {
+    let dir = crate::temp_dir("whish-tmpfs");
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(Tmpfs(dir))
+}
