@@ -113,7 +113,8 @@ impl Journal {
         };
         let lease_ms = millis(self.inner.lease);
         let owner = self.inner.owner.as_str();
-        match self.inner.db.insert(request, owner, lease_ms).await {
+        let token = crate::store::insert_token();
+        match self.inner.db.insert(request, owner, lease_ms, token).await {
             Ok(Some(lease)) => {
                 self.check_still_there()
                     .await
@@ -134,7 +135,12 @@ impl Journal {
                 outcome.message = Some(format!(
                     "the journal's write of this request failed ({e}); it was not sent"
                 ));
-                match self.inner.db.abandon(request, owner, &outcome).await {
+                match self
+                    .inner
+                    .db
+                    .settle_lost_insert(request, owner, token, &outcome)
+                    .await
+                {
                     Ok(true) => return Err(record(e.to_string(), Some(e))),
                     // The key holds an entry recorded before this insert (an earlier send of
                     // this request, which may have reached the service): this call is a

@@ -341,19 +341,31 @@ pub(crate) fn millis(d: Duration) -> i64 {
 #[cfg(feature = "sqlite")]
 const SQLITE_NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
 
+/// The first fencing token of an entry an insert creates: drawn for that insert alone, so that
+/// the entry an insert wrote is told apart from every other entry of the same key and owner
+/// (another task's send in flight, an earlier send whose outcome was never written) when the
+/// insert's answer is lost and its orphan must be found ([`Db::settle_lost_insert`]). At least 2
+/// (entries written before tokens were drawn start at 1) and far below `i64::MAX`, so that every
+/// later take, which adds one, still grows it.
+pub(crate) fn insert_token() -> i64 {
+    let random = (uuid::Uuid::new_v4().as_u128() & ((1 << 40) - 1)) as i64;
+    random | (1 << 20)
+}
+
 /// The insert of an intent: `$1` service, `$2` operation, `$3` key, `$4` context, `$5` body,
-/// `$6` owner, `$7` lease in ms; returns the id, or no row when the key is recorded already.
+/// `$6` owner, `$7` lease in ms, `$8` the insert's token ([`insert_token`]); returns the id, or no
+/// row when the key is recorded already.
 fn insert_sql(now: &str) -> String {
     format!(
         "INSERT INTO whish_journal_entries \
          (service, operation, idem_key, context, request, state, attempts, created_ms, \
           updated_ms, lease_owner, lease_until_ms, lease_token) \
-         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, 1) \
+         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, $8) \
          ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id"
     )
 }
 
-/// The insert of `n` intents in one statement: for each, seven parameters as in
+/// The insert of `n` intents in one statement: for each, eight parameters as in
 /// [`insert_sql`], in order; returns the id and key of each row inserted (none for a key
 /// recorded already, or by an earlier intent of the same statement). `anonymous`: the
 /// parameters as `?` (SQLite: binding a numbered parameter looks its name up in a list, so a
@@ -365,16 +377,17 @@ fn insert_sql(now: &str) -> String {
 pub(crate) fn insert_many_sql(n: usize, now: &str, anonymous: bool) -> String {
     let values: Vec<String> = (0..n)
         .map(|i| {
-            let p = |k: usize| placeholder(i * 7 + k, anonymous);
+            let p = |k: usize| placeholder(i * 8 + k, anonymous);
             format!(
-                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {now} + {}, 1)",
+                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {now} + {}, {})",
                 p(1),
                 p(2),
                 p(3),
                 p(4),
                 p(5),
                 p(6),
-                p(7)
+                p(7),
+                p(8)
             )
         })
         .collect();
@@ -845,14 +858,15 @@ impl Db {
         done.map_err(JournalError::write)
     }
 
-    /// Insert a new entry for `request`, leased to `owner` for `lease_ms` with token 1; `None`
-    /// when the key is already recorded. On SQLite, when another write of this process is under
+    /// Insert a new entry for `request`, leased to `owner` for `lease_ms` with `token` (drawn
+    /// for this insert: [`insert_token`]); `None` when the key is already recorded. On SQLite, when another write of this process is under
     /// way, through the group-commit writer: concurrent intents share one durable commit.
     pub(crate) async fn insert(
         &self,
         request: &Request<'_>,
         owner: &str,
         lease_ms: i64,
+        token: i64,
     ) -> Result<Option<Lease>, JournalError> {
         #[cfg(feature = "sqlite")]
         #[allow(irrefutable_let_patterns)]
@@ -869,6 +883,7 @@ impl Db {
                         body: request.body.to_vec(),
                         owner: owner.to_owned(),
                         lease_ms,
+                        token,
                     };
                     match d.writer.insert(job).await {
                         Ok(answer) => return answer,
@@ -877,12 +892,12 @@ impl Db {
                     }
                 }
             };
-            let inserted = self.insert_one(request, owner, lease_ms).await;
+            let inserted = self.insert_one(request, owner, lease_ms, token).await;
             drop(turn);
             return inserted;
         }
         #[allow(unreachable_code)]
-        self.insert_one(request, owner, lease_ms).await
+        self.insert_one(request, owner, lease_ms, token).await
     }
 
     /// One insert, on its own.
@@ -891,6 +906,7 @@ impl Db {
         request: &Request<'_>,
         owner: &str,
         lease_ms: i64,
+        token: i64,
     ) -> Result<Option<Lease>, JournalError> {
         let sql = insert_sql(self.now_sql());
         on_db!(self, pool => {
@@ -902,12 +918,13 @@ impl Db {
                 .bind(request.body)
                 .bind(owner)
                 .bind(lease_ms)
+                .bind(token)
                 .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?
                 .into_iter()
                 .next();
-            row.map(|r| r.try_get::<i64, _>("id").map(|id| Lease { id, token: 1 }))
+            row.map(|r| r.try_get::<i64, _>("id").map(|id| Lease { id, token }))
                 .transpose()
                 .map_err(JournalError::read)
         })
@@ -915,12 +932,14 @@ impl Db {
 
     /// After an insert whose answer was lost: record the request as never sent (`refused`,
     /// outcome `not-sent`), so that no recovery ever sends it, whether or not the lost insert
-    /// committed. Returns false when the key holds an entry that is not this process's orphan
-    /// (then nothing was changed).
-    pub(crate) async fn abandon(
+    /// committed. The lost insert's entry is the one still `intended` under `owner` and the
+    /// `token` drawn for that insert alone; any other entry of the key (another task's send in
+    /// flight, an earlier send of this process) is left as it is, and the answer is false.
+    pub(crate) async fn settle_lost_insert(
         &self,
         request: &Request<'_>,
         owner: &str,
+        token: i64,
         outcome: &Outcome,
     ) -> Result<bool, JournalError> {
         let now = self.now_sql();
@@ -936,7 +955,7 @@ impl Db {
                  lease_token = whish_journal_entries.lease_token + 1 \
              WHERE whish_journal_entries.state = 'intended' \
                AND whish_journal_entries.lease_owner = $7 \
-               AND whish_journal_entries.lease_token = 1 \
+               AND whish_journal_entries.lease_token = $8 \
              RETURNING id"
         );
         let _turn = self.turn().await;
@@ -949,6 +968,7 @@ impl Db {
                 .bind(request.body)
                 .bind(&outcome)
                 .bind(owner)
+                .bind(token)
                 .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?;

@@ -19,7 +19,7 @@ use whish_core::{Error, RecordError};
 
 use super::{Held, Request, Verdict};
 use crate::entry::{Outcome, References, State};
-use crate::store::{Lease, millis};
+use crate::store::{Lease, insert_token, millis};
 use crate::{Journal, JournalError};
 
 /// Where one reserved request stands.
@@ -30,8 +30,9 @@ pub(crate) enum Reservation {
     Held { lease: Lease, since: Instant },
     /// The key was in the journal already: the reservation recorded nothing.
     RecordedBefore,
-    /// The reservation's write failed, and may or may not have committed.
-    Unsure,
+    /// The reservation's write failed, and may or may not have committed; `token` is the one it
+    /// wrote on every entry it may have made.
+    Unsure { token: i64 },
 }
 
 /// What giving back a reserved request left in the journal.
@@ -59,7 +60,13 @@ impl Journal {
         let since = Instant::now();
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
-        let written = match self.inner.db.reserve(requests, owner, lease_ms).await {
+        let token = insert_token();
+        let written = match self
+            .inner
+            .db
+            .reserve(requests, owner, lease_ms, token)
+            .await
+        {
             Ok(leases) => self.check_still_there().await.map(|()| leases),
             Err(e) => Err(e),
         };
@@ -73,7 +80,7 @@ impl Journal {
                 .collect(),
             Err(e) => {
                 tracing::warn!(requests = requests.len(), error = %e, "the journal could not reserve a batch of requests; each is recorded on its own when it is sent");
-                vec![Reservation::Unsure; requests.len()]
+                vec![Reservation::Unsure { token }; requests.len()]
             }
         }
     }
@@ -172,8 +179,12 @@ impl Journal {
             Reservation::RecordedBefore => Ok(Unreserved::AsBefore),
             // The reservation may have committed: record the request as never sent whether or
             // not it did (the way a lost insert is settled), unless another entry holds the key.
-            Reservation::Unsure => {
-                let settled = self.inner.db.abandon(request, owner, &outcome).await?;
+            Reservation::Unsure { token } => {
+                let settled = self
+                    .inner
+                    .db
+                    .settle_lost_insert(request, owner, token, &outcome)
+                    .await?;
                 Ok(if settled {
                     Unreserved::NeverSent
                 } else {

@@ -17,7 +17,11 @@ const PER_STATEMENT: usize = 64;
 #[derive(Clone, Copy)]
 enum Recorded<'a> {
     /// `intended`, leased to `owner` for `lease_ms` with token 1: a reservation.
-    Leased { owner: &'a str, lease_ms: i64 },
+    Leased {
+        owner: &'a str,
+        lease_ms: i64,
+        token: i64,
+    },
     /// `refused` with this outcome (JSON), no lease: never sent.
     Unsent { outcome: &'a str },
 }
@@ -33,8 +37,8 @@ impl Recorded<'_> {
 }
 
 impl Db {
-    /// Insert every request as `intended`, leased to `owner` for `lease_ms` with token 1, in one
-    /// transaction: the lease of each, or `None` when its key was recorded already (or by an
+    /// Insert every request as `intended`, leased to `owner` for `lease_ms` with `token` (drawn
+    /// for this reservation: `insert_token`), in one transaction: the lease of each, or `None` when its key was recorded already (or by an
     /// earlier request of the same call). All or nothing: an error means none was recorded,
     /// unless the commit's answer was lost (the caller treats every request as unsure then).
     pub(crate) async fn reserve(
@@ -42,13 +46,21 @@ impl Db {
         requests: &[Request<'_>],
         owner: &str,
         lease_ms: i64,
+        token: i64,
     ) -> Result<Vec<Option<Lease>>, JournalError> {
         let ids = self
-            .insert_requests(requests, Recorded::Leased { owner, lease_ms })
+            .insert_requests(
+                requests,
+                Recorded::Leased {
+                    owner,
+                    lease_ms,
+                    token,
+                },
+            )
             .await?;
         Ok(ids
             .into_iter()
-            .map(|id| id.map(|id| Lease { id, token: 1 }))
+            .map(|id| id.map(|id| Lease { id, token }))
             .collect())
     }
 
@@ -101,7 +113,11 @@ impl Db {
                             .bind(r.context)
                             .bind(r.body);
                         q = match recorded {
-                            Recorded::Leased { owner, lease_ms } => q.bind(owner).bind(lease_ms),
+                            Recorded::Leased {
+                                owner,
+                                lease_ms,
+                                token,
+                            } => q.bind(owner).bind(lease_ms).bind(token),
                             Recorded::Unsent { outcome } => q.bind(outcome),
                         };
                     }

@@ -340,7 +340,7 @@ async fn sync_makes_relaxed_writes_durable_and_leaves_nothing() {
             body: b"{}",
         };
         let lease = db
-            .insert(&request, "me", 30_000)
+            .insert(&request, "me", 30_000, crate::store::insert_token())
             .await
             .expect("insert")
             .expect("new");
@@ -408,7 +408,9 @@ async fn a_padded_lookup_returns_each_entry_once() {
             context: None,
             body: b"{}",
         };
-        db.insert(&request, "me", 30_000).await.expect("insert");
+        db.insert(&request, "me", 30_000, crate::store::insert_token())
+            .await
+            .expect("insert");
     }
     let mut keys: Vec<String> = db
         .get_many(Service::MoneyTransfer, Operation::Send, &["k1", "k2", "k3"])

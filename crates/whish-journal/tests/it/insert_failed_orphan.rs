@@ -24,8 +24,7 @@ const FAIL_OUTCOME: &str = "CREATE TRIGGER adv16_outcome BEFORE UPDATE ON whish_
      WHEN NEW.state <> 'intended' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known lie until issue 42 (one lifecycle, checked) fixes it: a failed insert's orphan is taken as any intended entry of this journal with lease token 1"]
-async fn a_second_task_whose_insert_fails_marks_the_first_tasks_send_in_flight_not_sent() {
+async fn a_second_task_whose_insert_fails_never_marks_the_first_tasks_send_in_flight_not_sent() {
     let place = places("adv16-inflight").await.remove(0);
     assert!(matches!(place, Place::Sqlite(_)));
     let sb = sandbox().await;
@@ -97,8 +96,7 @@ async fn a_second_task_whose_insert_fails_marks_the_first_tasks_send_in_flight_n
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known lie until issue 42 (one lifecycle, checked) fixes it: a failed insert's orphan is taken as any intended entry of this journal with lease token 1"]
-async fn a_resend_whose_insert_fails_after_an_unrecorded_outcome_is_told_nothing_sent() {
+async fn a_resend_whose_insert_fails_after_an_unrecorded_outcome_is_never_told_nothing_sent() {
     let place = places("adv16-unrecorded").await.remove(0);
     let sb = sandbox().await;
     let j = place.open().await;
@@ -154,8 +152,7 @@ async fn a_resend_whose_insert_fails_after_an_unrecorded_outcome_is_told_nothing
 /// is told to; that insert fails after its busy wait too; the lock goes; `abandon` finds the
 /// first send's entry `intended`, this process's, token 1, and records it never sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known lie until issue 42 (one lifecycle, checked) fixes it: a failed insert's orphan is taken as any intended entry of this journal with lease token 1"]
-async fn a_resend_under_a_locked_journal_is_told_nothing_sent_for_an_applied_transfer() {
+async fn a_resend_under_a_locked_journal_is_never_told_nothing_sent_for_an_applied_transfer() {
     if !whish_testkit::has_command("sqlite3") {
         whish_testkit::not_run(
             "insert_failed_orphan",

@@ -353,8 +353,7 @@ fn sqlite3(db: &Path, sql: &str) {
 /// orphan is found by its own token, so A's entry is never taken for it: row A, paid, is never
 /// reported `not-sent`. Needs the `sqlite3` command (for the triggers).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known lie until issue 42 (one lifecycle, checked) fixes it: a failed insert's orphan is taken as any intended entry of this journal with lease token 1"]
-async fn a_paid_row_is_reported_not_sent_when_the_batch_runs_again_in_the_same_process() {
+async fn a_paid_row_is_never_reported_not_sent_when_the_batch_runs_again_in_the_same_process() {
     if !whish_testkit::has_command("sqlite3") {
         whish_testkit::not_run(
             "journal_fails",
