@@ -1,45 +1,60 @@
 //! Who holds a lease: this process's name on the leases it takes, and whether the holder of a
-//! lease is a process of this host that is gone (then recovery takes its entries at once,
-//! instead of waiting for the lease to run out).
+//! lease is provably a process that is gone (then recovery takes its entries at once, instead of
+//! waiting for the lease to run out).
 //!
-//! A name is `host=<hostname> pid=<pid> start=<start time> id=<random>`. The start time (clock
-//! ticks since boot, from `/proc/<pid>/stat`) tells a process apart from a later one that got the
-//! same pid. Where `/proc` is not there, no holder is ever taken for dead: its lease runs out.
+//! A name is `host=<hostname> boot=<boot id> pidns=<pid namespace> pid=<pid> start=<start time>
+//! id=<random>`. A holder is gone only when this process can see it: the same boot of the same
+//! kernel (`/proc/sys/kernel/random/boot_id`) and the same PID namespace
+//! (`/proc/self/ns/pid`), with a `/proc` that is this namespace's own. Then it is gone when its
+//! pid is not running, belongs to a process started at another time (clock ticks since boot,
+//! from `/proc/<pid>/stat`), or is a zombie (killed, not yet reaped). Anything else (another
+//! host, another container with the same host name, a name from an older version, a `/proc`
+//! that cannot be read) cannot be told, and the holder's lease runs out.
 
 /// This process's name, drawn once per journal opened.
 pub(crate) fn this_process() -> String {
     let pid = std::process::id();
     format!(
-        "host={} pid={pid} start={} id={}",
+        "host={} boot={} pidns={} pid={pid} start={} id={}",
         hostname(),
-        start_time(pid).unwrap_or_default(),
+        boot_id().unwrap_or_default(),
+        pid_namespace().unwrap_or_default(),
+        stat(pid).map(|s| s.start).unwrap_or_default(),
         uuid::Uuid::new_v4().simple()
     )
 }
 
-/// True when `holder` names a process of this host that is not running any more (its pid is
-/// gone, or belongs to a process started at another time). False when it cannot be told.
+/// True only when `holder` names a process this process can prove is not running any more.
+/// False whenever it cannot be told.
 pub(crate) fn is_gone_here(holder: &str) -> bool {
     let field = |name: &str| {
         holder
             .split(' ')
             .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
+            .filter(|v| !v.is_empty())
     };
-    let (Some(host), Some(pid), Some(start)) = (field("host"), field("pid"), field("start")) else {
+    let (Some(host), Some(boot), Some(ns), Some(pid), Some(start)) = (
+        field("host"),
+        field("boot"),
+        field("pidns"),
+        field("pid"),
+        field("start"),
+    ) else {
         return false;
     };
-    if host != hostname() || start.is_empty() {
-        return false;
-    }
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
-    if !std::path::Path::new("/proc/self/stat").exists() {
+    let same_view = host == hostname()
+        && boot_id().as_deref() == Some(boot)
+        && pid_namespace().as_deref() == Some(ns)
+        && proc_is_ours();
+    if !same_view {
         return false;
     }
-    match start_time(pid) {
+    match stat(pid) {
         None => true,
-        Some(now) => now != start,
+        Some(now) => now.start != start || now.state == 'Z' || now.state == 'X',
     }
 }
 
@@ -51,37 +66,134 @@ fn hostname() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// Field 22 of `/proc/<pid>/stat`: when the process started, in clock ticks after boot.
-fn start_time(pid: u32) -> Option<String> {
+/// This boot of this kernel: shared by every container on it, new after a reboot.
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|b| b.trim().to_owned())
+        .filter(|b| !b.is_empty() && !b.contains(' '))
+}
+
+/// This process's PID namespace (`pid:[4026531836]`): two processes see each other's pids only
+/// inside the same one.
+fn pid_namespace() -> Option<String> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let ns = link.to_str()?.to_owned();
+    (!ns.is_empty() && !ns.contains(' ')).then_some(ns)
+}
+
+/// Whether `/proc` shows this process under its own pid: a `/proc` mounted from another PID
+/// namespace names other processes by these numbers.
+fn proc_is_ours() -> bool {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str()?.parse::<u32>().ok())
+        == Some(std::process::id())
+}
+
+/// What `/proc/<pid>/stat` says of a process.
+struct Stat {
+    /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), ...
+    state: char,
+    /// Field 22: when the process started, in clock ticks after boot.
+    start: String,
+}
+
+fn stat(pid: u32) -> Option<Stat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count after the last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19).map(str::to_owned)
+    let mut after = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = after.next()?.chars().next()?;
+    let start = after.nth(18)?.to_owned();
+    Some(Stat { state, start })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn name_of(pid: u32, start: &str) -> String {
+        format!(
+            "host={} boot={} pidns={} pid={pid} start={start} id=x",
+            hostname(),
+            boot_id().unwrap_or_default(),
+            pid_namespace().unwrap_or_default(),
+        )
+    }
+
+    fn proc_readable() -> bool {
+        std::path::Path::new("/proc/self/stat").exists() && proc_is_ours()
+    }
+
     #[test]
-    fn this_process_is_alive_and_a_finished_one_is_gone() {
+    fn this_process_is_alive_and_a_reaped_one_is_gone() {
         let me = this_process();
         assert!(me.contains(&format!("pid={}", std::process::id())));
-        if !std::path::Path::new("/proc/self/stat").exists() {
+        if !proc_readable() {
             return;
         }
         assert!(!is_gone_here(&me), "{me}");
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
         let pid = child.id();
-        let start = start_time(pid);
+        let start = stat(pid).map_or_else(|| "1".to_owned(), |s| s.start);
         child.wait().expect("wait");
-        let gone = format!(
-            "host={} pid={pid} start={} id=x",
-            hostname(),
-            start.unwrap_or_else(|| "1".to_owned())
-        );
+        let gone = name_of(pid, &start);
         assert!(is_gone_here(&gone), "{gone}");
-        assert!(!is_gone_here("host=elsewhere pid=1 start=1 id=x"));
+    }
+
+    #[test]
+    fn a_killed_process_not_yet_reaped_is_gone() {
+        if !proc_readable() {
+            return;
+        }
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn");
+        let pid = child.id();
+        let start = stat(pid).expect("the child's stat").start;
+        let name = name_of(pid, &start);
+        assert!(!is_gone_here(&name), "a running child is alive: {name}");
+        child.kill().expect("kill");
+        // Killed and not waited for: a zombie until reaped.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while stat(pid).is_some_and(|s| s.state != 'Z') && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(is_gone_here(&name), "a zombie is gone: {name}");
+        child.wait().expect("reap");
+    }
+
+    #[test]
+    fn a_holder_this_process_cannot_see_is_never_gone() {
+        let absent = u32::MAX - 7;
+        // Another PID namespace (a container with the same host name), another boot, another
+        // host, and names without the fields: none can be told, whatever /proc says here.
+        let other_ns = format!(
+            "host={} boot={} pidns=pid:[1] pid={absent} start=1 id=x",
+            hostname(),
+            boot_id().unwrap_or_default()
+        );
+        assert!(!is_gone_here(&other_ns), "{other_ns}");
+        let other_boot = format!(
+            "host={} boot=another-boot pidns={} pid={absent} start=1 id=x",
+            hostname(),
+            pid_namespace().unwrap_or_default()
+        );
+        assert!(!is_gone_here(&other_boot), "{other_boot}");
+        assert!(!is_gone_here(&format!(
+            "host=elsewhere boot={} pidns={} pid={absent} start=1 id=x",
+            boot_id().unwrap_or_default(),
+            pid_namespace().unwrap_or_default()
+        )));
+        let old_format = format!("host={} pid={absent} start=1 id=x", hostname());
+        assert!(!is_gone_here(&old_format), "{old_format}");
         assert!(!is_gone_here("a name from another version"));
+        if proc_readable() {
+            assert!(
+                is_gone_here(&name_of(absent, "1")),
+                "the same view, no such pid"
+            );
+        }
     }
 }

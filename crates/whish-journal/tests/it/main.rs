@@ -11,6 +11,7 @@ mod batch_speed;
 mod file_deleted;
 mod fleet_faults;
 mod given_back;
+mod holder_liveness;
 mod idle_runtime;
 mod insert_failed_orphan;
 mod lifecycle;

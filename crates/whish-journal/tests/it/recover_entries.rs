@@ -20,13 +20,20 @@ fn tell(lies: Vec<String>) {
     assert!(lies.is_empty(), "{}", lies.join("\n"));
 }
 
-/// The journal owner name of a process of this host that has exited.
+/// The journal owner name of a process of this host, this boot and this PID namespace that has
+/// exited: one the journal can prove is gone.
 fn a_dead_process_of_this_host() -> String {
     let mut child = std::process::Command::new("true").spawn().expect("spawn");
     let pid = child.id();
     child.wait().expect("wait");
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
-    format!("host={} pid={pid} start=12345 id=deadbeef", host.trim())
+    let read = |path: &str| std::fs::read_to_string(path).expect(path).trim().to_owned();
+    let pidns = std::fs::read_link("/proc/self/ns/pid").expect("the PID namespace");
+    format!(
+        "host={} boot={} pidns={} pid={pid} start=12345 id=deadbeef",
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/random/boot_id"),
+        pidns.display()
+    )
 }
 
 /// Held up (expected): `recover_entries` is given the keys of an entry waiting for the operator
