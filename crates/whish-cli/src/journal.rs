@@ -318,6 +318,17 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                         .unwrap_or_default()
                 );
             }
+            for o in &report.other_service {
+                eprintln!(
+                    "whish: {} {} {} ({}) was recorded for another service ({}); these settings send to {}: left as it is, nothing sent; recover it with that service's settings",
+                    o.service,
+                    o.operation,
+                    printable(&o.key),
+                    o.state,
+                    printable(&o.recorded),
+                    printable(&o.current)
+                );
+            }
             if report.taken_from_dead > 0 {
                 eprintln!(
                     "whish: {} entries held by a process of this host that is gone were taken over",
@@ -347,7 +358,10 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                     report.unreachable
                 );
                 TRANSPORT
-            } else if !report.held_elsewhere.is_empty() || !report.unreadable.is_empty() {
+            } else if !report.held_elsewhere.is_empty()
+                || !report.unreadable.is_empty()
+                || !report.other_service.is_empty()
+            {
                 PENDING
             } else if !open.is_empty() {
                 let operator = open

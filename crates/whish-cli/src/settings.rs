@@ -134,10 +134,9 @@ impl Ctx {
     }
 }
 
-/// Where the journal is when `WHISH_JOURNAL` does not say: `whish/journal.sqlite` in the
-/// user's data directory (`$XDG_DATA_HOME`, `~/.local/share`; `~/Library/Application Support`
-/// on macOS; `%APPDATA%` on Windows).
-pub fn default_journal() -> Option<std::path::PathBuf> {
+/// The user's data directory for whish (`$XDG_DATA_HOME`, `~/.local/share`; `~/Library/Application
+/// Support` on macOS; `%APPDATA%` on Windows), joined with `whish`.
+fn data_dir() -> Option<std::path::PathBuf> {
     use std::path::PathBuf;
     let var = |k: &str| {
         std::env::var_os(k)
@@ -151,10 +150,72 @@ pub fn default_journal() -> Option<std::path::PathBuf> {
     } else {
         var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local/share")))
     };
-    base.map(|b| b.join("whish").join("journal.sqlite"))
+    base.map(|b| b.join("whish"))
+}
+
+/// The environment a default journal is named after: `sandbox` when every base URL set is on
+/// loopback (the built-in sandbox), else the host of the first set (transfer, collect, top-up),
+/// its characters outside `[A-Za-z0-9.-]` replaced: one journal per environment, so that a
+/// sandbox's entries never sit beside production's (and an entry of another service is left
+/// alone anyway: each records its own).
+pub fn environment(base_urls: &[Option<&str>]) -> String {
+    let hosts: Vec<String> = base_urls
+        .iter()
+        .flatten()
+        .filter_map(|u| url::Url::parse(u).ok())
+        .filter_map(|u| u.host_str().map(str::to_owned))
+        .collect();
+    let loopback = |h: &str| {
+        h == "localhost"
+            || h.trim_matches(|c| c == '[' || c == ']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    match hosts.first() {
+        None => "default".to_owned(),
+        Some(_) if hosts.iter().all(|h| loopback(h)) => "sandbox".to_owned(),
+        Some(_) => hosts
+            .iter()
+            .find(|h| !loopback(h))
+            .map(|h| {
+                h.chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                            c
+                        } else {
+                            '-'
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Where the journal is when `WHISH_JOURNAL` does not say: `whish/journal-<environment>.sqlite`
+/// in the user's data directory (see [`environment`]).
+pub fn default_journal(environment: &str) -> Option<std::path::PathBuf> {
+    data_dir().map(|d| d.join(format!("journal-{environment}.sqlite")))
+}
+
+/// The one default journal of 0.3, shared by every environment, when it is still there.
+fn former_default_journal() -> Option<std::path::PathBuf> {
+    data_dir()
+        .map(|d| d.join("journal.sqlite"))
+        .filter(|p| p.exists())
 }
 
 impl Ctx {
+    /// The environment of the base URLs set (see [`environment`]).
+    pub fn environment(&self) -> String {
+        let s = &self.settings;
+        environment(&[
+            s.transfer_base_url.as_deref(),
+            s.collect_base_url.as_deref(),
+            s.topup_base_url.as_deref(),
+        ])
+    }
+
     /// The service's client when its base URL is set (a missing credential is still reported).
     pub fn transfer_quiet(&self) -> Option<TransferClient> {
         self.settings.transfer_base_url.as_ref()?;
@@ -175,8 +236,18 @@ impl Ctx {
     pub async fn journal(&self) -> Result<whish::journal::Journal, u8> {
         let url = match self.settings.journal.as_deref().map(str::trim) {
             Some(u) if !u.is_empty() => u.to_owned(),
-            _ => match default_journal() {
-                Some(p) => format!("sqlite:{}", p.display()),
+            _ => match default_journal(&self.environment()) {
+                Some(p) => {
+                    if let Some(former) = former_default_journal() {
+                        eprintln!(
+                            "whish: the default journal is one per environment now ({}); entries in the former default {} are not read here: recover them with WHISH_JOURNAL=sqlite:{}",
+                            p.display(),
+                            former.display(),
+                            former.display()
+                        );
+                    }
+                    format!("sqlite:{}", p.display())
+                }
                 None => {
                     return Err(usage(
                         "missing setting WHISH_JOURNAL (no data directory: set the environment variable or the flag --journal)",
@@ -229,4 +300,35 @@ fn setup(e: &whish::SetupError, service: &str) -> u8 {
         other => format!("WHISH_{service}_{}", other.to_ascii_uppercase()),
     };
     usage(format!("{var}: {}", e.reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::environment;
+
+    #[test]
+    fn a_default_journal_is_named_after_its_environment() {
+        assert_eq!(environment(&[None, None, None]), "default");
+        assert_eq!(
+            environment(&[
+                Some("http://127.0.0.1:5000/api"),
+                None,
+                Some("http://localhost:9/")
+            ]),
+            "sandbox"
+        );
+        assert_eq!(
+            environment(&[None, Some("https://api.whish.money/itel-service"), None]),
+            "api.whish.money"
+        );
+        assert_eq!(
+            environment(&[
+                Some("http://127.0.0.1:5000/api"),
+                Some("https://api.whish.money/x"),
+                None
+            ]),
+            "api.whish.money",
+            "one live service makes the environment live"
+        );
+    }
 }

@@ -105,6 +105,40 @@ impl Transport {
         &self.base
     }
 
+    /// The service and account this transport sends to, as a journal records it beside each
+    /// request: the base URL and a fingerprint of the account's plain settings (a transfer
+    /// username, a collect channel), never of a secret, nor of the User-Agent. A request recorded
+    /// under one target must never be sent (resent, recovered) through a transport of another:
+    /// a sandbox's request would become a real payment, one account's a second transfer in
+    /// another.
+    pub fn target(&self) -> String {
+        let mut plain: Vec<(&str, &[u8])> = self
+            .headers
+            .iter()
+            .filter(|(name, value)| {
+                !value.is_sensitive()
+                    && *name != http::header::USER_AGENT
+                    && *name != http::header::ACCEPT
+            })
+            .map(|(name, value)| (name.as_str(), value.as_bytes()))
+            .collect();
+        plain.sort_unstable();
+        // FNV-1a, 64 bits: stable across Rust versions and platforms, as a recorded value must be.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for (name, value) in plain {
+            for byte in name
+                .bytes()
+                .chain([0])
+                .chain(value.iter().copied())
+                .chain([0])
+            {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        format!("{} account={hash:016x}", self.base.as_str())
+    }
+
     /// The client policy.
     pub fn policy(&self) -> Policy {
         self.policy

@@ -108,6 +108,13 @@ pub(crate) fn check_target(target: &str) -> Result<String, ValidationError> {
 }
 
 impl TopupClient {
+    /// The service and account this client sends to, as a journal records it beside each
+    /// request (base URL and a fingerprint of the account's plain settings, never a secret):
+    /// see [`Transport::target`](whish_core::transport::Transport::target).
+    pub fn target(&self) -> String {
+        self.transport.target()
+    }
+
     /// Start building a client for the service at `settings`: a [`ClientSettings`] with your
     /// `User-Agent` (the service requires one).
     ///

@@ -44,7 +44,8 @@ pub enum Abandoned {
     },
     /// Left as it was: the check cannot be made (the entry's row cannot be trusted, a service
     /// whose requests cannot be checked without sending them again, no client for its
-    /// service, or another process took the entry during the check).
+    /// service, a client of another service or account than the entry's, or another process
+    /// took the entry during the check).
     Unchecked {
         /// Why.
         why: String,
@@ -174,6 +175,15 @@ impl Journal {
                 });
             }
         };
+        if let Some(other) = clients.other_service(&entry) {
+            self.inner.db.release(lease, owner).await?;
+            return Ok(Abandoned::Unchecked {
+                why: format!(
+                    "it was recorded for another service ({}); the client given sends to {}: a check there proves nothing",
+                    other.recorded, other.current
+                ),
+            });
+        }
         let quarantined = entry
             .outcome
             .as_ref()

@@ -226,6 +226,12 @@ pub struct Entry {
     pub outcome: Option<Outcome>,
     /// What confirms it with the service.
     pub references: References,
+    /// The service and account it was recorded for: the base URL and a fingerprint of the
+    /// account's plain settings (`TransferClient::target` and the like), never a secret. `None`
+    /// on entries written before 0.4. Recovery, abandon and a resend leave an entry whose
+    /// target differs from their client's untouched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 #[cfg(test)]

@@ -51,6 +51,8 @@ pub(crate) struct Job {
     pub lease_ms: i64,
     /// The first fencing token of the entry, drawn for this insert (`store::insert_token`).
     pub token: i64,
+    /// The service and account the request is for.
+    pub target: String,
 }
 
 /// One outcome to record under a lease.
@@ -444,7 +446,8 @@ async fn insert_all<'c>(
             .bind(job.body.as_slice())
             .bind(job.owner.as_str())
             .bind(job.lease_ms)
-            .bind(job.token);
+            .bind(job.token)
+            .bind(job.target.as_str());
     }
     let rows = q
         .fetch_all(pool)
@@ -569,6 +572,7 @@ mod tests {
                 key: &key,
                 context: None,
                 body: body.as_bytes(),
+                target: "test",
             };
             db.insert(&request, "me", 30_000, crate::store::insert_token())
                 .await

@@ -103,6 +103,7 @@ impl Journal {
             key,
             context,
             body,
+            target,
         } = *request;
         let record = |message: String, source: Option<crate::JournalError>| {
             Error::Record(RecordError::new(
@@ -194,6 +195,19 @@ impl Journal {
                 format!("{service} {operation} key already names a different request"),
                 None,
             ));
+        }
+        // A request recorded for another service or account is never sent through this client
+        // (a sandbox's request would become a real payment, one account's a second transfer in
+        // another): the entry stays as it is, for a recovery with its own service's settings.
+        // It may have been sent there, so this is an unknown outcome, never "nothing was sent".
+        if let Some(recorded) = existing.target.as_deref().filter(|t| *t != target) {
+            return Err(Error::Record(RecordError::outcome_unknown(
+                format!(
+                    "{service} {operation} {key} was recorded for another service ({recorded}); this client sends to {target}: this call sent nothing, and the entry is left for a recovery with its own service's settings"
+                ),
+                Some(key.to_owned()),
+                None,
+            )));
         }
         // A request the service refused is not sent again under the same key: a second send
         // would be read as a resend, and a code such as `transfer.already.done` as a
@@ -389,6 +403,9 @@ pub(crate) struct Request<'a> {
     pub key: &'a str,
     pub context: Option<&'a str>,
     pub body: &'a [u8],
+    /// The service and account the request is for (`Transport::target`): recorded with it, and
+    /// compared before anything sends it again.
+    pub target: &'a str,
 }
 
 impl Journal {

@@ -90,7 +90,7 @@ pub use journaled::JournaledTopup;
 pub use journaled::Unreserved;
 #[cfg(feature = "money-transfer")]
 pub use journaled::{JournaledTransfer, ReservedSend};
-pub use recover::{Change, Clients, HeldElsewhere, Recovery, RecoveryReport};
+pub use recover::{Change, Clients, HeldElsewhere, OtherService, Recovery, RecoveryReport};
 pub use store::Backend;
 
 /// Which entries [`Journal::list`] returns, newest first. `Listing::new()` is every entry, at
@@ -411,6 +411,7 @@ impl Journal {
     pub fn transfer(&self, client: TransferClient) -> JournaledTransfer {
         JournaledTransfer {
             journal: self.clone(),
+            target: client.target().into(),
             client,
         }
     }
@@ -421,6 +422,7 @@ impl Journal {
     pub fn collect(&self, client: CollectClient) -> JournaledCollect {
         JournaledCollect {
             journal: self.clone(),
+            target: client.target().into(),
             client,
         }
     }
@@ -431,6 +433,7 @@ impl Journal {
     pub fn topup(&self, client: TopupClient) -> JournaledTopup {
         JournaledTopup {
             journal: self.clone(),
+            target: client.target().into(),
             client,
         }
     }

@@ -65,6 +65,54 @@ impl Clients {
         self.topup = Some(client);
         self
     }
+
+    /// The target (service and account) of the client given for `service`, if one was.
+    pub(crate) fn target_for(&self, service: Service) -> Option<String> {
+        match service {
+            #[cfg(feature = "money-transfer")]
+            Service::MoneyTransfer => self.transfer.as_ref().map(TransferClient::target),
+            #[cfg(feature = "hosted-collect")]
+            Service::HostedCollect => self.collect.as_ref().map(CollectClient::target),
+            #[cfg(feature = "intl-topup")]
+            Service::IntlTopup => self.topup.as_ref().map(TopupClient::target),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// The entry's recorded target when it is not the target of the client given for its
+    /// service: such an entry is never sent, checked or closed through that client.
+    pub(crate) fn other_service(&self, entry: &Entry) -> Option<OtherService> {
+        let recorded = entry.target.as_deref()?;
+        let current = self.target_for(entry.service)?;
+        (recorded != current).then(|| OtherService {
+            service: entry.service,
+            operation: entry.operation,
+            key: entry.key.clone(),
+            state: entry.state,
+            recorded: recorded.to_owned(),
+            current,
+        })
+    }
+}
+
+/// An entry recorded for another service or account than the client given for it (another base
+/// URL, another account): left untouched, and open.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct OtherService {
+    /// The service.
+    pub service: Service,
+    /// The operation.
+    pub operation: Operation,
+    /// The idempotency key.
+    pub key: String,
+    /// Its state.
+    pub state: State,
+    /// The target it was recorded for: base URL and account fingerprint.
+    pub recorded: String,
+    /// The target of the client given: base URL and account fingerprint.
+    pub current: String,
 }
 
 /// The outcome `result` of an entry sent to the operator because its row could not be read.
@@ -181,6 +229,10 @@ pub struct RecoveryReport {
     /// (a full disk, a database that went away): they stay open, and the next recovery reads
     /// them again with the same key. What was sent is in `changes` all the same.
     pub unrecorded: Vec<Change>,
+    /// Entries recorded for another service or account than the client given (a sandbox's
+    /// entry met by production settings, or another account's): left as they are, open, for a
+    /// recovery with their own service's settings. Never sent to the wrong one.
+    pub other_service: Vec<OtherService>,
 }
 
 /// An open entry that another process's lease kept recovery from.
@@ -228,6 +280,7 @@ impl RecoveryReport {
             && self.held_elsewhere.is_empty()
             && self.unreadable.is_empty()
             && self.unrecorded.is_empty()
+            && self.other_service.is_empty()
     }
 }
 
@@ -492,6 +545,12 @@ impl Journal {
                 return Ok(());
             }
         };
+        // Another service's entry: never sent, nor moved to the operator, by this one's client.
+        if let Some(other) = clients.other_service(&entry) {
+            self.inner.db.release(lease, owner).await?;
+            report.other_service.push(other);
+            return Ok(());
+        }
         // Past its deadline: an operator decides, and nothing is sent first. Of the entries
         // waiting for the operator already (worked again on a person's word), those recorded
         // before the deadline given, and those whose row could not be read (quarantined: what

@@ -273,6 +273,10 @@ const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
         "prune-and-ranges",
         include_str!("../migrations/postgres/0004_prune_and_ranges.sql"),
     ),
+    (
+        "target",
+        include_str!("../migrations/postgres/0005_target.sql"),
+    ),
 ];
 
 /// The SQLite migrations, in order; `PRAGMA user_version` records how many ran.
@@ -282,6 +286,7 @@ const SQLITE_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0002_fencing.sql"),
     include_str!("../migrations/sqlite/0003_unknown_states.sql"),
     include_str!("../migrations/sqlite/0004_prune_and_ranges.sql"),
+    include_str!("../migrations/sqlite/0005_target.sql"),
 ];
 
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two
@@ -353,19 +358,19 @@ pub(crate) fn insert_token() -> i64 {
 }
 
 /// The insert of an intent: `$1` service, `$2` operation, `$3` key, `$4` context, `$5` body,
-/// `$6` owner, `$7` lease in ms, `$8` the insert's token ([`insert_token`]); returns the id, or no
-/// row when the key is recorded already.
+/// `$6` owner, `$7` lease in ms, `$8` the insert's token ([`insert_token`]), `$9` the target;
+/// returns the id, or no row when the key is recorded already.
 fn insert_sql(now: &str) -> String {
     format!(
         "INSERT INTO whish_journal_entries \
          (service, operation, idem_key, context, request, state, attempts, created_ms, \
-          updated_ms, lease_owner, lease_until_ms, lease_token) \
-         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, $8) \
+          updated_ms, lease_owner, lease_until_ms, lease_token, target) \
+         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, $8, $9) \
          ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id"
     )
 }
 
-/// The insert of `n` intents in one statement: for each, eight parameters as in
+/// The insert of `n` intents in one statement: for each, nine parameters as in
 /// [`insert_sql`], in order; returns the id and key of each row inserted (none for a key
 /// recorded already, or by an earlier intent of the same statement). `anonymous`: the
 /// parameters as `?` (SQLite: binding a numbered parameter looks its name up in a list, so a
@@ -377,9 +382,9 @@ fn insert_sql(now: &str) -> String {
 pub(crate) fn insert_many_sql(n: usize, now: &str, anonymous: bool) -> String {
     let values: Vec<String> = (0..n)
         .map(|i| {
-            let p = |k: usize| placeholder(i * 8 + k, anonymous);
+            let p = |k: usize| placeholder(i * 9 + k, anonymous);
             format!(
-                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {now} + {}, {})",
+                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {now} + {}, {}, {})",
                 p(1),
                 p(2),
                 p(3),
@@ -387,14 +392,15 @@ pub(crate) fn insert_many_sql(n: usize, now: &str, anonymous: bool) -> String {
                 p(5),
                 p(6),
                 p(7),
-                p(8)
+                p(8),
+                p(9)
             )
         })
         .collect();
     format!(
         "INSERT INTO whish_journal_entries \
          (service, operation, idem_key, context, request, state, attempts, created_ms, \
-          updated_ms, lease_owner, lease_until_ms, lease_token) VALUES {} \
+          updated_ms, lease_owner, lease_until_ms, lease_token, target) VALUES {} \
          ON CONFLICT (service, operation, idem_key) DO NOTHING \
          RETURNING id, service, operation, idem_key",
         values.join(", ")
@@ -435,7 +441,8 @@ pub(crate) fn placeholder(n: usize, anonymous: bool) -> String {
 }
 
 const COLUMNS: &str = "id, service, operation, idem_key, context, request, state, attempts, \
-                       created_ms, updated_ms, outcome, refs, lease_owner, lease_until_ms, lease_token";
+                       created_ms, updated_ms, outcome, refs, lease_owner, lease_until_ms, lease_token, \
+                       target";
 
 // The statements that must cost in proportion to the open entries, not to the journal: each
 // reads the `(state, id)` index and never the final rows (prune: the index of the final entries
@@ -884,6 +891,7 @@ impl Db {
                         owner: owner.to_owned(),
                         lease_ms,
                         token,
+                        target: request.target.to_owned(),
                     };
                     match d.writer.insert(job).await {
                         Ok(answer) => return answer,
@@ -919,6 +927,7 @@ impl Db {
                 .bind(owner)
                 .bind(lease_ms)
                 .bind(token)
+                .bind(request.target)
                 .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?
@@ -947,8 +956,8 @@ impl Db {
         let sql = format!(
             "INSERT INTO whish_journal_entries \
              (service, operation, idem_key, context, request, state, attempts, created_ms, \
-              updated_ms, outcome, lease_token) \
-             VALUES ($1, $2, $3, $4, $5, 'refused', 1, {now}, {now}, $6, 1) \
+              updated_ms, outcome, lease_token, target) \
+             VALUES ($1, $2, $3, $4, $5, 'refused', 1, {now}, {now}, $6, 1, $9) \
              ON CONFLICT (service, operation, idem_key) DO UPDATE SET state = 'refused', \
                  outcome = excluded.outcome, updated_ms = excluded.updated_ms, \
                  lease_owner = NULL, lease_until_ms = NULL, \
@@ -969,6 +978,7 @@ impl Db {
                 .bind(&outcome)
                 .bind(owner)
                 .bind(token)
+                .bind(request.target)
                 .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?;
@@ -1688,6 +1698,7 @@ where
             .transpose()
             .map_err(JournalError::encode)?
             .unwrap_or_default(),
+        target: opt("target")?,
     })
 }
 

@@ -274,6 +274,13 @@ impl ReportRange {
 }
 
 impl TransferClient {
+    /// The service and account this client sends to, as a journal records it beside each
+    /// request (base URL and a fingerprint of the account's plain settings, never a secret):
+    /// see [`Transport::target`](whish_core::transport::Transport::target).
+    pub fn target(&self) -> String {
+        self.transport.target()
+    }
+
     /// Start building a client for the service at `settings` (a base URL, or a
     /// [`ClientSettings`] with proxy, policy and the rest). The sandbox's base URL ends in `/api`.
     ///

@@ -7,7 +7,8 @@
 //! The faults and fixtures several crates' tests share live here too: a disk that fills up
 //! ([`tmpfs`]), another process holding a SQLite file's write lock ([`hold_write_lock`]), fresh
 //! directories ([`temp_dir`]), the PostgreSQL server of the run ([`postgres_admin_url`]), a
-//! program run with a clean environment ([`clean_command`]), a funded sandbox (feature
+//! program run with a clean environment ([`clean_command`]), a TCP relay whose behaviour changes
+//! while its address stays ([`Relay`]), a funded sandbox (feature
 //! `sandbox`), and [`not_run`], which lets a test that cannot run here say so, and fails it
 //! under CI.
 #![forbid(unsafe_code)]
@@ -21,6 +22,7 @@ mod command;
 mod disk;
 mod not_run;
 mod postgres;
+mod relay;
 #[cfg(feature = "sandbox")]
 mod sandbox;
 mod sqlite_lock;
@@ -37,6 +39,7 @@ pub use command::{Run, SETTINGS_VARS, clean_command};
 pub use disk::{Tmpfs, tmpfs};
 pub use not_run::{has_command, not_run, under_ci};
 pub use postgres::{POSTGRES_VAR, postgres_admin_url, sqlite_journal_url};
+pub use relay::{Relay, RelayMode};
 #[cfg(feature = "sandbox")]
 pub use sandbox::funded_sandbox;
 pub use sqlite_lock::hold_write_lock;

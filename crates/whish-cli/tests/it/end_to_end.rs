@@ -820,14 +820,14 @@ async fn journal_recover_says_4_while_the_service_is_unreachable_and_a_broken_jo
  {
     let (sb, env, body) = one_lost_send("unreachable", whish_sandbox::Fault::DropReply).await;
 
-    // The service cannot be reached: exit 4, the entry stays open.
-    let mut away = env.clone();
-    away.retain(|(k, _)| k != "WHISH_TRANSFER_BASE_URL");
-    away.push((
-        "WHISH_TRANSFER_BASE_URL".into(),
-        "http://127.0.0.1:9/api".into(),
-    ));
-    let unreachable = whish(&["journal", "recover", "--retries", "0"], &away).await;
+    // The service cannot be reached (its connection drops before it reads the request): exit
+    // 4, the entry stays open.
+    sb.inject(
+        whish_sandbox::Endpoint::TransferSend,
+        whish_sandbox::Fault::DropRequest,
+        1,
+    );
+    let unreachable = whish(&["journal", "recover", "--retries", "0"], &env).await;
     assert_eq!(unreachable.code, 4, "{unreachable:?}");
     assert_eq!(unreachable.json()["open"][0]["state"], "may-have-arrived");
     // Reachable again: exit 0, one transfer.

@@ -16,4 +16,5 @@ mod outcome_table;
 mod payouts;
 mod recover_after_kill;
 mod recover_keys;
+mod recover_other_service;
 mod retry_needs_operator;

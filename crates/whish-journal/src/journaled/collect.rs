@@ -47,6 +47,8 @@ pub(crate) fn refund_verdict(
 pub struct JournaledCollect {
     pub(crate) journal: Journal,
     pub(crate) client: CollectClient,
+    /// The client's target, drawn once.
+    pub(crate) target: std::sync::Arc<str>,
 }
 
 impl JournaledCollect {
@@ -79,6 +81,7 @@ impl JournaledCollect {
                     key: prepared.external_id().as_str(),
                     context: None,
                     body: prepared.body(),
+                    target: &self.target,
                 },
                 |resend| {
                     if resend {
@@ -115,6 +118,7 @@ impl JournaledCollect {
                     key: prepared.external_id().as_str(),
                     context: None,
                     body: prepared.body(),
+                    target: &self.target,
                 },
                 |resend| {
                     if resend {

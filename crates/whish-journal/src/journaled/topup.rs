@@ -51,6 +51,8 @@ pub(crate) fn pay_verdict(
 pub struct JournaledTopup {
     pub(crate) journal: Journal,
     pub(crate) client: TopupClient,
+    /// The client's target, drawn once.
+    pub(crate) target: std::sync::Arc<str>,
 }
 
 impl JournaledTopup {
@@ -81,6 +83,7 @@ impl JournaledTopup {
                     key: prepared.external_id().as_str(),
                     context: Some(prepared.provider()),
                     body: prepared.body(),
+                    target: &self.target,
                 },
                 |resend| {
                     if resend {

@@ -93,13 +93,14 @@ impl ReservedSend {
 }
 
 /// A send's entry: its Request-id as text (`key`) and its exact bytes.
-fn send_request<'a>(prepared: &'a PreparedTransfer, key: &'a str) -> Request<'a> {
+fn send_request<'a>(prepared: &'a PreparedTransfer, key: &'a str, target: &'a str) -> Request<'a> {
     Request {
         service: Service::MoneyTransfer,
         operation: Operation::Send,
         key,
         context: None,
         body: prepared.body(),
+        target,
     }
 }
 
@@ -108,6 +109,8 @@ fn send_request<'a>(prepared: &'a PreparedTransfer, key: &'a str) -> Request<'a>
 pub struct JournaledTransfer {
     pub(crate) journal: Journal,
     pub(crate) client: TransferClient,
+    /// The client's target, drawn once.
+    pub(crate) target: std::sync::Arc<str>,
 }
 
 impl JournaledTransfer {
@@ -139,7 +142,7 @@ impl JournaledTransfer {
         let key = prepared.request_id().to_string();
         self.journal
             .journaled(
-                send_request(prepared, &key),
+                send_request(prepared, &key, &self.target),
                 |resend| async move {
                     if resend {
                         self.client.resend(prepared).await
@@ -177,7 +180,7 @@ impl JournaledTransfer {
         let requests: Vec<Request<'_>> = prepared
             .iter()
             .zip(&keys)
-            .map(|(p, k)| send_request(p, k))
+            .map(|(p, k)| send_request(p, k, &self.target))
             .collect();
         let reservations = self.journal.reserve_all(&requests).await;
         drop(requests);
@@ -210,7 +213,7 @@ impl JournaledTransfer {
         let prepared = &prepared;
         self.journal
             .journaled_reserved(
-                send_request(prepared, &key),
+                send_request(prepared, &key, &self.target),
                 reservation,
                 |resend| async move {
                     if resend {
@@ -236,7 +239,7 @@ impl JournaledTransfer {
         let key = reserved.prepared.request_id().to_string();
         self.journal
             .unreserve(
-                &send_request(&reserved.prepared, &key),
+                &send_request(&reserved.prepared, &key, &self.target),
                 reserved.reservation,
             )
             .await
@@ -265,7 +268,7 @@ impl JournaledTransfer {
         let requests: Vec<Request<'_>> = prepared
             .iter()
             .zip(&keys)
-            .map(|(p, k)| send_request(p, k))
+            .map(|(p, k)| send_request(p, k, &self.target))
             .collect();
         self.journal.record_unsent_all(&requests, why).await
     }
@@ -296,6 +299,7 @@ impl JournaledTransfer {
                     key: &key,
                     context: None,
                     body: prepared.body(),
+                    target: &self.target,
                 },
                 |_| self.client.resend(prepared),
                 // Known to be a resend even when the entry is new: a request that reached
@@ -331,6 +335,7 @@ impl JournaledTransfer {
                     key: &key,
                     context: None,
                     body: prepared.body(),
+                    target: &self.target,
                 },
                 |resend| {
                     // Sent before: `transfer.cannot_be_canceled` may mean that earlier cancel

@@ -120,6 +120,7 @@ impl Db {
                             } => q.bind(owner).bind(lease_ms).bind(token),
                             Recorded::Unsent { outcome } => q.bind(outcome),
                         };
+                        q = q.bind(r.target);
                     }
                     let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
                     for row in &rows {
@@ -147,26 +148,27 @@ impl Db {
 }
 
 /// The insert of `n` requests recorded as never sent: for each, six parameters (service,
-/// operation, key, context, body, outcome); returns the id and key of each row inserted.
+/// operation, key, context, body, outcome, target); returns the id and key of each row inserted.
 fn insert_unsent_sql(n: usize, now: &str, anonymous: bool) -> String {
     let values: Vec<String> = (0..n)
         .map(|i| {
-            let p = |k: usize| placeholder(i * 6 + k, anonymous);
+            let p = |k: usize| placeholder(i * 7 + k, anonymous);
             format!(
-                "({}, {}, {}, {}, {}, 'refused', 1, {now}, {now}, {}, 1)",
+                "({}, {}, {}, {}, {}, 'refused', 1, {now}, {now}, {}, 1, {})",
                 p(1),
                 p(2),
                 p(3),
                 p(4),
                 p(5),
-                p(6)
+                p(6),
+                p(7)
             )
         })
         .collect();
     format!(
         "INSERT INTO whish_journal_entries \
          (service, operation, idem_key, context, request, state, attempts, created_ms, \
-          updated_ms, outcome, lease_token) VALUES {} \
+          updated_ms, outcome, lease_token, target) VALUES {} \
          ON CONFLICT (service, operation, idem_key) DO NOTHING \
          RETURNING id, service, operation, idem_key",
         values.join(", ")

@@ -338,6 +338,7 @@ async fn sync_makes_relaxed_writes_durable_and_leaves_nothing() {
             key: "sync-1",
             context: None,
             body: b"{}",
+            target: "test",
         };
         let lease = db
             .insert(&request, "me", 30_000, crate::store::insert_token())
@@ -407,6 +408,7 @@ async fn a_padded_lookup_returns_each_entry_once() {
             key,
             context: None,
             body: b"{}",
+            target: "test",
         };
         db.insert(&request, "me", 30_000, crate::store::insert_token())
             .await

@@ -31,16 +31,17 @@ async fn restart_and_recover(place: &Place, clients: &Clients) -> whish_journal:
 async fn each_crash_point_of_a_send_ends_in_exactly_one_transfer() {
     for place in places("crash_points").await {
         let sb = sandbox().await;
-        let clients = Clients::new().transfer(transfer(&sb, 0));
+        // Every call goes through one relay, so that every entry records one base URL.
+        let relay = whish_testkit::Relay::start(sb.addr(), whish_testkit::RelayMode::Hole).await;
+        let url = sb
+            .transfer_base_url()
+            .replace(&sb.addr().to_string(), &relay.addr().to_string());
+        let clients = Clients::new().transfer(support::transfer_at(&url, &sb, 0));
 
         // 1. Crash after recording, before the request left: the journal sends through a
-        //    listener that never answers, and the process dies (the task is aborted).
-        let hole = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let hole_url = format!("http://{}/api", hole.local_addr().expect("addr"));
+        //    relay that never answers, and the process dies (the task is aborted).
         let journal = place.open().await;
-        let stuck = journal.transfer(support::transfer_at(&hole_url, &sb, 0));
+        let stuck = journal.transfer(support::transfer_at(&url, &sb, 0));
         let before = stuck.client().prepare_send(cash_send(10)).expect("prepare");
         let id_before = before.request_id();
         let task = tokio::spawn(async move { stuck.send(&before).await });
@@ -58,7 +59,7 @@ async fn each_crash_point_of_a_send_ends_in_exactly_one_transfer() {
         );
         assert_eq!(transfers_with(&sb, id_before.get()), 0, "nothing arrived");
         journal.close().await;
-        drop(hole);
+        relay.set(whish_testkit::RelayMode::Forward);
 
         // 2. Crash after the request arrived, before the reply: the sandbox holds the reply,
         //    the process dies.
@@ -68,7 +69,7 @@ async fn each_crash_point_of_a_send_ends_in_exactly_one_transfer() {
             Fault::Delay(Duration::from_secs(5)),
             1,
         );
-        let live = journal.transfer(transfer(&sb, 0));
+        let live = journal.transfer(support::transfer_at(&url, &sb, 0));
         let mid = live.client().prepare_send(cash_send(11)).expect("prepare");
         let id_mid = mid.request_id();
         let task = tokio::spawn(async move { live.send(&mid).await });
@@ -81,7 +82,7 @@ async fn each_crash_point_of_a_send_ends_in_exactly_one_transfer() {
         // 3. Crash after the reply, before its outcome was recorded: the row is left exactly
         //    as such a crash leaves it (intended, leased by a dead process).
         let journal = place.open().await;
-        let j3 = journal.transfer(transfer(&sb, 0));
+        let j3 = journal.transfer(support::transfer_at(&url, &sb, 0));
         let after = j3.client().prepare_send(cash_send(12)).expect("prepare");
         let id_after = after.request_id();
         let _ = j3.send(&after).await.expect("sent");
@@ -374,9 +375,10 @@ async fn an_entry_still_open_after_its_deadline_goes_to_the_operator() {
         let send = t.client().prepare_send(cash_send(50)).expect("prepare");
         sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
         assert!(t.send(&send).await.expect_err("dropped").outcome_unknown());
-        // The service cannot be reached now: the entry stays open, then goes to the operator.
-        let unreachable =
-            Clients::new().transfer(support::transfer_at("http://127.0.0.1:9/api", &sb, 0));
+        // The service cannot be reached now (its connection drops before it reads the request):
+        // the entry stays open, then goes to the operator.
+        let unreachable = Clients::new().transfer(transfer(&sb, 0));
+        sb.inject(Endpoint::TransferSend, Fault::DropRequest, 1);
         let report = journal
             .recover(&unreachable, &Recovery::new())
             .await

@@ -15,6 +15,7 @@ mod holder_liveness;
 mod idle_runtime;
 mod insert_failed_orphan;
 mod lifecycle;
+mod other_service;
 mod recover_entries;
 mod reopen;
 mod reserve;

@@ -30,7 +30,8 @@ async fn a_cancel_that_never_left_then_someone_elses_cancel_is_not_the_batchs() 
     );
 
     // Run 2: someone else cancels the transfer just before the batch's cancel arrives.
-    let race = racing_proxy(s.sb.addr(), "777000222");
+    // On the address the first run's proxy let go: one base URL for both runs.
+    let race = racing_proxy_at(gate, s.sb.addr(), "777000222");
     let (run2, rows2) = payouts_with(&s, &via(&s, race), Some(&cutoff), "cancel-2.jsonl").await;
     assert_eq!(sandbox_status(&s.sb), ["CANCELED_FULL"], "setup");
     let ids = request_ids(&s.sb, Endpoint::TransferCancel);

@@ -258,7 +258,17 @@ pub fn closing_proxy(upstream: SocketAddr, last: &'static str) -> SocketAddr {
 /// A proxy that, on a cancel, first sends the same cancel under Request-id `other` (someone
 /// else's cancel of the same transfer), then forwards the caller's own.
 pub fn racing_proxy(upstream: SocketAddr, other: &'static str) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    racing_proxy_at("127.0.0.1:0".parse().expect("an address"), upstream, other)
+}
+
+/// [`racing_proxy`] on `listen`: the address an earlier proxy of the same test let go, so that
+/// both runs have one base URL (a journal leaves an entry of another base URL alone).
+pub fn racing_proxy_at(
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    other: &'static str,
+) -> SocketAddr {
+    let l = TcpListener::bind(listen).expect("bind");
     let addr = l.local_addr().expect("addr");
     std::thread::spawn(move || {
         for c in l.incoming() {
