@@ -5,11 +5,12 @@
 //! A name is `host=<hostname> boot=<boot id> pidns=<pid namespace> pid=<pid> start=<start time>
 //! id=<random>`. A holder is gone only when this process can see it: the same boot of the same
 //! kernel (`/proc/sys/kernel/random/boot_id`) and the same PID namespace
-//! (`/proc/self/ns/pid`), with a `/proc` that is this namespace's own. Then it is gone when its
-//! pid is not running, belongs to a process started at another time (clock ticks since boot,
-//! from `/proc/<pid>/stat`), or is a zombie (killed, not yet reaped). Anything else (another
-//! host, another container with the same host name, a name from an older version, a `/proc`
-//! that cannot be read) cannot be told, and the holder's lease runs out.
+//! (`/proc/self/ns/pid`), with a `/proc` that is this namespace's own and shows every process
+//! (not mounted `hidepid`). Then it is gone when its pid is not there, belongs to a process
+//! started at another time (clock ticks since boot, from `/proc/<pid>/stat`), or is a zombie
+//! with no thread left (killed, not yet reaped). Anything else (another host, another container
+//! with the same host name, a name from an older version, a `/proc` entry this user may not
+//! read) cannot be told, and the holder's lease runs out.
 
 /// This process's name, drawn once per journal opened.
 pub(crate) fn this_process() -> String {
@@ -19,7 +20,7 @@ pub(crate) fn this_process() -> String {
         hostname(),
         boot_id().unwrap_or_default(),
         pid_namespace().unwrap_or_default(),
-        stat(pid).map(|s| s.start).unwrap_or_default(),
+        stat(pid).found().map(|s| s.start).unwrap_or_default(),
         uuid::Uuid::new_v4().simple()
     )
 }
@@ -48,13 +49,16 @@ pub(crate) fn is_gone_here(holder: &str) -> bool {
     let same_view = host == hostname()
         && boot_id().as_deref() == Some(boot)
         && pid_namespace().as_deref() == Some(ns)
-        && proc_is_ours();
+        && proc_is_ours()
+        && proc_shows_every_process();
     if !same_view {
         return false;
     }
     match stat(pid) {
-        None => true,
-        Some(now) => now.start != start || now.state == 'Z' || now.state == 'X',
+        Seen::Missing => true,
+        Seen::Unreadable => false,
+        Seen::Found(now) if now.start != start => true,
+        Seen::Found(now) => (now.state == 'Z' || now.state == 'X') && threads(pid) == Some(1),
     }
 }
 
@@ -91,6 +95,43 @@ fn proc_is_ours() -> bool {
         == Some(std::process::id())
 }
 
+/// Whether `/proc` was mounted to hide other users' processes (`hidepid=1`, `2`,
+/// `invisible`, `noaccess`): then a pid not found there may be a live process of another user.
+fn proc_shows_every_process() -> bool {
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    mounts
+        .lines()
+        .filter(|line| line.split(' ').nth(4) == Some("/proc"))
+        .all(|line| {
+            line.split([' ', ','])
+                .filter_map(|option| option.strip_prefix("hidepid="))
+                .all(|v| v == "0" || v == "off")
+        })
+}
+
+/// The number of threads of the process `pid` (its `Threads:` line), when it can be read.
+fn threads(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// What this process can see of a pid in `/proc`.
+enum Seen {
+    /// No such process.
+    Missing,
+    /// There, but not readable by this user: alive as far as anyone here can tell.
+    Unreadable,
+    /// There, and read.
+    Found(Stat),
+}
+
 /// What `/proc/<pid>/stat` says of a process.
 struct Stat {
     /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), ...
@@ -99,13 +140,29 @@ struct Stat {
     start: String,
 }
 
-fn stat(pid: u32) -> Option<Stat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+fn stat(pid: u32) -> Seen {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Missing,
+        Err(_) => Seen::Unreadable,
+        Ok(text) => parse_stat(&text).map_or(Seen::Unreadable, Seen::Found),
+    }
+}
+
+fn parse_stat(stat: &str) -> Option<Stat> {
     // The command name (field 2) is in parentheses and may hold spaces: count after the last ')'.
     let mut after = stat[stat.rfind(')')? + 1..].split_whitespace();
     let state = after.next()?.chars().next()?;
     let start = after.nth(18)?.to_owned();
     Some(Stat { state, start })
+}
+
+impl Seen {
+    fn found(self) -> Option<Stat> {
+        match self {
+            Seen::Found(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -122,7 +179,9 @@ mod tests {
     }
 
     fn proc_readable() -> bool {
-        std::path::Path::new("/proc/self/stat").exists() && proc_is_ours()
+        std::path::Path::new("/proc/self/stat").exists()
+            && proc_is_ours()
+            && proc_shows_every_process()
     }
 
     #[test]
@@ -135,7 +194,9 @@ mod tests {
         assert!(!is_gone_here(&me), "{me}");
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
         let pid = child.id();
-        let start = stat(pid).map_or_else(|| "1".to_owned(), |s| s.start);
+        let start = stat(pid)
+            .found()
+            .map_or_else(|| "1".to_owned(), |s| s.start);
         child.wait().expect("wait");
         let gone = name_of(pid, &start);
         assert!(is_gone_here(&gone), "{gone}");
@@ -151,13 +212,15 @@ mod tests {
             .spawn()
             .expect("spawn");
         let pid = child.id();
-        let start = stat(pid).expect("the child's stat").start;
+        let start = stat(pid).found().expect("the child's stat").start;
         let name = name_of(pid, &start);
         assert!(!is_gone_here(&name), "a running child is alive: {name}");
         child.kill().expect("kill");
         // Killed and not waited for: a zombie until reaped.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while stat(pid).is_some_and(|s| s.state != 'Z') && std::time::Instant::now() < deadline {
+        while stat(pid).found().is_some_and(|s| s.state != 'Z')
+            && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(is_gone_here(&name), "a zombie is gone: {name}");
