@@ -190,6 +190,12 @@ impl Journal {
                 ));
             }
         };
+        // The file deleted or replaced since this process opened it: a pooled connection may
+        // still read the old one, and what that holds is nobody's to send on (checked here too:
+        // a key recorded before never reaches the check after a new insert).
+        if let Err(gone) = self.check_still_there().await {
+            return Err(record(gone.to_string(), Some(gone)));
+        }
         if existing.request != body || existing.context.as_deref() != context {
             return Err(record(
                 format!("{service} {operation} key already names a different request"),
