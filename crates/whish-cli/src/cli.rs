@@ -495,6 +495,10 @@ pub enum JournalCmd {
         /// Why (recorded in the entry's message).
         #[arg(long, value_name = "TEXT")]
         reason: String,
+        /// Take an entry written before 0.4 (it records no service) as the one these settings
+        /// name: your word that this journal held this environment's entries only.
+        #[arg(long)]
+        adopt_untargeted: bool,
     },
     /// Drive every open entry to a final state with its own key (or only the entries of the
     /// keys named). Exit 0 when every entry (every named one) is final, 3 when some are still
@@ -519,6 +523,11 @@ pub enum JournalCmd {
         /// Request-id, only when the service never received it.
         #[arg(long)]
         retry_needs_operator: bool,
+        /// Take the entries written before 0.4 (they record no service) as the ones these
+        /// settings name: your word that this journal held this environment's entries only.
+        /// Without it they are left open and listed as another service's (exit 3).
+        #[arg(long)]
+        adopt_untargeted: bool,
     },
 }
 

@@ -133,7 +133,11 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 .collect();
             Ok(ctx.out.success(&Value::from(shown)))
         }
-        JournalCmd::Abandon { key, reason } => {
+        JournalCmd::Abandon {
+            key,
+            reason,
+            adopt_untargeted,
+        } => {
             if reason.trim().is_empty() {
                 return Err(usage("--reason must say why the entry is not to be sent"));
             }
@@ -160,7 +164,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                     )));
                 }
             };
-            let mut clients = Clients::new();
+            let mut clients = Clients::new().adopt_untargeted(adopt_untargeted);
             if let Some(c) = ctx.transfer_quiet() {
                 clients = clients.transfer(c);
             }
@@ -226,6 +230,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             deadline_hours,
             take_over,
             retry_needs_operator,
+            adopt_untargeted,
         } => {
             let deadline = deadline(deadline_hours)?;
             // The entries named, every one of them found before anything is sent.
@@ -242,7 +247,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             }
             // A client for every service whose settings are there; the entries of the others
             // stay open, and the command says which settings were missing.
-            let mut clients = Clients::new();
+            let mut clients = Clients::new().adopt_untargeted(adopt_untargeted);
             let mut missing = Vec::new();
             match ctx.transfer_quiet() {
                 Some(c) => clients = clients.transfer(c),
@@ -320,7 +325,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             }
             for o in &report.other_service {
                 eprintln!(
-                    "whish: {} {} {} ({}) was recorded for another service ({}); these settings send to {}: left as it is, nothing sent; recover it with that service's settings",
+                    "whish: {} {} {} ({}) was recorded for another service ({}); these settings send to {}: left as it is, nothing sent; recover it with that service's settings (an entry written before 0.4: --adopt-untargeted, once you know it is this service's)",
                     o.service,
                     o.operation,
                     printable(&o.key),

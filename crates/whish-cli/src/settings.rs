@@ -153,12 +153,12 @@ fn data_dir() -> Option<std::path::PathBuf> {
     base.map(|b| b.join("whish"))
 }
 
-/// The environment a default journal is named after: `sandbox` when every base URL set is on
-/// loopback (the built-in sandbox), else the host of the first set (transfer, collect, top-up),
-/// its characters outside `[A-Za-z0-9.-]` replaced: one journal per environment, so that a
-/// sandbox's entries never sit beside production's (and an entry of another service is left
-/// alone anyway: each records its own).
-pub fn environment(base_urls: &[Option<&str>]) -> String {
+/// The environment a default journal is named after: `sandbox` when base URLs are set and all
+/// of them are on loopback (the built-in sandbox), else `live`. Two files, not one a host: the
+/// same environment must open the same journal whichever services a command has settings for
+/// (a collect create with only the collect settings, a recover with all three), and each entry
+/// records its own service, so that a staging entry is never sent to production anyway.
+pub fn environment(base_urls: &[Option<&str>]) -> &'static str {
     let hosts: Vec<String> = base_urls
         .iter()
         .flatten()
@@ -171,24 +171,10 @@ pub fn environment(base_urls: &[Option<&str>]) -> String {
                 .parse::<std::net::IpAddr>()
                 .is_ok_and(|ip| ip.is_loopback())
     };
-    match hosts.first() {
-        None => "default".to_owned(),
-        Some(_) if hosts.iter().all(|h| loopback(h)) => "sandbox".to_owned(),
-        Some(_) => hosts
-            .iter()
-            .find(|h| !loopback(h))
-            .map(|h| {
-                h.chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                            c
-                        } else {
-                            '-'
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+    if !hosts.is_empty() && hosts.iter().all(|h| loopback(h)) {
+        "sandbox"
+    } else {
+        "live"
     }
 }
 
@@ -207,7 +193,7 @@ fn former_default_journal() -> Option<std::path::PathBuf> {
 
 impl Ctx {
     /// The environment of the base URLs set (see [`environment`]).
-    pub fn environment(&self) -> String {
+    pub fn environment(&self) -> &'static str {
         let s = &self.settings;
         environment(&[
             s.transfer_base_url.as_deref(),
@@ -236,7 +222,7 @@ impl Ctx {
     pub async fn journal(&self) -> Result<whish::journal::Journal, u8> {
         let url = match self.settings.journal.as_deref().map(str::trim) {
             Some(u) if !u.is_empty() => u.to_owned(),
-            _ => match default_journal(&self.environment()) {
+            _ => match default_journal(self.environment()) {
                 Some(p) => {
                     if let Some(former) = former_default_journal() {
                         eprintln!(
@@ -308,7 +294,7 @@ mod tests {
 
     #[test]
     fn a_default_journal_is_named_after_its_environment() {
-        assert_eq!(environment(&[None, None, None]), "default");
+        assert_eq!(environment(&[None, None, None]), "live");
         assert_eq!(
             environment(&[
                 Some("http://127.0.0.1:5000/api"),
@@ -319,7 +305,7 @@ mod tests {
         );
         assert_eq!(
             environment(&[None, Some("https://api.whish.money/itel-service"), None]),
-            "api.whish.money"
+            "live"
         );
         assert_eq!(
             environment(&[
@@ -327,7 +313,7 @@ mod tests {
                 Some("https://api.whish.money/x"),
                 None
             ]),
-            "api.whish.money",
+            "live",
             "one live service makes the environment live"
         );
     }

@@ -90,7 +90,9 @@ pub use journaled::JournaledTopup;
 pub use journaled::Unreserved;
 #[cfg(feature = "money-transfer")]
 pub use journaled::{JournaledTransfer, ReservedSend};
-pub use recover::{Change, Clients, HeldElsewhere, OtherService, Recovery, RecoveryReport};
+pub use recover::{
+    Change, Clients, HeldElsewhere, OtherService, Recovery, RecoveryReport, UNTARGETED,
+};
 pub use store::Backend;
 
 /// Which entries [`Journal::list`] returns, newest first. `Listing::new()` is every entry, at

@@ -35,6 +35,7 @@ pub struct Clients {
     collect: Option<CollectClient>,
     #[cfg(feature = "intl-topup")]
     topup: Option<TopupClient>,
+    adopt_untargeted: bool,
 }
 
 impl Clients {
@@ -66,6 +67,15 @@ impl Clients {
         self
     }
 
+    /// Take the entries that record no target (written before 0.4) as these clients' services:
+    /// a person's word that the journal held this environment's entries only. Without it they
+    /// are left alone, as another service's ([`RecoveryReport::other_service`]): nothing tells
+    /// a sandbox's old entry from production's.
+    pub fn adopt_untargeted(mut self, yes: bool) -> Self {
+        self.adopt_untargeted = yes;
+        self
+    }
+
     /// The target (service and account) of the client given for `service`, if one was.
     pub(crate) fn target_for(&self, service: Service) -> Option<String> {
         match service {
@@ -81,16 +91,22 @@ impl Clients {
     }
 
     /// The entry's recorded target when it is not the target of the client given for its
-    /// service: such an entry is never sent, checked or closed through that client.
+    /// service (or it records none, unless [`adopt_untargeted`](Self::adopt_untargeted)): such
+    /// an entry is never sent, checked or closed through that client.
     pub(crate) fn other_service(&self, entry: &Entry) -> Option<OtherService> {
-        let recorded = entry.target.as_deref()?;
         let current = self.target_for(entry.service)?;
-        (recorded != current).then(|| OtherService {
+        let recorded = match entry.target.as_deref() {
+            Some(recorded) if recorded == current => return None,
+            None if self.adopt_untargeted => return None,
+            Some(recorded) => recorded.to_owned(),
+            None => UNTARGETED.to_owned(),
+        };
+        Some(OtherService {
             service: entry.service,
             operation: entry.operation,
             key: entry.key.clone(),
             state: entry.state,
-            recorded: recorded.to_owned(),
+            recorded,
             current,
         })
     }
@@ -109,11 +125,15 @@ pub struct OtherService {
     pub key: String,
     /// Its state.
     pub state: State,
-    /// The target it was recorded for: base URL and account fingerprint.
+    /// The target it was recorded for: base URL and account fingerprint ([`UNTARGETED`] for an
+    /// entry written before 0.4).
     pub recorded: String,
     /// The target of the client given: base URL and account fingerprint.
     pub current: String,
 }
+
+/// What [`OtherService::recorded`] says of an entry that records no target.
+pub const UNTARGETED: &str = "unknown (recorded before 0.4, which kept no service)";
 
 /// The outcome `result` of an entry sent to the operator because its row could not be read.
 pub(crate) const UNREADABLE: &str = "unreadable";

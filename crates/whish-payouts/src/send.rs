@@ -133,6 +133,20 @@ pub(crate) fn plan_row(
             ));
             return Planned::Done(r);
         }
+        // Recorded for another service or account (the same file run against staging, then
+        // production): what that entry says is not this service's, paid or not. Nothing is
+        // sent, and nothing is known here of the row.
+        if let Some(recorded) = entry.target.as_deref() {
+            let here = client.target();
+            if recorded != here {
+                r.outcome = RowOutcome::Unknown;
+                r.earlier_run = true;
+                r.message = Some(format!(
+                    "Request-id {id} is recorded for another service ({recorded}); this run sends to {here}: nothing was sent for this row, and nothing is known of it here; run the batch with that service's settings, or give the row a new reference"
+                ));
+                return Planned::Done(r);
+            }
+        }
         if let Some(done) = from_journal(p, id, entry) {
             return Planned::Done(done);
         }

@@ -76,6 +76,8 @@ pub(crate) fn cancel_verdict(
 pub struct ReservedSend {
     prepared: PreparedTransfer,
     reservation: Reservation,
+    /// The target of the client that reserved it: the one its entry records.
+    target: std::sync::Arc<str>,
 }
 
 impl ReservedSend {
@@ -190,6 +192,7 @@ impl JournaledTransfer {
             .map(|(prepared, reservation)| ReservedSend {
                 prepared,
                 reservation,
+                target: self.target.clone(),
             })
             .collect()
     }
@@ -208,8 +211,24 @@ impl JournaledTransfer {
         let ReservedSend {
             prepared,
             reservation,
+            target,
         } = reserved;
         let key = prepared.request_id().to_string();
+        // Reserved through another service's or account's client: its entry names that one,
+        // and a send here would be a request that entry does not describe (and a recovery
+        // there a second one). It stays open for that client, or a recovery with its settings.
+        if target != self.target {
+            return Err(whish_core::Error::Record(
+                whish_core::RecordError::outcome_unknown(
+                    format!(
+                        "this transfer was reserved for another service ({target}); this client sends to {}: this call sent nothing, and its entry stays open for that service",
+                        self.target
+                    ),
+                    Some(key),
+                    None,
+                ),
+            ));
+        }
         let prepared = &prepared;
         self.journal
             .journaled_reserved(
@@ -239,7 +258,7 @@ impl JournaledTransfer {
         let key = reserved.prepared.request_id().to_string();
         self.journal
             .unreserve(
-                &send_request(&reserved.prepared, &key, &self.target),
+                &send_request(&reserved.prepared, &key, &reserved.target),
                 reserved.reservation,
             )
             .await

@@ -143,3 +143,96 @@ async fn abandon_with_another_services_client_closes_nothing() {
         j.close().await;
     }
 }
+
+/// An entry written before 0.4 records no service: nothing tells a sandbox's old entry from
+/// production's, so recovery leaves it open and lists it as another service's, until a person
+/// says it is this service's (`Clients::adopt_untargeted`); then it is settled, once.
+#[tokio::test]
+async fn an_entry_that_records_no_service_waits_for_a_persons_word() {
+    for place in places("other_service_untargeted").await {
+        let sb = sandbox().await;
+        let j = place.open().await;
+        let t = j.transfer(transfer(&sb, 0));
+        let prepared = t.client().prepare_send(cash_send(25)).expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+        assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
+        let id = prepared.request_id().get();
+        let key = id.to_string();
+        let changed = crate::support::journal_sql(
+            &place,
+            &format!("UPDATE whish_journal_entries SET target = NULL WHERE idem_key = '{key}'"),
+        )
+        .await;
+        assert_eq!(changed, 1, "setup: an entry as 0.3 wrote it");
+
+        let report = j
+            .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
+            .await
+            .expect("recover");
+        assert_eq!(report.other_service.len(), 1, "{place:?}: {report:?}");
+        assert_eq!(report.other_service[0].recorded, whish_journal::UNTARGETED);
+        assert!(!report.all_final());
+        let sends = sb
+            .requests()
+            .iter()
+            .filter(|r| r.endpoint == Endpoint::TransferSend)
+            .count();
+        assert_eq!(
+            sends, 1,
+            "{place:?}: nothing sent again without a person's word"
+        );
+
+        let report = j
+            .recover(
+                &Clients::new()
+                    .transfer(transfer(&sb, 0))
+                    .adopt_untargeted(true),
+                &Recovery::new(),
+            )
+            .await
+            .expect("recover");
+        assert!(report.all_final(), "{place:?}: {report:?}");
+        assert_eq!(transfers_with(&sb, id), 1, "{place:?}: one transfer");
+        j.close().await;
+    }
+}
+
+/// A transfer reserved through one account's client and sent through another's: this call
+/// sends nothing (its entry names the first), says the outcome is unknown, and the entry stays
+/// open for the client it was reserved with.
+#[tokio::test]
+async fn a_reservation_sent_through_another_services_client_sends_nothing() {
+    for place in places("other_service_reserved").await {
+        let meant = sandbox().await;
+        let other = sandbox().await;
+        let j = place.open().await;
+        let t = j.transfer(transfer(&meant, 0));
+        let prepared = t.client().prepare_send(cash_send(26)).expect("prepare");
+        let mut reserved = t.reserve(vec![prepared.clone()]).await;
+        let wrong = j.transfer(transfer(&other, 0));
+        let err = wrong
+            .send_reserved(reserved.remove(0))
+            .await
+            .expect_err("not sent here");
+        assert!(
+            err.outcome_unknown() && !err.nothing_sent(),
+            "{place:?}: {err}"
+        );
+        assert!(
+            other.requests().is_empty(),
+            "{place:?}: nothing reaches the other service"
+        );
+        assert!(
+            meant.requests().is_empty(),
+            "{place:?}: nor the one it was meant for"
+        );
+        let entry = j
+            .find(&prepared.request_id().to_string())
+            .await
+            .expect("find")
+            .pop()
+            .expect("entry");
+        assert!(entry.state.is_open(), "{place:?}: {:?}", entry.state);
+        j.close().await;
+    }
+}

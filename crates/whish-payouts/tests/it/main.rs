@@ -12,6 +12,7 @@ mod died_after_accept;
 mod file_check;
 mod follow_up_clock;
 mod journal_fails;
+mod other_service;
 mod prune;
 mod reconcile;
 mod resumed_created_time;
