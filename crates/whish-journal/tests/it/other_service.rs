@@ -6,7 +6,20 @@
 use crate::support::{abandon_send, cash_send, lost_and_applied_for_the_operator, places, sandbox};
 use crate::support::{transfer, transfers_with};
 use whish_journal::{Abandoned, Clients, Recovery, State};
-use whish_sandbox::{Endpoint, Fault};
+use whish_money_transfer::PreparedTransfer;
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+/// A send through `j` to `sb` whose reply is lost: the transfer exists, the entry stays open.
+async fn lost_send(j: &whish_journal::Journal, sb: &Sandbox, dollars: i64) -> PreparedTransfer {
+    let t = j.transfer(transfer(sb, 0));
+    let prepared = t
+        .client()
+        .prepare_send(cash_send(dollars))
+        .expect("prepare");
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
+    prepared
+}
 
 /// A send left open against one sandbox (its reply lost: the transfer exists there) is met by a
 /// recovery whose settings name another sandbox: nothing reaches the other one, the entry is
@@ -18,10 +31,7 @@ async fn recovery_with_another_services_settings_sends_nothing_there() {
         let meant = sandbox().await;
         let other = sandbox().await;
         let j = place.open().await;
-        let t = j.transfer(transfer(&meant, 0));
-        let prepared = t.client().prepare_send(cash_send(21)).expect("prepare");
-        meant.inject(Endpoint::TransferSend, Fault::DropReply, 1);
-        assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
+        let prepared = lost_send(&j, &meant, 21).await;
         let id = prepared.request_id().get();
         assert_eq!(transfers_with(&meant, id), 1, "{place:?}: setup");
 
@@ -88,10 +98,7 @@ async fn a_resend_through_another_services_client_sends_nothing() {
         let meant = sandbox().await;
         let other = sandbox().await;
         let j = place.open().await;
-        let t = j.transfer(transfer(&meant, 0));
-        let prepared = t.client().prepare_send(cash_send(22)).expect("prepare");
-        meant.inject(Endpoint::TransferSend, Fault::DropReply, 1);
-        assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
+        let prepared = lost_send(&j, &meant, 22).await;
 
         let wrong = j.transfer(transfer(&other, 0));
         let err = wrong.send(&prepared).await.expect_err("refused here");
@@ -152,10 +159,7 @@ async fn an_entry_that_records_no_service_waits_for_a_persons_word() {
     for place in places("other_service_untargeted").await {
         let sb = sandbox().await;
         let j = place.open().await;
-        let t = j.transfer(transfer(&sb, 0));
-        let prepared = t.client().prepare_send(cash_send(25)).expect("prepare");
-        sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
-        assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
+        let prepared = lost_send(&j, &sb, 25).await;
         let id = prepared.request_id().get();
         let key = id.to_string();
         let changed = crate::support::journal_sql(
