@@ -159,19 +159,13 @@ fn data_dir() -> Option<std::path::PathBuf> {
 /// (a collect create with only the collect settings, a recover with all three), and each entry
 /// records its own service, so that a staging entry is never sent to production anyway.
 pub fn environment(base_urls: &[Option<&str>]) -> &'static str {
-    let hosts: Vec<String> = base_urls
+    // Parsed as the clients parse them: what they would refuse counts as live, never sandbox.
+    let loopback: Vec<bool> = base_urls
         .iter()
         .flatten()
-        .filter_map(|u| url::Url::parse(u).ok())
-        .filter_map(|u| u.host_str().map(str::to_owned))
+        .map(|u| whish::core::BaseUrl::parse(u, "base_url").is_ok_and(|b| b.is_loopback()))
         .collect();
-    let loopback = |h: &str| {
-        h == "localhost"
-            || h.trim_matches(|c| c == '[' || c == ']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    };
-    if !hosts.is_empty() && hosts.iter().all(|h| loopback(h)) {
+    if !loopback.is_empty() && loopback.iter().all(|l| *l) {
         "sandbox"
     } else {
         "live"
