@@ -8,6 +8,8 @@
 //! - `cargo xtask features`: the facade builds with no feature and each feature alone, and a
 //!   single-service build contains only that service crate and whish-core (CI runs it).
 //! - `cargo xtask footprint [--no-build]`: crate count and cold build time, per service and for all.
+//! - `cargo xtask model [--large] [--lie NAME | --list-lies | --every-lie]`: the journal's model
+//!   checker (see `model.rs`).
 //! - `cargo xtask soak --ops N --seed S [--workers W] [--release]`: the fault-injection soak
 //!   (`crates/whish-soak`) against the sandbox; exit 1 on any duplicate or lost operation.
 
@@ -18,9 +20,10 @@ use std::process::{Command, ExitCode, Stdio};
 mod codes;
 mod features;
 mod footprint;
+mod model;
 mod public_api;
 
-const USAGE: &str = "usage: cargo xtask codegen [--check] | public-api [--check] | features | footprint [--no-build] | soak --ops N --seed S [--workers W] [--release]";
+const USAGE: &str = "usage: cargo xtask codegen [--check] | public-api [--check] | features | footprint [--no-build] | model [--large] [--lie NAME | --list-lies | --every-lie] | soak --ops N --seed S [--workers W] [--release]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
         Some("features") => features::run(&root),
         Some("footprint") => footprint::run(&root, !args.iter().any(|a| a == "--no-build")),
         Some("soak") => soak(&root, &args[1..]),
+        Some("model") => model::run(&root, &args[1..]),
         Some("public-api") => public_api::run(&root, args.iter().any(|a| a == "--check")),
         _ => Err(USAGE.to_owned()),
     };

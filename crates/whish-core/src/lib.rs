@@ -47,6 +47,7 @@ pub mod error;
 pub mod follow_up;
 pub mod ids;
 pub mod intercept;
+pub mod lies;
 pub mod metrics;
 pub mod money;
 mod open_enum;

@@ -162,6 +162,9 @@ pub enum Answer {
 /// ```
 pub fn decide(history: History, answer: Answer) -> Verdict {
     let earlier = history == History::MayHaveArrived;
+    if let Some(lie) = told_before(earlier, answer) {
+        return lie;
+    }
     match answer {
         Answer::Success => Verdict::Accepted,
         Answer::Pending => Verdict::Pending,
@@ -187,6 +190,19 @@ pub fn decide(history: History, answer: Answer) -> Verdict {
         // another process took over).
         Answer::NotSent if earlier => Verdict::Unknown,
         Answer::Transport { .. } | Answer::NotSent => Verdict::NothingSent,
+    }
+}
+
+/// A verdict this project once gave and fixed, when its switch is on (see [`crate::lies`]).
+fn told_before(earlier: bool, answer: Answer) -> Option<Verdict> {
+    use crate::lies::{Lie, on};
+    match answer {
+        Answer::NoEnvelope { .. } if earlier && on(Lie::ProxyPageRefused) => Some(Verdict::Refused),
+        Answer::Refusal {
+            confirms_earlier: true,
+            ..
+        } if earlier && on(Lie::AlreadyDoneConfirms) => Some(Verdict::Accepted),
+        _ => None,
     }
 }
 

@@ -68,10 +68,7 @@ impl Verdict {
     /// changes nothing for a resend (an earlier send may still have arrived).
     pub(crate) fn of_error<C: whish_core::ErrorCode>(e: &Error<C>, resend: bool) -> Verdict {
         let verdict = e.verdict();
-        let state = match verdict {
-            whish_core::Verdict::NothingSent if resend => None,
-            v => Some(State::of_verdict(v)),
-        };
+        let state = crate::lifecycle::state_after(verdict, resend);
         let result = verdict.as_str();
         let mut outcome = Outcome::new(result);
         if let Error::Failed(f) = e {
@@ -131,6 +128,11 @@ impl Journal {
                 // went to a file nobody will read, so nothing can ever send it. Say that.
                 if let Err(gone) = self.check_still_there().await {
                     return Err(record(gone.to_string(), Some(gone)));
+                }
+                if crate::lifecycle::on_insert_error()
+                    == crate::lifecycle::OnInsertError::ReportNothingSent
+                {
+                    return Err(record(e.to_string(), Some(e)));
                 }
                 let mut outcome = Outcome::new("not-sent");
                 outcome.message = Some(format!(
@@ -466,36 +468,27 @@ impl Journal {
         } else {
             self.settle(&held, verdict(&result, held.resend)).await
         };
-        match settled {
-            Settled::Kept => return result,
-            Settled::Unrecorded(e) => {
-                // The entry stays open, so a recovery will send the request again: a refusal
-                // or "nothing sent" the journal could not record is not final, and must not
-                // be told as final (the caller would send it again under a new key).
-                return match &result {
-                    Err(answer)
-                        if matches!(
-                            answer.verdict(),
-                            whish_core::Verdict::Refused | whish_core::Verdict::NothingSent
-                        ) =>
-                    {
-                        Err(Error::Record(RecordError::outcome_unknown(
-                            format!(
-                                "this call's answer ({answer}) could not be recorded ({e}): the entry stays open and a recovery will send the request again with the same key"
-                            ),
-                            Some(request.key.to_owned()),
-                            Some(std::sync::Arc::new(e)),
-                        )))
-                    }
-                    _ => result,
-                };
-            }
-            Settled::Lost => {}
+        let Err(answer) = &result else {
+            return result;
+        };
+        let recorded = match &settled {
+            Settled::Kept => crate::lifecycle::Recorded::Kept,
+            Settled::Lost => crate::lifecycle::Recorded::Lost,
+            Settled::Unrecorded(_) => crate::lifecycle::Recorded::Failed,
+        };
+        if crate::lifecycle::told(answer.verdict(), recorded) == answer.verdict() {
+            return result;
         }
-        match &result {
-            Ok(_) => result,
-            Err(e) if e.outcome_unknown() => result,
-            Err(e) => {
+        let (message, source) = match settled {
+            // The entry stays open, so a recovery will send the request again: a refusal or
+            // "nothing sent" the journal could not record is not final.
+            Settled::Unrecorded(e) => (
+                format!(
+                    "this call's answer ({answer}) could not be recorded ({e}): the entry stays open and a recovery will send the request again with the same key"
+                ),
+                Some(std::sync::Arc::new(e) as _),
+            ),
+            _ => {
                 let now = self
                     .inner
                     .db
@@ -514,14 +507,18 @@ impl Journal {
                         )
                     })
                     .unwrap_or_default();
-                Err(Error::Record(RecordError::outcome_unknown(
+                (
                     format!(
-                        "another process took this request over while it was in flight, so this answer ({e}) is not its outcome{now}"
+                        "another process took this request over while it was in flight, so this answer ({answer}) is not its outcome{now}"
                     ),
-                    Some(request.key.to_owned()),
                     None,
-                )))
+                )
             }
-        }
+        };
+        Err(Error::Record(RecordError::outcome_unknown(
+            message,
+            Some(request.key.to_owned()),
+            source,
+        )))
     }
 }

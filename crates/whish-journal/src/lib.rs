@@ -69,6 +69,10 @@ mod error;
 #[cfg(feature = "sqlite")]
 mod group;
 mod journaled;
+pub mod lifecycle;
+#[cfg(feature = "model")]
+#[cfg_attr(docsrs, doc(cfg(feature = "model")))]
+pub mod model;
 mod owner;
 mod recover;
 mod status;

@@ -28,6 +28,38 @@ pub(crate) fn this_process() -> String {
 /// True only when `holder` names a process this process can prove is not running any more.
 /// False whenever it cannot be told.
 pub(crate) fn is_gone_here(holder: &str) -> bool {
+    judge(
+        holder,
+        &View {
+            host: hostname(),
+            boot: boot_id(),
+            pidns: pid_namespace(),
+            proc_is_ours: proc_is_ours(),
+            proc_shows_every_process: proc_shows_every_process(),
+            stat: &stat,
+            threads: &threads,
+        },
+    )
+}
+
+/// What a process can see of the others: its own host, boot and PID namespace, its `/proc`,
+/// and what that `/proc` shows of a pid.
+pub(crate) struct View<'a> {
+    pub host: String,
+    pub boot: Option<String>,
+    pub pidns: Option<String>,
+    /// `/proc` is this PID namespace's own.
+    pub proc_is_ours: bool,
+    /// `/proc` is not mounted `hidepid`.
+    pub proc_shows_every_process: bool,
+    pub stat: &'a dyn Fn(u32) -> Seen,
+    pub threads: &'a dyn Fn(u32) -> Option<u32>,
+}
+
+/// The rule, on what `here` sees: `holder` is gone only when it ran in the same boot and PID
+/// namespace as the viewer, whose `/proc` shows every process, and its pid is missing, reused
+/// (another start time) or a zombie with no live thread.
+pub(crate) fn judge(holder: &str, here: &View<'_>) -> bool {
     let field = |name: &str| {
         holder
             .split(' ')
@@ -46,19 +78,25 @@ pub(crate) fn is_gone_here(holder: &str) -> bool {
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
-    let same_view = host == hostname()
-        && boot_id().as_deref() == Some(boot)
-        && pid_namespace().as_deref() == Some(ns)
-        && proc_is_ours()
-        && proc_shows_every_process();
+    let same_view = if whish_core::lies::on(whish_core::lies::Lie::OtherNamespaceDead) {
+        host == here.host
+    } else {
+        host == here.host
+            && here.boot.as_deref() == Some(boot)
+            && here.pidns.as_deref() == Some(ns)
+            && here.proc_is_ours
+            && here.proc_shows_every_process
+    };
     if !same_view {
         return false;
     }
-    match stat(pid) {
+    match (here.stat)(pid) {
         Seen::Missing => true,
         Seen::Unreadable => false,
         Seen::Found(now) if now.start != start => true,
-        Seen::Found(now) => (now.state == 'Z' || now.state == 'X') && threads(pid) == Some(1),
+        Seen::Found(now) => {
+            (now.state == 'Z' || now.state == 'X') && (here.threads)(pid) == Some(1)
+        }
     }
 }
 
@@ -123,7 +161,7 @@ fn threads(pid: u32) -> Option<u32> {
 }
 
 /// What this process can see of a pid in `/proc`.
-enum Seen {
+pub(crate) enum Seen {
     /// No such process.
     Missing,
     /// There, but not readable by this user: alive as far as anyone here can tell.
@@ -133,11 +171,11 @@ enum Seen {
 }
 
 /// What `/proc/<pid>/stat` says of a process.
-struct Stat {
+pub(crate) struct Stat {
     /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), ...
-    state: char,
+    pub state: char,
     /// Field 22: when the process started, in clock ticks after boot.
-    start: String,
+    pub start: String,
 }
 
 fn stat(pid: u32) -> Seen {

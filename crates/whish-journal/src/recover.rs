@@ -661,7 +661,7 @@ impl Journal {
 /// which also stamped its creation).
 fn overdue(entry: &Entry, deadline: Duration, now: i64) -> bool {
     let created_ms = (entry.created.unix_timestamp_nanos() / 1_000_000) as i64;
-    now.saturating_sub(created_ms) > millis(deadline)
+    crate::lifecycle::overdue(created_ms, millis(deadline), now)
 }
 
 fn change(entry: &Entry, to: State, verdict: Verdict) -> Change {

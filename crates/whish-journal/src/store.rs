@@ -353,8 +353,15 @@ const SQLITE_NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS IN
 /// (entries written before tokens were drawn start at 1) and far below `i64::MAX`, so that every
 /// later take, which adds one, still grows it.
 pub(crate) fn insert_token() -> i64 {
-    let random = (uuid::Uuid::new_v4().as_u128() & ((1 << 40) - 1)) as i64;
-    random | (1 << 20)
+    insert_token_from(uuid::Uuid::new_v4().as_u128() as i64)
+}
+
+/// [`insert_token`] from `random` bits (the model checker draws its own).
+pub(crate) fn insert_token_from(random: i64) -> i64 {
+    if whish_core::lies::on(whish_core::lies::Lie::TokenOneOrphan) {
+        return 1;
+    }
+    (random & ((1 << 40) - 1)) | (1 << 20)
 }
 
 /// The insert of an intent: `$1` service, `$2` operation, `$3` key, `$4` context, `$5` body,
@@ -1702,6 +1709,8 @@ where
     })
 }
 
+#[cfg(all(test, feature = "sqlite"))]
+mod differential;
 #[cfg(feature = "money-transfer")]
 mod reserve;
 #[cfg(all(test, feature = "sqlite"))]

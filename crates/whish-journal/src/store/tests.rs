@@ -6,7 +6,7 @@
 use super::*;
 
 /// A SQLite journal in a fresh folder.
-async fn sqlite(test: &str) -> Db {
+pub(super) async fn sqlite(test: &str) -> Db {
     let dir = std::env::temp_dir().join(format!("whish-journal-{test}-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     Db::open_sqlite(&dir.join("journal.sqlite"), false)
@@ -16,7 +16,7 @@ async fn sqlite(test: &str) -> Db {
 
 /// A PostgreSQL journal in a fresh database, when a server is given.
 #[cfg(feature = "postgres")]
-async fn postgres() -> Option<Db> {
+pub(super) async fn postgres() -> Option<Db> {
     use sqlx::Connection;
     let admin = match std::env::var("WHISH_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => url,

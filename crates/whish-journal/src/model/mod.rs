@@ -1,0 +1,170 @@
+//! The journal's model checker: every interleaving, within bounds, of the processes and people
+//! working on one request, against a model service, with faults at every step; the invariants
+//! checked in every state reached. Run it with `cargo xtask model`; docs/journal.md says what
+//! it proves and what it assumes.
+//!
+//! Only with the feature `model` (which turns on `lies`): no shipped build has it.
+
+mod explore;
+mod world;
+
+use std::time::Instant;
+
+use whish_core::lies::{self, Lie};
+
+/// How far the checker looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Tasks of the sending process that send the same request at once.
+    pub tasks: u8,
+    /// Runs of `journal recover` (in another PID namespace of a host with the same name).
+    pub recoveries: u8,
+    /// A person also runs a retry of the entries waiting for them, and an abandon.
+    pub person: bool,
+    /// The recovery deadline may pass.
+    pub deadline: bool,
+    /// Faults in one run: a crash, a lost reply or request, a proxy's page, a failed
+    /// connection, a journal write that fails or commits with its answer lost, a holder
+    /// frozen past its lease.
+    pub faults: u8,
+    /// The most distinct states explored.
+    pub limit: usize,
+}
+
+impl Bounds {
+    /// What CI runs: a few minutes at most on two cores.
+    pub const CI: Bounds = Bounds {
+        tasks: 2,
+        recoveries: 2,
+        person: true,
+        deadline: true,
+        faults: 2,
+        limit: 5_000_000,
+    };
+
+    /// The larger bound docs/journal.md reports.
+    pub const LARGE: Bounds = Bounds {
+        tasks: 2,
+        recoveries: 2,
+        person: true,
+        deadline: true,
+        faults: 3,
+        limit: 20_000_000,
+    };
+}
+
+impl std::fmt::Display for Bounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} sending task(s) of one process, {} recovery run(s) in another PID namespace{}{}, at most {} fault(s), at most {} states",
+            self.tasks,
+            self.recoveries,
+            if self.person {
+                ", a person's retry and abandon"
+            } else {
+                ""
+            },
+            if self.deadline {
+                ", the deadline passing"
+            } else {
+                ""
+            },
+            self.faults,
+            self.limit
+        )
+    }
+}
+
+/// What one check found.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The bounds.
+    pub bounds: Bounds,
+    /// The lie turned on, if any.
+    pub lie: Option<Lie>,
+    /// Distinct states explored.
+    pub states: usize,
+    /// Steps taken.
+    pub steps: usize,
+    /// The longest shortest path to a state.
+    pub depth: usize,
+    /// True when the state limit cut the search short.
+    pub cut: bool,
+    /// The first violation and its trace.
+    pub violation: Option<(String, Vec<String>)>,
+    /// How long it took.
+    pub elapsed: std::time::Duration,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "bounds: {}", self.bounds)?;
+        if let Some(lie) = self.lie {
+            writeln!(f, "lie on: {}", lie.name())?;
+        }
+        writeln!(
+            f,
+            "{} states, {} steps, depth {}, {:.1} s{}",
+            self.states,
+            self.steps,
+            self.depth,
+            self.elapsed.as_secs_f64(),
+            if self.cut {
+                " (cut at the state limit: not complete)"
+            } else {
+                ""
+            }
+        )?;
+        match &self.violation {
+            None => writeln!(f, "0 violations"),
+            Some((what, trace)) => {
+                writeln!(f, "1 violation: {what}")?;
+                for (i, step) in trace.iter().enumerate() {
+                    writeln!(f, "  {:>2}. {step}", i + 1)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Explore within `bounds`, with `lie` turned on (for this process) while it runs.
+pub fn check(bounds: Bounds, lie: Option<Lie>) -> Report {
+    lies::set(lie);
+    let started = Instant::now();
+    let found = explore::explore(&world::Model { bounds }, bounds.limit);
+    lies::set(None);
+    Report {
+        bounds,
+        lie,
+        states: found.states,
+        steps: found.steps,
+        depth: found.depth,
+        cut: found.cut,
+        violation: found.violation,
+        elapsed: started.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: Bounds = Bounds {
+        tasks: 2,
+        recoveries: 1,
+        person: true,
+        deadline: true,
+        faults: 2,
+        limit: 2_000_000,
+    };
+
+    #[test]
+    fn the_journal_keeps_every_invariant_within_small_bounds() {
+        let report = check(SMALL, None);
+        assert!(report.violation.is_none(), "{report}");
+        assert!(!report.cut, "{report}");
+        assert!(report.states > 1_000, "{report}");
+    }
+}
