@@ -435,7 +435,8 @@ async fn insert_all<'c>(
     now: &str,
     jobs: &[&Job],
 ) -> Result<Vec<Option<i64>>, String> {
-    let sql = crate::store::insert_many_sql(jobs.len(), now, true);
+    let lease_now = format!("${}", 9 * jobs.len() + 1);
+    let sql = crate::store::insert_many_sql(jobs.len(), now, &lease_now, true);
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     for job in jobs {
         q = q
@@ -450,6 +451,7 @@ async fn insert_all<'c>(
             .bind(job.target.as_str());
     }
     let rows = q
+        .bind(crate::store::lease_clock_ms())
         .fetch_all(pool)
         .await
         .map_err(|e| format!("the group commit of {} intent(s) failed: {e}", jobs.len()))?;

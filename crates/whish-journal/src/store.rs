@@ -342,9 +342,44 @@ pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// SQLite's clock in epoch milliseconds, as SQL.
+/// SQLite's clock in epoch milliseconds, as SQL: the wall clock of the process running the
+/// statement (creation and update times, the deadline, prune).
 #[cfg(feature = "sqlite")]
 const SQLITE_NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+
+/// PostgreSQL's clock in epoch milliseconds, as SQL.
+#[cfg(feature = "postgres")]
+const POSTGRES_NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// The clock a SQLite journal's leases are judged by, in epoch milliseconds: the kernel's boot
+/// time (`btime` of `/proc/stat`) plus the time since boot (`/proc/uptime`). Every process of
+/// the machine reads the same value, and none can move it for itself (`faketime`, a container
+/// with its own idea of the time, a clock set wrong in one process's environment): a
+/// recoverer whose clock runs ahead does not take a live lease, nor does a sender whose clock
+/// runs behind write one that looks run out. Only setting the machine's clock moves it, for
+/// every process at once. Where `/proc` cannot be read (not Linux), the process's wall clock.
+#[cfg(feature = "sqlite")]
+pub(crate) fn lease_clock_ms() -> i64 {
+    kernel_clock_ms().unwrap_or_else(|| {
+        let now = time::OffsetDateTime::now_utc();
+        (now.unix_timestamp_nanos() / 1_000_000) as i64
+    })
+}
+
+#[cfg(feature = "sqlite")]
+fn kernel_clock_ms() -> Option<i64> {
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    let (whole, hundredths) = uptime.split_whitespace().next()?.split_once('.')?;
+    let up_ms = whole.parse::<i64>().ok()? * 1000 + hundredths.parse::<i64>().ok()? * 10;
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse::<i64>()
+        .ok()?;
+    Some(btime * 1000 + up_ms)
+}
 
 /// The first fencing token of an entry an insert creates: drawn for that insert alone, so that
 /// the entry an insert wrote is told apart from every other entry of the same key and owner
@@ -367,18 +402,18 @@ pub(crate) fn insert_token_from(random: i64) -> i64 {
 /// The insert of an intent: `$1` service, `$2` operation, `$3` key, `$4` context, `$5` body,
 /// `$6` owner, `$7` lease in ms, `$8` the insert's token ([`insert_token`]), `$9` the target;
 /// returns the id, or no row when the key is recorded already.
-fn insert_sql(now: &str) -> String {
+fn insert_sql(now: &str, lease_now: &str) -> String {
     format!(
         "INSERT INTO whish_journal_entries \
          (service, operation, idem_key, context, request, state, attempts, created_ms, \
           updated_ms, lease_owner, lease_until_ms, lease_token, target) \
-         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {now} + $7, $8, $9) \
+         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {lease_now} + $7, $8, $9) \
          ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id"
     )
 }
 
 /// The insert of `n` intents in one statement: for each, nine parameters as in
-/// [`insert_sql`], in order; returns the id and key of each row inserted (none for a key
+/// [`insert_sql`], in order, then the lease clock's parameter if `lease_now` names one; returns the id and key of each row inserted (none for a key
 /// recorded already, or by an earlier intent of the same statement). `anonymous`: the
 /// parameters as `?` (SQLite: binding a numbered parameter looks its name up in a list, so a
 /// statement of hundreds of them binds in quadratic time), else `$1`, `$2`, ...
@@ -386,12 +421,12 @@ fn insert_sql(now: &str) -> String {
     not(any(feature = "money-transfer", feature = "sqlite")),
     allow(dead_code)
 )]
-pub(crate) fn insert_many_sql(n: usize, now: &str, anonymous: bool) -> String {
+pub(crate) fn insert_many_sql(n: usize, now: &str, lease_now: &str, anonymous: bool) -> String {
     let values: Vec<String> = (0..n)
         .map(|i| {
             let p = |k: usize| placeholder(i * 9 + k, anonymous);
             format!(
-                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {now} + {}, {}, {})",
+                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {lease_now} + {}, {}, {})",
                 p(1),
                 p(2),
                 p(3),
@@ -532,9 +567,9 @@ fn unknown_states_sql() -> String {
 
 impl Db {
     /// Lease up to `$4` open entries after id `$3` whose lease is free or expired (or any, to
-    /// take them over): `$1` the owner, `$2` the lease in ms.
+    /// take them over): `$1` the owner, `$2` the lease in ms, then the lease clock.
     fn claim_open_sql(&self, take_over: bool, needs_operator: bool) -> String {
-        let now = self.now_sql();
+        let now = self.lease_now(5);
         let states = claimable(needs_operator);
         let expired = if take_over {
             "TRUE".to_owned()
@@ -559,7 +594,7 @@ impl Db {
     /// The open entries (and those waiting for an operator: another process may be working
     /// them again on a person's word) leased by another owner than `$1`, unexpired.
     fn leased_elsewhere_sql(&self) -> String {
-        let now = self.now_sql();
+        let now = self.lease_now(2);
         format!(
             "SELECT {COLUMNS} FROM whish_journal_entries \
              WHERE state IN ({LISTED_STATES}) \
@@ -773,7 +808,30 @@ impl Db {
             #[cfg(feature = "sqlite")]
             Db::Sqlite(..) => SQLITE_NOW,
             #[cfg(feature = "postgres")]
-            Db::Postgres(_) => "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
+            Db::Postgres(_) => POSTGRES_NOW,
+        }
+    }
+
+    /// The clock leases are judged by, as SQL, in a statement whose own parameters are
+    /// `$1`..`$(k-1)`: PostgreSQL's clock; on SQLite the parameter `$k`, bound to
+    /// [`lease_clock_ms`] (SQLite's own clock is the process's, which another process's may
+    /// disagree with). Bind [`lease_clock`](Self::lease_clock) last.
+    pub(crate) fn lease_now(&self, k: usize) -> String {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => format!("${k}"),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => POSTGRES_NOW.to_owned(),
+        }
+    }
+
+    /// The value of [`lease_now`](Self::lease_now)'s parameter, to bind last: SQLite only.
+    pub(crate) fn lease_clock(&self) -> Option<i64> {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => Some(lease_clock_ms()),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => None,
         }
     }
 
@@ -923,9 +981,10 @@ impl Db {
         lease_ms: i64,
         token: i64,
     ) -> Result<Option<Lease>, JournalError> {
-        let sql = insert_sql(self.now_sql());
+        let sql = insert_sql(self.now_sql(), &self.lease_now(10));
+        let clock = self.lease_clock();
         on_db!(self, pool => {
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(request.service.as_str())
                 .bind(request.operation.as_str())
                 .bind(request.key)
@@ -934,7 +993,8 @@ impl Db {
                 .bind(owner)
                 .bind(lease_ms)
                 .bind(token)
-                .bind(request.target)
+                .bind(request.target);
+            let row = match clock { Some(c) => q.bind(c), None => q }
                 .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?
@@ -1019,6 +1079,8 @@ impl Db {
         reopen: bool,
     ) -> Result<Option<Lease>, JournalError> {
         let now = self.now_sql();
+        let lease_now = self.lease_now(4);
+        let clock = self.lease_clock();
         // Only the entry as the caller read it: another process may have taken it meanwhile,
         // sent it and recorded the service's refusal, which is final and never sent again.
         // Reopened: still recorded as never sent (its outcome's result); taken: not refused.
@@ -1032,17 +1094,18 @@ impl Db {
         };
         let sql = format!(
             "UPDATE whish_journal_entries \
-             SET {set}lease_owner = $2, lease_until_ms = {now} + $3, attempts = attempts + 1, \
+             SET {set}lease_owner = $2, lease_until_ms = {lease_now} + $3, attempts = attempts + 1, \
                  updated_ms = {now}, lease_token = lease_token + 1 \
-             WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < {now}){only} \
+             WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < {lease_now}){only} \
              RETURNING lease_token"
         );
         let _turn = self.turn().await;
         on_db!(self, pool => {
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(id)
                 .bind(owner)
-                .bind(lease_ms)
+                .bind(lease_ms);
+            let row = match clock { Some(c) => q.bind(c), None => q }
                 .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?
@@ -1062,18 +1125,20 @@ impl Db {
         owner: &str,
         lease_ms: i64,
     ) -> Result<bool, JournalError> {
-        let now = self.now_sql();
+        let now = self.lease_now(5);
+        let clock = self.lease_clock();
         let sql = format!(
             "UPDATE whish_journal_entries SET lease_until_ms = {now} + $3 \
              WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
         );
         let _turn = self.turn().await;
         on_relaxed!(self, pool => {
-            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lease.id)
                 .bind(owner)
                 .bind(lease_ms)
-                .bind(lease.token)
+                .bind(lease.token);
+            let done = match clock { Some(c) => q.bind(c), None => q }
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -1263,13 +1328,15 @@ impl Db {
         needs_operator: bool,
     ) -> Result<Vec<Claimed>, JournalError> {
         let sql = self.claim_open_sql(take_over, needs_operator);
+        let clock = self.lease_clock();
         let _turn = self.turn().await;
         let mut claimed = on_db!(self, pool => {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(owner)
                 .bind(lease_ms)
                 .bind(after)
-                .bind(limit)
+                .bind(limit);
+            let rows = match clock { Some(c) => q.bind(c), None => q }
                 .fetch_all(pool)
                 .await
                 .map_err(JournalError::write)?;
@@ -1288,7 +1355,8 @@ impl Db {
         lease_ms: i64,
         needs_operator: bool,
     ) -> Result<Option<Claimed>, JournalError> {
-        let now = self.now_sql();
+        let now = self.lease_now(4);
+        let clock = self.lease_clock();
         let states = claimable(needs_operator);
         let sql = format!(
             "UPDATE whish_journal_entries \
@@ -1300,10 +1368,11 @@ impl Db {
         );
         let _turn = self.turn().await;
         on_db!(self, pool => {
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(id)
                 .bind(owner)
-                .bind(lease_ms)
+                .bind(lease_ms);
+            let row = match clock { Some(c) => q.bind(c), None => q }
                 .fetch_all(pool) // to its end: see the module's doc
                 .await
                 .map_err(JournalError::write)?
@@ -1331,9 +1400,10 @@ impl Db {
     /// token.
     pub(crate) async fn leased_elsewhere(&self, owner: &str) -> Result<Vec<Claimed>, JournalError> {
         let sql = self.leased_elsewhere_sql();
+        let clock = self.lease_clock();
         on_db!(self, pool => {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(owner)
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(owner);
+            let rows = match clock { Some(c) => q.bind(c), None => q }
                 .fetch_all(pool)
                 .await
                 .map_err(JournalError::read)?;

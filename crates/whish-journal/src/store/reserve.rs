@@ -28,9 +28,9 @@ enum Recorded<'a> {
 
 impl Recorded<'_> {
     /// The insert of `n` requests recorded so.
-    fn sql(self, n: usize, now: &str, anonymous: bool) -> String {
+    fn sql(self, n: usize, now: &str, lease_now: &str, anonymous: bool) -> String {
         match self {
-            Recorded::Leased { .. } => insert_many_sql(n, now, anonymous),
+            Recorded::Leased { .. } => insert_many_sql(n, now, lease_now, anonymous),
             Recorded::Unsent { .. } => insert_unsent_sql(n, now, anonymous),
         }
     }
@@ -104,7 +104,9 @@ impl Db {
             closed_on_failure(pool, JournalError::write, async |conn| {
                 let mut tx = sqlx::Connection::begin(conn).await.map_err(JournalError::write)?;
                 for chunk in pow2_chunks(requests, PER_STATEMENT) {
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(recorded.sql(chunk.len(), now, anonymous)));
+                    let lease_now = self.lease_now(9 * chunk.len() + 1);
+                    let sql = recorded.sql(chunk.len(), now, &lease_now, anonymous);
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                     for r in chunk {
                         q = q
                             .bind(r.service.as_str())
@@ -121,6 +123,10 @@ impl Db {
                             Recorded::Unsent { outcome } => q.bind(outcome),
                         };
                         q = q.bind(r.target);
+                    }
+                    // The lease clock's parameter, last (SQLite; see `Db::lease_now`).
+                    if let (Recorded::Leased { .. }, Some(clock)) = (recorded, self.lease_clock()) {
+                        q = q.bind(clock);
                     }
                     let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
                     for row in &rows {
