@@ -61,6 +61,16 @@ pub struct CodeRow {
     /// headers): answered to a resend, it says nothing of an earlier attempt.
     #[serde(default)]
     pub checked_first: bool,
+    /// A refusal that created nothing and asks for the same request again under a **new** key
+    /// (the account's balance or a daily limit): a payout batch sends its row again under the
+    /// row's next key, and the journal's prune keeps the entry (a row's attempts are read in
+    /// order from the first).
+    #[serde(default)]
+    pub retry_under_new_key: bool,
+    /// A refusal about the account, not the request: every later request of a batch would meet
+    /// it too, so a batch stops sending.
+    #[serde(default)]
+    pub about_the_account: bool,
     /// Other spellings of the same code (the brand segment: the spec's `svc`, the live `whish`).
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -283,7 +293,38 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
         "    /// True when the service checks this before it looks at the request (authentication, the account,\n    /// the headers): answered to a resend, it says nothing of an earlier attempt.\n    pub fn checked_first(&self) -> bool {{\n        match self {{"
     );
     s.push_str(&arms(&|r| r.checked_first.to_string(), "false")?);
-    let _ = writeln!(s, "        }}\n    }}\n}}\n");
+    let _ = writeln!(s, "        }}\n    }}\n");
+    let list = |pick: &dyn Fn(&CodeRow) -> bool| {
+        let codes: Vec<String> = file
+            .codes
+            .iter()
+            .filter(|r| pick(r))
+            .map(|r| format!("        {},", lit(&r.code)))
+            .collect();
+        if codes.is_empty() {
+            "&[]".to_owned()
+        } else {
+            format!("&[\n{}\n    ]", codes.join("\n"))
+        }
+    };
+    let _ = writeln!(
+        s,
+        "    /// The refusals that created nothing and ask for the same request again under a new key (the\n    /// account's balance or a daily limit): a batch sends the row again under its next key, and\n    /// the journal's prune keeps them.\n    pub const RETRY_UNDER_NEW_KEY: &'static [&'static str] = {};\n",
+        list(&|r| r.retry_under_new_key)
+    );
+    let _ = writeln!(
+        s,
+        "    /// The refusals about the account, not the request: a batch stops sending at the first.\n    pub const ABOUT_THE_ACCOUNT: &'static [&'static str] = {};\n",
+        list(&|r| r.about_the_account)
+    );
+    let _ = writeln!(
+        s,
+        "    /// True when the code asks for the same request again under a new key (see\n    /// [`RETRY_UNDER_NEW_KEY`](Self::RETRY_UNDER_NEW_KEY)).\n    pub fn retry_under_new_key(&self) -> bool {{\n        Self::RETRY_UNDER_NEW_KEY.contains(&self.as_str())\n    }}\n"
+    );
+    let _ = writeln!(
+        s,
+        "    /// True when the code is about the account, not the request (see\n    /// [`ABOUT_THE_ACCOUNT`](Self::ABOUT_THE_ACCOUNT)).\n    pub fn about_the_account(&self) -> bool {{\n        Self::ABOUT_THE_ACCOUNT.contains(&self.as_str())\n    }}\n}}\n"
+    );
 
     let _ = writeln!(
         s,
@@ -368,13 +409,20 @@ pub fn render_markdown(files: &[CodeFile]) -> String {
         );
         s.push_str("| Code | Variant | Meaning | Handling | Endpoints | Final |\n|---|---|---|---|---|---|\n");
         for r in &f.codes {
-            let fin = if r.challenge {
+            let mut fin = if r.challenge {
                 "challenge"
             } else if r.is_final {
                 "yes"
             } else {
                 "no"
-            };
+            }
+            .to_owned();
+            if r.retry_under_new_key {
+                fin.push_str("; send again under a new key");
+            }
+            if r.about_the_account {
+                fin.push_str("; a batch stops");
+            }
             let shown = std::iter::once(&r.code)
                 .chain(&r.aliases)
                 .map(|c| format!("`{c}`"))

@@ -14,8 +14,7 @@ use crate::recover::Clients;
 use crate::store::millis;
 use crate::{Journal, JournalError};
 
-/// The outcome `result` of an entry a person abandoned.
-pub const ABANDONED: &str = "abandoned";
+pub use crate::entry::ABANDONED;
 
 /// What [`Journal::abandon`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -45,6 +45,12 @@ macro_rules! names {
     };
 }
 
+/// The outcome `result` of an entry a person abandoned.
+pub const ABANDONED: &str = "abandoned";
+
+/// The outcome `result` of an entry whose row could not be read (sent to the operator).
+pub(crate) const UNREADABLE: &str = "unreadable";
+
 names! {
     /// The service a request went to.
     Service {

@@ -6,7 +6,8 @@
 use whish_core::{Error, RecordError};
 
 use crate::Journal;
-use crate::entry::{Operation, Outcome, References, Service, State};
+use crate::entry::{Outcome, References, State};
+pub(crate) use crate::store::Request;
 use crate::store::{Lease, millis};
 
 #[cfg(feature = "hosted-collect")]
@@ -401,19 +402,6 @@ pub(crate) enum Settled {
     Lost,
     /// The write failed: the entry stays as it was (open).
     Unrecorded(crate::JournalError),
-}
-
-/// One request through the journal: its entry's identity and exact bytes.
-#[derive(Clone, Copy)]
-pub(crate) struct Request<'a> {
-    pub service: Service,
-    pub operation: Operation,
-    pub key: &'a str,
-    pub context: Option<&'a str>,
-    pub body: &'a [u8],
-    /// The service and account the request is for (`Transport::target`): recorded with it, and
-    /// compared before anything sends it again.
-    pub target: &'a str,
 }
 
 impl Journal {

@@ -66,8 +66,6 @@ mod abandon;
 mod background;
 mod entry;
 mod error;
-#[cfg(feature = "sqlite")]
-mod group;
 mod journaled;
 pub mod lifecycle;
 #[cfg(feature = "model")]
@@ -177,11 +175,13 @@ pub const MANY_KEYS: usize = 500;
 /// attempts by reading them in order from the first. [`Journal::prune`] therefore keeps these
 /// refusals: with one of them gone and a later attempt paid, the row would look never sent and
 /// be paid again under its first Request-id.
-pub const RETRY_UNDER_NEW_KEY: &[&str] = &[
-    "transfer.account_reach_balance_limit",
-    "transfer.exceeds_account_daily_limit",
-    "transfer.exceeds_customer_daily_limit",
-];
+/// (The codes table's column `retry_under_new_key`; empty without the money-transfer service.)
+#[cfg(feature = "money-transfer")]
+pub const RETRY_UNDER_NEW_KEY: &[&str] = whish_money_transfer::TransferCode::RETRY_UNDER_NEW_KEY;
+/// Refusals that ask for the request again under a new key: none without the money-transfer
+/// service.
+#[cfg(not(feature = "money-transfer"))]
+pub const RETRY_UNDER_NEW_KEY: &[&str] = &[];
 
 /// The default claim window of a notification handed to a handler: a claim neither completed
 /// nor released within it (its process died in the handler) is claimed again.

@@ -135,8 +135,7 @@ pub struct OtherService {
 /// What [`OtherService::recorded`] says of an entry that records no target.
 pub const UNTARGETED: &str = "unknown (recorded before 0.4, which kept no service)";
 
-/// The outcome `result` of an entry sent to the operator because its row could not be read.
-pub(crate) const UNREADABLE: &str = "unreadable";
+pub(crate) use crate::entry::UNREADABLE;
 
 /// How recovery runs.
 #[derive(Debug, Clone)]

@@ -98,6 +98,26 @@ impl LocationsCode {
             LocationsCode::Unknown(_) => false,
         }
     }
+
+    /// The refusals that created nothing and ask for the same request again under a new key (the
+    /// account's balance or a daily limit): a batch sends the row again under its next key, and
+    /// the journal's prune keeps them.
+    pub const RETRY_UNDER_NEW_KEY: &'static [&'static str] = &[];
+
+    /// The refusals about the account, not the request: a batch stops sending at the first.
+    pub const ABOUT_THE_ACCOUNT: &'static [&'static str] = &[];
+
+    /// True when the code asks for the same request again under a new key (see
+    /// [`RETRY_UNDER_NEW_KEY`](Self::RETRY_UNDER_NEW_KEY)).
+    pub fn retry_under_new_key(&self) -> bool {
+        Self::RETRY_UNDER_NEW_KEY.contains(&self.as_str())
+    }
+
+    /// True when the code is about the account, not the request (see
+    /// [`ABOUT_THE_ACCOUNT`](Self::ABOUT_THE_ACCOUNT)).
+    pub fn about_the_account(&self) -> bool {
+        Self::ABOUT_THE_ACCOUNT.contains(&self.as_str())
+    }
 }
 
 impl FromStr for LocationsCode {

@@ -17,7 +17,7 @@ use whish_money_transfer::{
 use crate::result::RowOutcome;
 use crate::row::{Payout, payout};
 use crate::run::{resolve, resolve_many};
-use crate::send::{ALREADY_DONE, ALREADY_HELD, refusal_code};
+use crate::send::{ALREADY_HELD, confirms_earlier, refusal_code};
 use crate::{Batch, BatchError, key};
 
 /// Where a row's money is, as the service says now.
@@ -301,7 +301,7 @@ async fn follow_row(
     row.sent_at = Some(entry.created);
     row.ltn_number = entry.references.ltn_number.clone();
     row.transfer_id = entry.references.transfer_id.clone();
-    let already_held = refusal_code(&entry) == Some(ALREADY_DONE);
+    let already_held = refusal_code(&entry).is_some_and(confirms_earlier);
     match entry.state {
         State::Accepted => {}
         // A first send answered `transfer.already.done`: the service holds this row's

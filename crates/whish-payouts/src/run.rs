@@ -21,14 +21,11 @@ use crate::{Batch, BatchError, key};
 /// or daily limit, the receiver's daily limit): the next run of the batch sends the row again,
 /// under the row's next Request-id. Every other refusal is final for the row. The journal's
 /// prune keeps these entries (a row's attempts are read in order from the first).
-pub const RETRYABLE: &[&str] = whish_journal::RETRY_UNDER_NEW_KEY;
+pub const RETRYABLE: &[&str] = whish_money_transfer::TransferCode::RETRY_UNDER_NEW_KEY;
 
 /// Refusals about the account, not the row: every row after would meet them too, so the batch
 /// stops sending (unless told not to) and leaves the rest unsent, saying so.
-pub const STOPPING: &[&str] = &[
-    "transfer.account_reach_balance_limit",
-    "transfer.exceeds_account_daily_limit",
-];
+pub const STOPPING: &[&str] = whish_money_transfer::TransferCode::ABOUT_THE_ACCOUNT;
 
 /// The most attempts a row may take (each after a retryable refusal): a bound, not a plan.
 const MAX_ATTEMPTS: u32 = 64;

@@ -37,9 +37,9 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
             Some(r)
         }
         State::Refused if outcome.is_some_and(|o| o.result == "not-sent") => None,
-        State::Refused if refusal_code(entry) == Some(ALREADY_DONE) => {
+        State::Refused if refusal_code(entry).is_some_and(confirms_earlier) => {
             r.outcome = RowOutcome::Unknown;
-            r.code = Some(ALREADY_DONE.into());
+            r.code = refusal_code(entry).map(str::to_owned);
             r.message = Some(ALREADY_HELD.into());
             Some(r)
         }
@@ -180,10 +180,14 @@ pub(crate) fn refusal_code(entry: &Entry) -> Option<&str> {
 /// disk, a database that is down), not one of its rules: it stops the batch.
 pub const JOURNAL_FAILED: &str = "journal-failed";
 
-/// The service's answer to a Request-id it already holds a transfer under.
-pub(crate) const ALREADY_DONE: &str = "transfer.already.done";
+/// True for the service's answer to a Request-id it already holds a transfer under
+/// (`transfer.already.done`: the column `confirms_earlier` of the codes table).
+pub(crate) fn confirms_earlier(code: &str) -> bool {
+    <whish_money_transfer::TransferCode as whish_core::ErrorCode>::parse(code)
+        .confirms_earlier_delivery()
+}
 
-/// Why a row whose first send met [`ALREADY_DONE`] is unknown, never refused: the Request-id is
+/// Why a row whose first send met `transfer.already.done` is unknown, never refused: the Request-id is
 /// derived from the batch and the row, so the transfer the service holds under it is this row's,
 /// sent by an earlier run whose journal entry is gone (pruned, or another journal).
 pub(crate) const ALREADY_HELD: &str = "the service already holds a transfer under this row's Request-id, and the journal held nothing for it (pruned, or sent with another journal): it was not paid again; `whish payouts follow-up` reads where it is";
@@ -270,7 +274,7 @@ pub(crate) async fn send_row(
                 r.code = Some(JOURNAL_FAILED.into());
             }
             r.message = Some(e.to_string());
-            if r.outcome == RowOutcome::Refused && r.code.as_deref() == Some(ALREADY_DONE) {
+            if r.outcome == RowOutcome::Refused && r.code.as_deref().is_some_and(confirms_earlier) {
                 r.outcome = RowOutcome::Unknown;
                 r.message = Some(ALREADY_HELD.into());
             }

@@ -4,10 +4,10 @@
 //! step each says the same: whether the step applied, and the row's state, mark, holder, lease
 //! and fencing token.
 
+use super::Request;
 use super::tests::sqlite;
 use super::*;
 use crate::entry::{Operation, Outcome, References, Service};
-use crate::journaled::Request;
 use crate::lifecycle::{Mark, Row, Step, apply};
 use sqlx::Row as _;
 
@@ -49,7 +49,7 @@ fn mark_of(outcome: Option<&str>) -> Mark {
     let outcome: Outcome = serde_json::from_str(text).expect("an outcome");
     match outcome.result.as_str() {
         "not-sent" => Mark::NotSent,
-        crate::ABANDONED => Mark::Abandoned,
+        crate::entry::ABANDONED => Mark::Abandoned,
         _ if outcome
             .code
             .as_deref()
@@ -90,7 +90,7 @@ async fn seen_db(db: &Db) -> (Seen, Option<i64>) {
 fn outcome_of(state: State, mark: Mark) -> Outcome {
     match mark {
         Mark::NotSent => Outcome::new("not-sent"),
-        Mark::Abandoned => Outcome::new(crate::ABANDONED),
+        Mark::Abandoned => Outcome::new(crate::entry::ABANDONED),
         Mark::RetryUnderNewKey => {
             let mut o = Outcome::new("refused");
             o.code = Some(crate::RETRY_UNDER_NEW_KEY[0].to_owned());

@@ -4,10 +4,10 @@ use std::collections::HashMap;
 
 use sqlx::Row;
 
+use super::Request;
 use super::{Db, Lease, closed_on_failure, insert_many_sql, placeholder, pow2_chunks};
 use crate::JournalError;
 use crate::entry::Outcome;
-use crate::journaled::Request;
 
 /// The most intents one statement of a reservation carries (seven parameters each); a
 /// reservation's statements are each a power of two long (see `pow2_chunks`).

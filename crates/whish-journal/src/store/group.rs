@@ -536,8 +536,8 @@ mod tests {
 
     use super::*;
     use crate::entry::{Operation, Outcome, References, Service, State};
-    use crate::journaled::Request;
     use crate::store::Db;
+    use crate::store::Request;
 
     async fn journal(test: &str) -> Db {
         let dir =

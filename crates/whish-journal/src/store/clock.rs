@@ -1,0 +1,91 @@
+//! The clocks: the database's, for creation and update times; the one leases are judged by.
+
+use super::*;
+
+/// SQLite's clock in epoch milliseconds, as SQL: the wall clock of the process running the
+/// statement (creation and update times, the deadline, prune).
+#[cfg(feature = "sqlite")]
+pub(super) const SQLITE_NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+
+/// PostgreSQL's clock in epoch milliseconds, as SQL.
+#[cfg(feature = "postgres")]
+pub(super) const POSTGRES_NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// The clock a SQLite journal's leases are judged by, in epoch milliseconds: the kernel's boot
+/// time (`btime` of `/proc/stat`) plus the time since boot (`/proc/uptime`). Every process of
+/// the machine reads the same value, and none can move it for itself (`faketime`, a container
+/// with its own idea of the time, a clock set wrong in one process's environment): a
+/// recoverer whose clock runs ahead does not take a live lease, nor does a sender whose clock
+/// runs behind write one that looks run out. Only setting the machine's clock moves it, for
+/// every process at once. Where `/proc` cannot be read (not Linux), the process's wall clock.
+#[cfg(feature = "sqlite")]
+pub(crate) fn lease_clock_ms() -> i64 {
+    kernel_clock_ms().unwrap_or_else(|| {
+        let now = time::OffsetDateTime::now_utc();
+        (now.unix_timestamp_nanos() / 1_000_000) as i64
+    })
+}
+
+#[cfg(feature = "sqlite")]
+pub(super) fn kernel_clock_ms() -> Option<i64> {
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    let (whole, hundredths) = uptime.split_whitespace().next()?.split_once('.')?;
+    let up_ms = whole.parse::<i64>().ok()? * 1000 + hundredths.parse::<i64>().ok()? * 10;
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse::<i64>()
+        .ok()?;
+    Some(btime * 1000 + up_ms)
+}
+
+impl Db {
+    /// The database's clock in epoch milliseconds, as SQL: every lease is compared with it,
+    /// never with the wall clock of the process that wrote it (hosts disagree; the database is
+    /// one clock).
+    pub(super) fn now_sql(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => SQLITE_NOW,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => POSTGRES_NOW,
+        }
+    }
+
+    /// The clock leases are judged by, as SQL, in a statement whose own parameters are
+    /// `$1`..`$(k-1)`: PostgreSQL's clock; on SQLite the parameter `$k`, bound to
+    /// [`lease_clock_ms`] (SQLite's own clock is the process's, which another process's may
+    /// disagree with). Bind [`lease_clock`](Self::lease_clock) last.
+    pub(crate) fn lease_now(&self, k: usize) -> String {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => format!("${k}"),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => POSTGRES_NOW.to_owned(),
+        }
+    }
+
+    /// The value of [`lease_now`](Self::lease_now)'s parameter, to bind last: SQLite only.
+    pub(crate) fn lease_clock(&self) -> Option<i64> {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(..) => Some(lease_clock_ms()),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => None,
+        }
+    }
+
+    /// The database's clock, read.
+    pub(crate) async fn now(&self) -> Result<i64, JournalError> {
+        let sql = format!("SELECT {} AS now", self.now_sql());
+        on_db!(self, pool => {
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_one(pool)
+                .await
+                .map_err(JournalError::read)?;
+            row.try_get::<i64, _>("now").map_err(JournalError::read)
+        })
+    }
+}
