@@ -31,6 +31,22 @@ pub(super) fn kernel_clock_ms() -> Option<i64> {
     let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
     let (whole, hundredths) = uptime.split_whitespace().next()?.split_once('.')?;
     let up_ms = whole.parse::<i64>().ok()? * 1000 + hundredths.parse::<i64>().ok()? * 10;
+    Some(boot_time_s()? * 1000 + up_ms)
+}
+
+/// The kernel's boot time in epoch seconds, read again at most once a second (`/proc/stat` is
+/// long on a machine of many cores): it changes only when the machine's clock is set.
+#[cfg(feature = "sqlite")]
+fn boot_time_s() -> Option<i64> {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+    static LAST: Mutex<Option<(Instant, i64)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, btime)) = *last
+        && at.elapsed() < Duration::from_secs(1)
+    {
+        return Some(btime);
+    }
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let btime = stat
         .lines()
@@ -38,7 +54,8 @@ pub(super) fn kernel_clock_ms() -> Option<i64> {
         .trim()
         .parse::<i64>()
         .ok()?;
-    Some(btime * 1000 + up_ms)
+    *last = Some((Instant::now(), btime));
+    Some(btime)
 }
 
 impl Db {
