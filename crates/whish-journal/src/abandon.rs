@@ -7,7 +7,7 @@
 //! with the reason.
 
 #[cfg(feature = "money-transfer")]
-use whish_money_transfer::{PreparedCancel, StatusQuery, TransferCode, TransferStatus};
+use whish_money_transfer::{Held, PreparedCancel, StatusQuery, TransferStatus};
 
 use crate::entry::{Operation, Outcome, Service, State};
 use crate::recover::Clients;
@@ -258,23 +258,18 @@ impl Drop for GiveBack {
     }
 }
 
-/// True when the transfer under the send's Request-id may be someone else's: its activity-log
-/// line shows another amount or currency, the log cannot be read, or the entry's request
-/// cannot be read (or is not trusted) to compare.
+/// The send as recorded, to compare with what the service holds: none when its row is not
+/// trusted (quarantined) or cannot be read, and then a transfer found may be someone else's.
 #[cfg(feature = "money-transfer")]
-async fn someone_elses(
-    client: &whish_money_transfer::TransferClient,
+fn trusted_send(
     id: whish_core::RequestId,
     entry: &crate::Entry,
     quarantined: bool,
-) -> bool {
+) -> Option<whish_money_transfer::PreparedTransfer> {
     if quarantined {
-        return true;
+        return None;
     }
-    match whish_money_transfer::PreparedTransfer::from_stored(id, entry.request.clone()) {
-        Ok(prepared) => client.may_be_someone_elses(&prepared).await,
-        Err(_) => true,
-    }
+    whish_money_transfer::PreparedTransfer::from_stored(id, entry.request.clone()).ok()
 }
 
 /// Ask the service whether the entry's request took effect; never sends it.
@@ -291,17 +286,16 @@ async fn check(clients: &Clients, entry: &crate::Entry, quarantined: bool) -> Ch
                 Ok(id) => id,
                 Err(e) => return Check::CannotTell(format!("its key is not a Request-id ({e})")),
             };
-            match client.status(&StatusQuery::RequestId(id)).await {
+            let prepared = trusted_send(id, entry, quarantined);
+            match client.held_under(id, prepared.as_ref(), true).await {
                 // The status result names no amount: the transfer under the number may be
                 // someone else's (a Request-id reused), and this request may never have
                 // arrived. Neither "received" (with advice to cancel a stranger's transfer)
                 // nor "never took effect" is known then.
-                Ok(_) if someone_elses(client, id, entry, quarantined).await => {
-                    Check::CannotTell(format!(
-                        "the service holds a transfer under Request-id {id}, but the activity log lists it with another amount or currency than this request, or could not be read to tell: it may be someone else's transfer, and this request may never have arrived; a person must look (`whish transfer status --request-id {id}`)"
-                    ))
-                }
-                Ok(s) => Check::TookEffect(format!(
+                Held::MaybeSomeoneElses(_) => Check::CannotTell(format!(
+                    "the service holds a transfer under Request-id {id}, but the activity log lists it with another amount or currency than this request, or could not be read to tell: it may be someone else's transfer, and this request may never have arrived; a person must look (`whish transfer status --request-id {id}`)"
+                )),
+                Held::This(s) => Check::TookEffect(format!(
                     "the service holds a transfer under Request-id {id}: {}{}",
                     s.status,
                     s.ltn_number
@@ -309,22 +303,21 @@ async fn check(clients: &Clients, entry: &crate::Entry, quarantined: bool) -> Ch
                         .map(|l| format!(", LTN {l}"))
                         .unwrap_or_default()
                 )),
-                // Not found by the status read: the activity log is the second witness (a
-                // stale or lying read would otherwise close a transfer that exists).
-                Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
-                    match client.logged_under(id).await {
-                        Ok(false) => Check::NeverTookEffect(format!(
-                            "the service held no transfer under Request-id {id}, and its activity log of the last 40 days listed none"
-                        )),
-                        Ok(true) => Check::TookEffect(format!(
-                            "the status read found no transfer under Request-id {id}, but the activity log lists one"
-                        )),
-                        Err(e) => Check::NoAnswer(format!(
-                            "the status read found no transfer under Request-id {id}, and the activity log could not be read to confirm it ({e})"
-                        )),
-                    }
-                }
-                Err(e) => Check::NoAnswer(format!("the status read did not answer ({e})")),
+                // Not found by the status read, and the activity log (the second witness: a
+                // stale or lying read would otherwise close a transfer that exists) lists none.
+                Held::Nothing => Check::NeverTookEffect(format!(
+                    "the service held no transfer under Request-id {id}, and its activity log of the last 40 days listed none"
+                )),
+                Held::LoggedOnly => Check::TookEffect(format!(
+                    "the status read found no transfer under Request-id {id}, but the activity log lists one"
+                )),
+                Held::Unknown(e) => Check::NoAnswer(format!(
+                    "the service could not say what it holds under Request-id {id} ({e})"
+                )),
+                // Asked with a second witness: not answered without one.
+                _ => Check::NoAnswer(format!(
+                    "the service could not say what it holds under Request-id {id}"
+                )),
             }
         }
         #[cfg(feature = "money-transfer")]

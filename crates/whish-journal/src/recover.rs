@@ -11,7 +11,7 @@ use whish_hosted_collect::{CollectClient, PreparedPayment, PreparedRefund};
 use whish_intl_topup::{PreparedPay, TopupClient};
 #[cfg(feature = "money-transfer")]
 use whish_money_transfer::{
-    PreparedCancel, PreparedTransfer, StatusQuery, TransferClient, TransferCode, TransferStatus,
+    Held, PreparedCancel, PreparedTransfer, StatusQuery, TransferClient, TransferStatus,
 };
 
 use crate::entry::{Entry, Operation, Outcome, Service, State};
@@ -704,14 +704,12 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 // back from `needs-operator` is read first too: it is old, and if it arrived
                 // it is confirmed without another send.
                 match client
-                    .status(&StatusQuery::RequestId(prepared.request_id()))
+                    .held_under(prepared.request_id(), Some(&prepared), false)
                     .await
                 {
-                    // The status result carries no amount: a transfer someone else sent under
-                    // the same Request-id would confirm this one. The activity log tells them
-                    // apart; when it shows another amount or currency, or cannot be read,
-                    // nothing is settled (the next recovery reads it again).
-                    Ok(_) if client.may_be_someone_elses(&prepared).await => {
+                    // Maybe someone else's transfer under the same Request-id: nothing is
+                    // settled (the next recovery reads it again).
+                    Held::MaybeSomeoneElses(_) => {
                         let mut outcome = Outcome::new("unknown");
                         outcome.message = Some(format!(
                             "the service holds a transfer under Request-id {}, and the activity log lists it with another amount or currency than this request, or could not be read to tell: not confirmed, and not sent again; recovery reads it again, and a person must look if it stays so",
@@ -723,11 +721,12 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                             refs: crate::entry::References::default(),
                         });
                     }
-                    Ok(status) => {
+                    Held::This(status) => {
                         return Some(Verdict::accepted("confirmed", status_refs(&status)));
                     }
-                    Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {}
-                    Err(e) => return Some(Verdict::of_error(&e, true).keep_open()),
+                    Held::Unknown(e) => return Some(Verdict::of_error(&e, true).keep_open()),
+                    // Not held: sent again with its own Request-id.
+                    _ => {}
                 }
             }
             send_verdict(&client.resend(&prepared).await, true)

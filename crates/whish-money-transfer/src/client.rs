@@ -533,18 +533,17 @@ impl TransferClient {
                     && f.resent_after_possible_delivery =>
             {
                 tracing::info!(%request_id, "transfer.already.done after a possible delivery: confirming with status");
-                match self.status(&StatusQuery::RequestId(request_id)).await {
-                    // The status result carries no amount: a Request-id reused for another
-                    // transfer (a caller's own reference) would confirm that one. The activity
-                    // log, by requestId, says whether the transfer is this one.
-                    Ok(_) if self.may_be_someone_elses(prepared).await => {
+                match self.held_under(request_id, Some(prepared), false).await {
+                    crate::Held::This(status) => Ok(SendOutcome::Confirmed { request_id, status }),
+                    // A Request-id reused for another transfer (a caller's own reference)
+                    // would confirm that one: not confirmed, the outcome stays unknown.
+                    crate::Held::MaybeSomeoneElses(_) => {
                         tracing::warn!(%request_id, "the transfer under this Request-id has another amount or currency, or the activity log could not be read to tell: not confirmed; the outcome stays unknown");
                         Err(CoreError::Failed(f))
                     }
-                    Ok(status) => Ok(SendOutcome::Confirmed { request_id, status }),
-                    Err(e) => {
-                        // Contradictory answers: the outcome is not known yet.
-                        tracing::warn!(%request_id, error = %e, "the status read did not confirm transfer.already.done: the outcome stays unknown");
+                    // Contradictory answers, or none: the outcome is not known yet.
+                    held => {
+                        tracing::warn!(%request_id, ?held, "the status read did not confirm transfer.already.done: the outcome stays unknown");
                         Err(CoreError::Failed(f))
                     }
                 }

@@ -31,6 +31,7 @@ pub mod callback;
 mod client;
 pub mod code;
 mod model;
+mod proof;
 pub mod reconcile;
 mod reference;
 mod send;
@@ -44,6 +45,7 @@ pub use model::{
     PaymentMode, ReceiverIdentity, SendingCountry, StatementLine, StatementType, StatusResult,
     TransferStatus,
 };
+pub use proof::Held;
 pub use reference::{Reason, SourceOfFunds};
 pub use send::{
     CashCollectionSend, CashReceiver, CashSent, CountryId, Customer, DateOfBirth, FirstName,
