@@ -33,11 +33,17 @@ pub enum Lie {
     /// A holder in another PID namespace taken for dead because its pid is not in this
     /// namespace's `/proc`.
     OtherNamespaceDead,
+    /// The callback receiver answering 200 to a change it could not record (its answer decided
+    /// by a check, not by the write), so the service stops delivering a change nobody has.
+    OkBeforeRecord,
+    /// A change whose handler failed given up on (marked handed on), as the poller did when a
+    /// status was final whatever happened to its delivery.
+    GiveUpOnFailure,
 }
 
 impl Lie {
     /// Every lie, in the order `--list-lies` prints them.
-    pub const ALL: [Lie; 7] = [
+    pub const ALL: [Lie; 9] = [
         Lie::ProxyPageRefused,
         Lie::AlreadyDoneConfirms,
         Lie::LostCommitNotSent,
@@ -45,6 +51,8 @@ impl Lie {
         Lie::RecoverPastDeadline,
         Lie::TokenOneOrphan,
         Lie::OtherNamespaceDead,
+        Lie::OkBeforeRecord,
+        Lie::GiveUpOnFailure,
     ];
 
     /// The name `--lie` takes.
@@ -57,6 +65,8 @@ impl Lie {
             Lie::RecoverPastDeadline => "recover-past-deadline",
             Lie::TokenOneOrphan => "token-one-orphan",
             Lie::OtherNamespaceDead => "other-namespace-dead",
+            Lie::OkBeforeRecord => "ok-before-record",
+            Lie::GiveUpOnFailure => "give-up-on-failure",
         }
     }
 

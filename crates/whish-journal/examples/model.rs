@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     };
     let report = check(bounds, lie);
     print!("{report}");
-    if report.violation.is_some() || report.cut {
+    if report.violation().is_some() || report.cut() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

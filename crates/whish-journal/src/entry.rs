@@ -76,6 +76,8 @@ names! {
         Refund => "refund",
         /// Top-up: pay for an option (key: the externalId).
         Pay => "pay",
+        /// The inbox: a change a service reported to the receiver (key: the change's own key).
+        Callback => "callback",
     }
 }
 
@@ -90,6 +92,8 @@ names! {
     /// | `accepted` | the service accepted it (or confirmed it) | nothing: final |
     /// | `refused` | the service refused it, or nothing was sent | nothing: final; a new attempt needs a new key |
     /// | `needs-operator` | still open after the recovery deadline | nothing: a person looks at it |
+    /// | `waiting` | the inbox: a reported change recorded, not yet handed on | nothing: the receiver's workers hand it on |
+    /// | `handed-on` | the inbox: the handler took it | nothing: final |
     State {
         /// Recorded; the first send was starting.
         Intended => "intended",
@@ -103,6 +107,11 @@ names! {
         Refused => "refused",
         /// Still open after the recovery deadline: an operator decides.
         NeedsOperator => "needs-operator",
+        /// The inbox: a change a service reported, recorded before its 200 and not yet handed
+        /// on to your handler.
+        Waiting => "waiting",
+        /// The inbox: your handler took the change: final.
+        HandedOn => "handed-on",
     }
 }
 
@@ -115,9 +124,9 @@ impl State {
         )
     }
 
-    /// True for `accepted` and `refused`: the service's answer is known.
+    /// True for `accepted` and `refused` (the service's answer is known) and `handed-on`.
     pub fn is_final(self) -> bool {
-        matches!(self, State::Accepted | State::Refused)
+        matches!(self, State::Accepted | State::Refused | State::HandedOn)
     }
 
     /// The state a request's [`Verdict`](whish_core::Verdict) leaves its entry in: the one

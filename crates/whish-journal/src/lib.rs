@@ -66,6 +66,7 @@ mod abandon;
 mod background;
 mod entry;
 mod error;
+mod inbox;
 mod journaled;
 pub mod lifecycle;
 #[cfg(feature = "model")]
@@ -84,6 +85,7 @@ use std::time::Duration;
 pub use abandon::{ABANDONED, Abandoned};
 pub use entry::{Entry, Operation, Outcome, References, Service, State};
 pub use error::{JournalError, JournalErrorKind};
+pub use inbox::{InboxChange, Recorded, Taken};
 #[cfg(feature = "hosted-collect")]
 pub use journaled::JournaledCollect;
 #[cfg(feature = "intl-topup")]

@@ -25,6 +25,8 @@
 //! | release a dead holder | holder and token as read | lease cleared, token + 1 |
 //! | claim (recovery) | open (or `needs-operator` on a person's word); lease free or expired | leased, token + 1 |
 //! | to the operator | holder and token are the marker's | `needs-operator`, lease cleared |
+//! | record (the inbox) | no row for the key | `waiting`, leased to the receiver |
+//! | take a waiting change | `waiting` (or `needs-operator` on a person's word); lease free or expired | leased, token + 1 |
 //! | prune | final and last changed before the cutoff, not kept | the row is gone |
 
 use crate::entry::State;
@@ -140,6 +142,26 @@ pub enum Step<H> {
         /// The token it holds.
         token: i64,
     },
+    /// The inbox: record a change a service reported, before its 200, leased to the receiver
+    /// that will hand it on. A change recorded before (a redelivery) changes nothing.
+    Record {
+        /// The receiving process.
+        holder: H,
+        /// Drawn for this record.
+        token: i64,
+        /// The lease's length.
+        lease: i64,
+    },
+    /// The inbox: a worker takes a waiting change (or one waiting for a person, on their word)
+    /// whose lease is free or has run out.
+    TakeWaiting {
+        /// The worker's process.
+        holder: H,
+        /// The lease's length.
+        lease: i64,
+        /// Also changes waiting for a person.
+        needs_operator: bool,
+    },
     /// Delete a final entry last changed before `cutoff`.
     Prune {
         /// The cutoff.
@@ -212,7 +234,26 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
             });
             true
         }
-        (None, _) | (Some(_), Step::Insert { .. }) => false,
+        (
+            None,
+            Step::Record {
+                holder,
+                token,
+                lease,
+            },
+        ) => {
+            *row = Some(Row {
+                state: State::Waiting,
+                mark: Mark::None,
+                holder: Some(holder.clone()),
+                until: Some(now + lease),
+                token: *token,
+                created: now,
+                updated: now,
+            });
+            true
+        }
+        (None, _) | (Some(_), Step::Insert { .. } | Step::Record { .. }) => false,
         (Some(r), Step::SettleLostInsert { holder, token }) => {
             if r.state != State::Intended || !r.held_by(holder, *token) {
                 return false;
@@ -312,6 +353,22 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
             r.lease_to(holder.clone(), now + lease);
             true
         }
+        (
+            Some(r),
+            Step::TakeWaiting {
+                holder,
+                lease,
+                needs_operator,
+            },
+        ) => {
+            let waiting =
+                r.state == State::Waiting || (*needs_operator && r.state == State::NeedsOperator);
+            if !waiting || !r.free(now) {
+                return false;
+            }
+            r.lease_to(holder.clone(), now + lease);
+            true
+        }
         (Some(r), Step::ToOperator { holder, token }) => {
             if !r.held_by(holder, *token) {
                 return false;
@@ -395,6 +452,41 @@ pub fn on_insert_error() -> OnInsertError {
         OnInsertError::ReportNothingSent
     } else {
         OnInsertError::SettleFirst
+    }
+}
+
+/// What the write of a reported change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Write {
+    /// It recorded the change now.
+    Applied,
+    /// The change was recorded before (a redelivery).
+    NotApplied,
+    /// It failed, or its answer was lost: the change may or may not be recorded.
+    Failed,
+}
+
+/// The receiver's HTTP status for a delivery of a change: 200 only once the change is recorded
+/// (now or before); 503 otherwise, so that the service delivers it again. Never decided by a
+/// check that writes nothing.
+pub fn answer_to_delivery(write: Write) -> u16 {
+    match write {
+        Write::Applied | Write::NotApplied => 200,
+        Write::Failed if whish_core::lies::on(whish_core::lies::Lie::OkBeforeRecord) => 200,
+        Write::Failed => 503,
+    }
+}
+
+/// Where a change goes when its status read or handler failed: back to `waiting` for the next
+/// worker, or to a person once `overdue`. Never handed on without a handler that took it.
+pub fn after_hand_on_failure(overdue: bool) -> State {
+    if whish_core::lies::on(whish_core::lies::Lie::GiveUpOnFailure) {
+        return State::HandedOn;
+    }
+    if overdue {
+        State::NeedsOperator
+    } else {
+        State::Waiting
     }
 }
 

@@ -76,6 +76,8 @@ impl Db {
     /// [`lease_clock_ms`] (SQLite's own clock is the process's, which another process's may
     /// disagree with). Bind [`lease_clock`](Self::lease_clock) last.
     pub(crate) fn lease_now(&self, k: usize) -> String {
+        #[cfg(not(feature = "sqlite"))]
+        let _ = k;
         match self {
             #[cfg(feature = "sqlite")]
             Db::Sqlite(..) => format!("${k}"),

@@ -113,7 +113,7 @@ fn draw(rng: &mut fastrand::Rng, row: &Option<Row<String>>) -> Step<String> {
         Some(r) if rng.bool() => r.holder.clone().unwrap_or(holder),
         _ => holder,
     };
-    match rng.u8(..10) {
+    match rng.u8(..12) {
         0 => Step::Insert {
             holder,
             token: insert_token(),
@@ -139,7 +139,9 @@ fn draw(rng: &mut fastrand::Rng, row: &Option<Row<String>>) -> Step<String> {
                 (State::Refused, Mark::RetryUnderNewKey),
                 (State::MayHaveArrived, Mark::None),
                 (State::Pending, Mark::None),
-            ][rng.usize(..7)];
+                (State::Waiting, Mark::None),
+                (State::HandedOn, Mark::None),
+            ][rng.usize(..9)];
             Step::Finish {
                 holder,
                 token,
@@ -155,6 +157,16 @@ fn draw(rng: &mut fastrand::Rng, row: &Option<Row<String>>) -> Step<String> {
             needs_operator: rng.bool(),
         },
         8 => Step::ToOperator { holder, token },
+        9 => Step::Record {
+            holder,
+            token: insert_token(),
+            lease,
+        },
+        10 => Step::TakeWaiting {
+            holder,
+            lease,
+            needs_operator: rng.bool(),
+        },
         _ => Step::Prune {
             cutoff: i64::MAX / 2,
         },
@@ -182,6 +194,15 @@ async fn apply_db(db: &Db, id: Option<i64>, step: &Step<String>) -> bool {
             .settle_lost_insert(&request, holder, *token, &Outcome::new("not-sent"))
             .await
             .expect("settle"),
+        Step::Record {
+            holder,
+            token,
+            lease,
+        } => db
+            .record(&request, holder, *lease, *token)
+            .await
+            .expect("record")
+            .is_some(),
         _ if id.is_none() => false,
         Step::Take {
             holder,
@@ -232,6 +253,15 @@ async fn apply_db(db: &Db, id: Option<i64>, step: &Step<String>) -> bool {
             .mark_needs_operator(lease(*token), holder, &Outcome::new("unknown"))
             .await
             .expect("to the operator"),
+        Step::TakeWaiting {
+            holder,
+            lease,
+            needs_operator,
+        } => !db
+            .take_waiting(holder, *lease, 0, 10, *needs_operator)
+            .await
+            .expect("take waiting")
+            .is_empty(),
         // Everything final, whenever it last changed: an age in the future.
         Step::Prune { .. } => db.prune(-3_600_000).await.expect("prune") > 0,
     }
@@ -272,7 +302,7 @@ async fn differ(db: &Db, backend: &str, seed: u64, runs: usize, len: usize) {
     // Every kind of step met its condition at least once: the comparison covered each.
     assert_eq!(
         applied_kinds.len(),
-        10,
+        12,
         "{backend}: applied only {applied_kinds:?}"
     );
 }

@@ -51,6 +51,10 @@ pub(super) const POSTGRES_MIGRATIONS: &[(&str, &str)] = &[
         "target",
         include_str!("../../migrations/postgres/0005_target.sql"),
     ),
+    (
+        "inbox",
+        include_str!("../../migrations/postgres/0006_inbox.sql"),
+    ),
 ];
 
 /// The SQLite migrations, in order; `PRAGMA user_version` records how many ran.
@@ -61,6 +65,7 @@ pub(super) const SQLITE_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0003_unknown_states.sql"),
     include_str!("../../migrations/sqlite/0004_prune_and_ranges.sql"),
     include_str!("../../migrations/sqlite/0005_target.sql"),
+    include_str!("../../migrations/sqlite/0006_inbox.sql"),
 ];
 
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two

@@ -62,7 +62,7 @@ impl Db {
     /// write lock for long (other writers, the sends among them, go between two batches).
     pub(crate) async fn prune(&self, age_ms: i64) -> Result<u64, JournalError> {
         let before = self.now().await?.saturating_sub(age_ms);
-        let mut batches: Vec<(String, bool)> = [State::Accepted, State::Refused]
+        let mut batches: Vec<(String, bool)> = [State::Accepted, State::Refused, State::HandedOn]
             .into_iter()
             .map(|s| (self.prune_entries_sql(s), true))
             .collect();

@@ -27,12 +27,13 @@ pub(crate) fn insert_token_from(random: i64) -> i64 {
 /// The insert of an intent: `$1` service, `$2` operation, `$3` key, `$4` context, `$5` body,
 /// `$6` owner, `$7` lease in ms, `$8` the insert's token ([`insert_token`]), `$9` the target;
 /// returns the id, or no row when the key is recorded already.
-pub(super) fn insert_sql(now: &str, lease_now: &str) -> String {
+pub(super) fn insert_sql(now: &str, lease_now: &str, state: State) -> String {
+    let state = state.as_str();
     format!(
         "INSERT INTO whish_journal_entries \
          (service, operation, idem_key, context, request, state, attempts, created_ms, \
           updated_ms, lease_owner, lease_until_ms, lease_token, target) \
-         VALUES ($1, $2, $3, $4, $5, 'intended', 1, {now}, {now}, $6, {lease_now} + $7, $8, $9) \
+         VALUES ($1, $2, $3, $4, $5, '{state}', 1, {now}, {now}, $6, {lease_now} + $7, $8, $9) \
          ON CONFLICT (service, operation, idem_key) DO NOTHING RETURNING id"
     )
 }
@@ -118,18 +119,33 @@ pub(super) const OPEN_STATES: &str = "'intended', 'may-have-arrived', 'pending'"
 /// those to be worked again ([`Recovery::retry_needs_operator`](crate::Recovery::retry_needs_operator)).
 pub(super) fn claimable(needs_operator: bool) -> &'static str {
     if needs_operator {
-        LISTED_STATES
+        RECOVERED_STATES
     } else {
         OPEN_STATES
     }
 }
 
-/// What a listing of the open entries shows: the open states and `needs-operator`.
-pub(super) const LISTED_STATES: &str =
+/// What recovery works on or reports held: the open states and `needs-operator` (never the
+/// inbox's changes: they are the receiver's).
+pub(super) const RECOVERED_STATES: &str =
     "'intended', 'may-have-arrived', 'needs-operator', 'pending'";
 
-/// The final states: what prune deletes (as migration 0004's index names them).
-pub(super) const FINAL_STATES: &str = "'accepted', 'refused'";
+/// What a listing of the open entries shows: the open states, `needs-operator`, and the
+/// inbox's changes not yet handed on.
+pub(super) const LISTED_STATES: &str =
+    "'intended', 'may-have-arrived', 'needs-operator', 'pending', 'waiting'";
+
+/// The final states: what prune deletes (as migration 0006's index names them).
+pub(super) const FINAL_STATES: &str = "'accepted', 'handed-on', 'refused'";
+
+/// The inbox's states a worker takes: `waiting`, and `needs-operator` when a person asked.
+pub(super) fn takeable(needs_operator: bool) -> &'static str {
+    if needs_operator {
+        "'needs-operator', 'waiting'"
+    } else {
+        "'waiting'"
+    }
+}
 
 /// Every entry (`open_only`: the open ones and those waiting for an operator), oldest first, at
 /// most `$1`.
@@ -190,8 +206,18 @@ impl Db {
     /// Lease up to `$4` open entries after id `$3` whose lease is free or expired (or any, to
     /// take them over): `$1` the owner, `$2` the lease in ms, then the lease clock.
     pub(super) fn claim_open_sql(&self, take_over: bool, needs_operator: bool) -> String {
+        self.claim_sql(claimable(needs_operator), take_over)
+    }
+
+    /// The same for the inbox's changes a worker takes ([`takeable`]).
+    pub(super) fn take_waiting_sql(&self, needs_operator: bool) -> String {
+        self.claim_sql(takeable(needs_operator), false)
+    }
+
+    /// Lease up to `$4` entries in `states` after id `$3` whose lease is free or expired (or
+    /// any, with `take_over`): `$1` the owner, `$2` the lease in ms, then the lease clock.
+    fn claim_sql(&self, states: &str, take_over: bool) -> String {
         let now = self.lease_now(5);
-        let states = claimable(needs_operator);
         let expired = if take_over {
             "TRUE".to_owned()
         } else {
@@ -218,7 +244,7 @@ impl Db {
         let now = self.lease_now(2);
         format!(
             "SELECT {COLUMNS} FROM whish_journal_entries \
-             WHERE state IN ({LISTED_STATES}) \
+             WHERE state IN ({RECOVERED_STATES}) \
                AND lease_owner IS NOT NULL AND lease_owner <> $1 AND lease_until_ms >= {now} \
              ORDER BY id"
         )

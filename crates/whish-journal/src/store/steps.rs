@@ -104,7 +104,64 @@ impl Db {
         lease_ms: i64,
         token: i64,
     ) -> Result<Option<Lease>, JournalError> {
-        let sql = insert_sql(self.now_sql(), &self.lease_now(10));
+        self.insert_as(request, owner, lease_ms, token, State::Intended)
+            .await
+    }
+
+    /// The inbox: record a change (`request`: its key and what finishing it needs) as
+    /// `waiting`, leased to `owner` with `token`, in one durable statement; `None` when it was
+    /// recorded before (a redelivery).
+    pub(crate) async fn record(
+        &self,
+        request: &Request<'_>,
+        owner: &str,
+        lease_ms: i64,
+        token: i64,
+    ) -> Result<Option<Lease>, JournalError> {
+        let _turn = self.turn().await;
+        self.insert_as(request, owner, lease_ms, token, State::Waiting)
+            .await
+    }
+
+    /// The inbox: lease up to `limit` changes after id `after` that wait to be handed on (and
+    /// those waiting for a person, with `needs_operator`) whose lease is free or has run out.
+    pub(crate) async fn take_waiting(
+        &self,
+        owner: &str,
+        lease_ms: i64,
+        after: i64,
+        limit: i64,
+        needs_operator: bool,
+    ) -> Result<Vec<Claimed>, JournalError> {
+        let sql = self.take_waiting_sql(needs_operator);
+        let clock = self.lease_clock();
+        let _turn = self.turn().await;
+        let mut taken = on_db!(self, pool => {
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(owner)
+                .bind(lease_ms)
+                .bind(after)
+                .bind(limit);
+            let rows = match clock { Some(c) => q.bind(c), None => q }
+                .fetch_all(pool)
+                .await
+                .map_err(JournalError::write)?;
+            rows.iter().map(claimed_of).collect::<Result<Vec<_>, _>>()?
+        });
+        taken.sort_by_key(|c| c.lease.id);
+        Ok(taken)
+    }
+
+    /// One insert of an entry in `state`, leased.
+    async fn insert_as(
+        &self,
+        request: &Request<'_>,
+        owner: &str,
+        lease_ms: i64,
+        token: i64,
+        state: State,
+    ) -> Result<Option<Lease>, JournalError> {
+        let sql = insert_sql(self.now_sql(), &self.lease_now(10), state);
         let clock = self.lease_clock();
         on_db!(self, pool => {
             let q = sqlx::query(sqlx::AssertSqlSafe(sql))

@@ -13,6 +13,7 @@ mod fleet_faults;
 mod given_back;
 mod holder_liveness;
 mod idle_runtime;
+mod inbox;
 mod insert_failed_orphan;
 mod lifecycle;
 mod other_service;

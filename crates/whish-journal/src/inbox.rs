@@ -1,0 +1,224 @@
+//! The inbox: every change a service reports (a callback, or a status a poller read) is an
+//! entry of the journal, recorded durably **before** the receiver answers 200, with what is
+//! needed to finish it; workers then hand it on under the same lease, fencing token and
+//! heartbeat as a send (`crate::lifecycle`: the steps `record` and `take a waiting change`).
+//!
+//! A change is `waiting` until a handler took it (`handed-on`, final); a handler that fails
+//! leaves it `waiting` with the error, for the next worker; past the deadline it waits for a
+//! person (`needs-operator`). A worker that dies leaves its lease to run out, and the change is
+//! taken again: a handler sees a change **at least once**, and twice only when its process
+//! dies after the handler returned and before the change was marked handed on.
+
+use std::time::Duration;
+
+use time::OffsetDateTime;
+
+use crate::entry::{Operation, Outcome, References, Service, State};
+use crate::store::{Claimed, Lease, Request, insert_token, millis};
+use crate::{Journal, JournalError};
+
+/// A change recorded in the inbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InboxChange {
+    /// The service that reported it.
+    pub service: Service,
+    /// The change's own key: stable across redeliveries, and the key for your handler's own
+    /// idempotency.
+    pub key: String,
+    /// What finishing it needs (the verified callback body; the collect route and query).
+    pub body: Vec<u8>,
+    /// Where it stands: `waiting`, `handed-on` or `needs-operator`.
+    pub state: State,
+    /// How many times a worker took it.
+    pub attempts: u32,
+    /// When it was recorded.
+    pub recorded: OffsetDateTime,
+    /// The last handler's or status read's failure, if any.
+    pub last_error: Option<String>,
+}
+
+/// A change this process holds the lease of: hand it on, then [`Journal::handed_on`] (or
+/// [`Journal::hand_on_failed`]).
+#[derive(Debug)]
+pub struct Taken {
+    /// The change.
+    pub change: InboxChange,
+    lease: Lease,
+}
+
+/// What [`Journal::record_change`] did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Recorded {
+    /// Recorded now, and leased to this process: hand it on.
+    New(Taken),
+    /// Recorded before (a redelivery): nothing to do, and the 200 is owed all the same.
+    Before,
+}
+
+impl Journal {
+    /// Record a change a service reported, durably, before the receiver answers: `key` is the
+    /// change's own key, `body` what finishing it needs. Answer 200 only on `Ok`; on `Err` the
+    /// write failed or cannot be confirmed, and the service must deliver again (503).
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    pub async fn record_change(
+        &self,
+        service: Service,
+        key: &str,
+        body: &[u8],
+    ) -> Result<Recorded, JournalError> {
+        let request = Request {
+            service,
+            operation: Operation::Callback,
+            key,
+            context: None,
+            body,
+            target: "inbox",
+        };
+        let owner = self.inner.owner.as_str();
+        let lease = self
+            .inner
+            .db
+            .record(&request, owner, millis(self.inner.lease), insert_token())
+            .await?;
+        self.check_still_there().await?;
+        let Some(lease) = lease else {
+            return Ok(Recorded::Before);
+        };
+        let now = OffsetDateTime::now_utc();
+        Ok(Recorded::New(Taken {
+            change: InboxChange {
+                service,
+                key: key.to_owned(),
+                body: body.to_vec(),
+                state: State::Waiting,
+                attempts: 1,
+                recorded: now,
+                last_error: None,
+            },
+            lease,
+        }))
+    }
+
+    /// Take up to `limit` changes waiting to be handed on whose lease is free or has run out
+    /// (a worker that died, a handler that failed), oldest first, each leased to this process.
+    /// `needs_operator`: also those waiting for a person (their word to try again).
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    pub async fn take_changes(
+        &self,
+        limit: u32,
+        needs_operator: bool,
+    ) -> Result<Vec<Taken>, JournalError> {
+        let taken = self
+            .inner
+            .db
+            .take_waiting(
+                self.inner.owner.as_str(),
+                millis(self.inner.lease),
+                0,
+                i64::from(limit),
+                needs_operator,
+            )
+            .await?;
+        taken.into_iter().map(taken_of).collect()
+    }
+
+    /// Renew the lease of a change this process is handing on (a heartbeat while the handler
+    /// runs). False when another worker has taken it over.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    pub async fn renew_change(&self, taken: &Taken) -> Result<bool, JournalError> {
+        self.inner
+            .db
+            .renew(
+                taken.lease,
+                self.inner.owner.as_str(),
+                millis(self.inner.lease),
+            )
+            .await
+    }
+
+    /// The handler took the change: it is never handed on again. False when this process had
+    /// lost the lease (another worker has it: it will hand it on, or has).
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or written (`kind()` says which):
+    /// the change stays waiting and is handed on again.
+    pub async fn handed_on(&self, taken: &Taken) -> Result<bool, JournalError> {
+        let done = self
+            .inner
+            .db
+            .finish(
+                taken.lease,
+                self.inner.owner.as_str(),
+                State::HandedOn,
+                &Outcome::new("handed-on"),
+                &References::default(),
+            )
+            .await?;
+        self.inner.db.sync().await?;
+        Ok(done)
+    }
+
+    /// The status read or the handler failed: the change stays waiting, with `error`, for the
+    /// next worker. Past `deadline` after it was recorded, it waits for a person instead.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or written (`kind()` says which):
+    /// the change's lease then runs out, and it is taken again.
+    pub async fn hand_on_failed(
+        &self,
+        taken: &Taken,
+        error: &str,
+        deadline: Duration,
+    ) -> Result<bool, JournalError> {
+        let recorded = (taken.change.recorded.unix_timestamp_nanos() / 1_000_000) as i64;
+        let now = self.inner.db.now().await?;
+        let mut outcome = Outcome::new("failed");
+        outcome.message = Some(error.to_owned());
+        let owner = self.inner.owner.as_str();
+        let to = crate::lifecycle::after_hand_on_failure(crate::lifecycle::overdue(
+            recorded,
+            millis(deadline),
+            now,
+        ));
+        if to == State::NeedsOperator {
+            return self
+                .inner
+                .db
+                .mark_needs_operator(taken.lease, owner, &outcome)
+                .await;
+        }
+        self.inner
+            .db
+            .finish(taken.lease, owner, to, &outcome, &References::default())
+            .await
+    }
+}
+
+fn taken_of(claimed: Claimed) -> Result<Taken, JournalError> {
+    let entry = claimed.entry?;
+    Ok(Taken {
+        change: InboxChange {
+            service: entry.service,
+            key: entry.key,
+            body: entry.request,
+            state: entry.state,
+            attempts: entry.attempts,
+            recorded: entry.created,
+            last_error: entry.outcome.and_then(|o| o.message),
+        },
+        lease: claimed.lease,
+    })
+}

@@ -1,0 +1,179 @@
+//! The inbox: a reported change is recorded once whatever the redeliveries, handed on under a
+//! lease, kept waiting with its error when a handler fails, taken again when its worker dies,
+//! and handed to a person past its deadline. On SQLite and PostgreSQL.
+
+use std::time::Duration;
+
+use whish_journal::{Journal, Recorded, Service, State};
+
+use crate::support::{Place, places};
+
+const LEASE: Duration = Duration::from_millis(400);
+
+async fn worker(place: &Place) -> Journal {
+    Journal::builder(place.url())
+        .lease(LEASE)
+        .open()
+        .await
+        .expect("open")
+}
+
+#[tokio::test]
+async fn a_change_is_recorded_once_and_handed_on_once() {
+    for place in places("inbox_once").await {
+        let receiver = worker(&place).await;
+        let body = br#"{"transferId":"7","status":"PAID"}"#;
+        let Recorded::New(taken) = receiver
+            .record_change(Service::MoneyTransfer, "transfer:7:PAID", body)
+            .await
+            .expect("record")
+        else {
+            panic!("{place:?}: the first delivery is new");
+        };
+        assert_eq!(taken.change.body, body.to_vec());
+        assert_eq!(taken.change.state, State::Waiting);
+        // A redelivery, while the first is being handed on: recorded already, nothing to do.
+        let again = receiver
+            .record_change(Service::MoneyTransfer, "transfer:7:PAID", body)
+            .await
+            .expect("record again");
+        assert!(matches!(again, Recorded::Before), "{place:?}: {again:?}");
+        // Another worker cannot take it while its lease is live.
+        let other = worker(&place).await;
+        assert!(
+            other
+                .take_changes(10, false)
+                .await
+                .expect("take")
+                .is_empty()
+        );
+        assert!(receiver.handed_on(&taken).await.expect("hand on"));
+        tokio::time::sleep(LEASE * 2).await;
+        assert!(
+            other
+                .take_changes(10, false)
+                .await
+                .expect("take")
+                .is_empty(),
+            "{place:?}: a change handed on is never taken again"
+        );
+        let again = receiver
+            .record_change(Service::MoneyTransfer, "transfer:7:PAID", body)
+            .await
+            .expect("record after");
+        assert!(matches!(again, Recorded::Before), "{place:?}: {again:?}");
+        receiver.close().await;
+        other.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_failed_handler_leaves_the_change_waiting_with_its_error() {
+    for place in places("inbox_failed").await {
+        let receiver = worker(&place).await;
+        let Recorded::New(taken) = receiver
+            .record_change(Service::HostedCollect, "collect:order-1:success", b"q=1")
+            .await
+            .expect("record")
+        else {
+            panic!("new");
+        };
+        assert!(
+            receiver
+                .hand_on_failed(
+                    &taken,
+                    "the status read answered 503",
+                    Duration::from_secs(3600)
+                )
+                .await
+                .expect("failed")
+        );
+        // Free at once: the next worker takes it, with the error and one more attempt.
+        let other = worker(&place).await;
+        let again = other.take_changes(10, false).await.expect("take");
+        assert_eq!(again.len(), 1, "{place:?}");
+        assert_eq!(again[0].change.key, "collect:order-1:success");
+        assert_eq!(again[0].change.body, b"q=1".to_vec());
+        assert_eq!(again[0].change.attempts, 2);
+        assert_eq!(
+            again[0].change.last_error.as_deref(),
+            Some("the status read answered 503")
+        );
+        // The first worker's lease is gone: its late word changes nothing.
+        assert!(!receiver.handed_on(&taken).await.expect("stale"));
+        assert!(other.handed_on(&again[0]).await.expect("hand on"));
+        receiver.close().await;
+        other.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_dead_workers_change_is_taken_again_when_its_lease_runs_out() {
+    for place in places("inbox_dead").await {
+        let receiver = worker(&place).await;
+        let Recorded::New(_dies) = receiver
+            .record_change(Service::MoneyTransfer, "transfer:8:PAID", b"{}")
+            .await
+            .expect("record")
+        else {
+            panic!("new");
+        };
+        // The receiver stops renewing (it died in the handler).
+        let other = worker(&place).await;
+        assert!(
+            other
+                .take_changes(10, false)
+                .await
+                .expect("take")
+                .is_empty()
+        );
+        tokio::time::sleep(LEASE + Duration::from_millis(200)).await;
+        let taken = other.take_changes(10, false).await.expect("take");
+        assert_eq!(taken.len(), 1, "{place:?}: taken once the lease ran out");
+        assert!(other.handed_on(&taken[0]).await.expect("hand on"));
+        receiver.close().await;
+        other.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_change_failing_past_its_deadline_waits_for_a_person() {
+    for place in places("inbox_deadline").await {
+        let receiver = worker(&place).await;
+        let Recorded::New(taken) = receiver
+            .record_change(Service::MoneyTransfer, "transfer:9:PAID", b"{}")
+            .await
+            .expect("record")
+        else {
+            panic!("new");
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(
+            receiver
+                .hand_on_failed(&taken, "the handler panicked", Duration::from_millis(1))
+                .await
+                .expect("failed")
+        );
+        assert!(
+            receiver
+                .take_changes(10, false)
+                .await
+                .expect("take")
+                .is_empty()
+        );
+        let listed = receiver
+            .entries(
+                Service::MoneyTransfer,
+                whish_journal::Operation::Callback,
+                &["transfer:9:PAID"],
+            )
+            .await
+            .expect("entries");
+        assert_eq!(listed[0].state, State::NeedsOperator, "{place:?}");
+        // A person's word: taken again.
+        let again = receiver.take_changes(10, true).await.expect("take");
+        assert_eq!(again.len(), 1, "{place:?}");
+        assert_eq!(again[0].change.state, State::NeedsOperator);
+        receiver.close().await;
+    }
+}
