@@ -39,11 +39,14 @@ pub enum Lie {
     /// A change whose handler failed given up on (marked handed on), as the poller did when a
     /// status was final whatever happened to its delivery.
     GiveUpOnFailure,
+    /// A send of a request recorded as never sent whose reopening write failed (it may have
+    /// committed, and a recovery then sends it) reporting "nothing was sent".
+    ReopenErrorNotSent,
 }
 
 impl Lie {
     /// Every lie, in the order `--list-lies` prints them.
-    pub const ALL: [Lie; 9] = [
+    pub const ALL: [Lie; 10] = [
         Lie::ProxyPageRefused,
         Lie::AlreadyDoneConfirms,
         Lie::LostCommitNotSent,
@@ -53,6 +56,7 @@ impl Lie {
         Lie::OtherNamespaceDead,
         Lie::OkBeforeRecord,
         Lie::GiveUpOnFailure,
+        Lie::ReopenErrorNotSent,
     ];
 
     /// The name `--lie` takes.
@@ -67,6 +71,7 @@ impl Lie {
             Lie::OtherNamespaceDead => "other-namespace-dead",
             Lie::OkBeforeRecord => "ok-before-record",
             Lie::GiveUpOnFailure => "give-up-on-failure",
+            Lie::ReopenErrorNotSent => "reopen-error-not-sent",
         }
     }
 

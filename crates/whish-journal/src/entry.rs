@@ -94,6 +94,7 @@ names! {
     /// | `needs-operator` | still open after the recovery deadline | nothing: a person looks at it |
     /// | `waiting` | the inbox: a reported change recorded, not yet handed on | nothing: the receiver's workers hand it on |
     /// | `handed-on` | the inbox: the handler took it | nothing: final |
+    /// | `escalated` | the inbox: not handed on by its deadline | nothing: a person looks at it |
     State {
         /// Recorded; the first send was starting.
         Intended => "intended",
@@ -112,6 +113,10 @@ names! {
         Waiting => "waiting",
         /// The inbox: your handler took the change: final.
         HandedOn => "handed-on",
+        /// The inbox: still not handed on after its deadline: a person decides. (A state of
+        /// its own, so that an inbox worker never takes a request waiting for the operator,
+        /// nor recovery a change.)
+        Escalated => "escalated",
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! A change is `waiting` until a handler took it (`handed-on`, final); a handler that fails
 //! leaves it `waiting` with the error, for the next worker; past the deadline it waits for a
-//! person (`needs-operator`). A worker that dies leaves its lease to run out, and the change is
+//! person (`escalated`). A worker that dies leaves its lease to run out, and the change is
 //! taken again: a handler sees a change **at least once**, and twice only when its process
 //! dies after the handler returned and before the change was marked handed on.
 
@@ -28,7 +28,7 @@ pub struct InboxChange {
     pub key: String,
     /// What finishing it needs (the verified callback body; the collect route and query).
     pub body: Vec<u8>,
-    /// Where it stands: `waiting`, `handed-on` or `needs-operator`.
+    /// Where it stands: `waiting`, `handed-on` or `escalated`.
     pub state: State,
     /// How many times a worker took it.
     pub attempts: u32,
@@ -183,7 +183,17 @@ impl Journal {
         error: &str,
         deadline: Duration,
     ) -> Result<bool, JournalError> {
-        let recorded = (taken.change.recorded.unix_timestamp_nanos() / 1_000_000) as i64;
+        // Both times from the database's clock: the entry's creation as it recorded it.
+        let recorded = match self
+            .inner
+            .db
+            .get(taken.change.service, Operation::Callback, &taken.change.key)
+            .await?
+        {
+            Some(entry) => entry.created,
+            None => taken.change.recorded,
+        };
+        let recorded = (recorded.unix_timestamp_nanos() / 1_000_000) as i64;
         let now = self.inner.db.now().await?;
         let mut outcome = Outcome::new("failed");
         outcome.message = Some(error.to_owned());
@@ -193,7 +203,7 @@ impl Journal {
             millis(deadline),
             now,
         ));
-        if to == State::NeedsOperator {
+        if to == State::Escalated {
             return self
                 .inner
                 .db

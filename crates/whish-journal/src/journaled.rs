@@ -275,6 +275,13 @@ impl Journal {
             )),
             // The reopening write may have committed with its answer lost: the entry is then
             // open and leased, and a recovery sends it. Never "nothing was sent" then.
+            Err(e)
+                if never_left
+                    && crate::lifecycle::told_when_take_fails(true)
+                        == whish_core::Verdict::NothingSent =>
+            {
+                Err(record(e.to_string(), Some(e)))
+            }
             Err(e) if never_left => Err(unknown(
                 format!(
                     "the journal could not tell whether it reopened this request ({e}): it was not sent by this call, but a recovery may send it"

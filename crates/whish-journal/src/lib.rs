@@ -550,9 +550,10 @@ impl Journal {
         Ok(out)
     }
 
-    /// Delete the final entries (`accepted`, `refused`) last changed more than `older_than`
-    /// ago, and the status changes recorded before then; returns how many entries went. Open
-    /// entries and those waiting for an operator are never pruned, nor the refusals of
+    /// Delete the final entries (`accepted`, `refused`, and the inbox's `handed-on`) last
+    /// changed more than `older_than` ago, and the status changes recorded before then; returns
+    /// how many entries went. Open entries, changes not yet handed on, and those waiting for a
+    /// person are never pruned, nor the refusals of
     /// [`RETRY_UNDER_NEW_KEY`] (a later attempt of the same payout row is found through them),
     /// nor the entries a person abandoned ([`Journal::abandon`]: a batch run again after they
     /// were gone would send their rows, which nothing at the service refuses). Both are rare,

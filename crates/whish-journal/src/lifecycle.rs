@@ -24,9 +24,9 @@
 //! | release | holder and token are the releaser's | lease cleared |
 //! | release a dead holder | holder and token as read | lease cleared, token + 1 |
 //! | claim (recovery) | open (or `needs-operator` on a person's word); lease free or expired | leased, token + 1 |
-//! | to the operator | holder and token are the marker's | `needs-operator`, lease cleared |
+//! | to the operator | holder and token are the marker's | `needs-operator` (a change of the inbox: `escalated`), lease cleared |
 //! | record (the inbox) | no row for the key | `waiting`, leased to the receiver |
-//! | take a waiting change | `waiting` (or `needs-operator` on a person's word); lease free or expired | leased, token + 1 |
+//! | take a waiting change | `waiting` (or `escalated` on a person's word); lease free or expired | leased, token + 1 |
 //! | prune | final and last changed before the cutoff, not kept | the row is gone |
 
 use crate::entry::State;
@@ -362,7 +362,7 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
             },
         ) => {
             let waiting =
-                r.state == State::Waiting || (*needs_operator && r.state == State::NeedsOperator);
+                r.state == State::Waiting || (*needs_operator && r.state == State::Escalated);
             if !waiting || !r.free(now) {
                 return false;
             }
@@ -373,7 +373,12 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
             if !r.held_by(holder, *token) {
                 return false;
             }
-            r.state = State::NeedsOperator;
+            // A change of the inbox waits for a person in a state of its own.
+            r.state = if matches!(r.state, State::Waiting | State::Escalated) {
+                State::Escalated
+            } else {
+                State::NeedsOperator
+            };
             r.updated = now;
             r.unlease();
             true
@@ -435,6 +440,16 @@ pub fn told(verdict: whish_core::Verdict, recorded: Recorded) -> whish_core::Ver
     }
 }
 
+/// What a send is told when the write that takes (or reopens) a recorded request's lease fails:
+/// the write may have committed with its answer lost, leaving the entry open and leased, and a
+/// recovery then sends it. Never "nothing was sent".
+pub fn told_when_take_fails(reopen: bool) -> whish_core::Verdict {
+    if reopen && whish_core::lies::on(whish_core::lies::Lie::ReopenErrorNotSent) {
+        return whish_core::Verdict::NothingSent;
+    }
+    whish_core::Verdict::Unknown
+}
+
 /// What an insert whose answer was lost must do before it says anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OnInsertError {
@@ -478,13 +493,14 @@ pub fn answer_to_delivery(write: Write) -> u16 {
 }
 
 /// Where a change goes when its status read or handler failed: back to `waiting` for the next
-/// worker, or to a person once `overdue`. Never handed on without a handler that took it.
+/// worker, or to a person (`escalated`) once `overdue`. Never handed on without a handler that
+/// took it.
 pub fn after_hand_on_failure(overdue: bool) -> State {
     if whish_core::lies::on(whish_core::lies::Lie::GiveUpOnFailure) {
         return State::HandedOn;
     }
     if overdue {
-        State::NeedsOperator
+        State::Escalated
     } else {
         State::Waiting
     }

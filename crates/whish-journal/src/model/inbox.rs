@@ -179,7 +179,7 @@ impl Inbox {
     fn failed(&self, n: &mut World, p: usize, token: i64) {
         let created = n.row.as_ref().map_or(0, |r| r.created);
         let to = lifecycle::after_hand_on_failure(lifecycle::overdue(created, DEADLINE, n.now));
-        let step = if to == State::NeedsOperator {
+        let step = if to == State::Escalated {
             Step::ToOperator {
                 holder: p as u8,
                 token,

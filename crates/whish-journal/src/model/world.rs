@@ -101,8 +101,9 @@ pub(crate) struct Actor {
 pub(crate) struct World {
     pub row: Option<Row<u8>>,
     pub service: Service,
-    /// Requests in flight, each tagged with the actor waiting for its answer (sorted).
-    pub net: Vec<u8>,
+    /// Requests in flight (sorted): the actor waiting for each answer ([`NOBODY`] once its
+    /// call ended), and the actor that sent it.
+    pub net: Vec<(u8, u8)>,
     pub processes: Vec<Process>,
     pub actors: Vec<Actor>,
     /// The journal's clock.
@@ -113,8 +114,11 @@ pub(crate) struct World {
     pub deadline_passed: bool,
     /// A recovery with the deadline sent the request after its deadline.
     pub sent_overdue: bool,
-    /// A caller sent a request recorded as never sent again (reopened it).
-    pub reopened: bool,
+    /// The actor whose request made the transfer, once there is one.
+    pub creator: Option<u8>,
+    /// The caller whose attempt the entry is: its inserter, or the last caller to reopen it
+    /// (a recovery's sends are on that caller's behalf).
+    pub attempt: Option<u8>,
 }
 
 /// The model: its bounds and the actors they make.
@@ -162,11 +166,7 @@ impl Model {
     }
 
     fn apply(world: &mut World, step: Step<u8>) -> bool {
-        let applied = lifecycle::apply(&mut world.row, &step, world.now);
-        if applied && matches!(step, Step::Take { reopen: true, .. }) {
-            world.reopened = true;
-        }
-        applied
+        lifecycle::apply(&mut world.row, &step, world.now)
     }
 
     /// Every way actor `a` can move.
@@ -329,6 +329,7 @@ impl Model {
         // The insert answers.
         let mut n = w.clone();
         if Self::apply(&mut n, insert.clone()) {
+            n.attempt = Some(a as u8);
             n.actors[a].pc = Pc::Held {
                 token,
                 resend: false,
@@ -344,8 +345,11 @@ impl Model {
         for commits in [false, true] {
             let mut n = w.clone();
             n.faults -= 1;
-            if commits && !Self::apply(&mut n, insert.clone()) {
-                continue;
+            if commits {
+                if !Self::apply(&mut n, insert.clone()) {
+                    continue;
+                }
+                n.attempt = Some(a as u8);
             }
             let what = if commits {
                 "its insert commits, the answer is lost"
@@ -359,6 +363,13 @@ impl Model {
                 }
                 OnInsertError::SettleFirst => {
                     let settle = Step::SettleLostInsert { holder: me, token };
+                    // The settlement cannot be written either: an unknown outcome.
+                    if n.faults > 0 {
+                        let mut f = n.clone();
+                        f.faults -= 1;
+                        tell(&mut f, a, Verdict::Unknown);
+                        out.push((format!("{who}: {what}; its settlement fails too"), f));
+                    }
                     if Self::apply(&mut n, settle) {
                         tell(&mut n, a, Verdict::NothingSent);
                         out.push((format!("{who}: {what}; settled, told not-sent"), n));
@@ -394,7 +405,31 @@ impl Model {
             lease: LEASE,
             reopen,
         };
+        // The take's write fails, or commits with its answer lost: told what
+        // `lifecycle::told_when_take_fails` says; the entry is whatever the write left.
+        if w.faults > 0 {
+            for commits in [false, true] {
+                let mut f = n.clone();
+                f.faults -= 1;
+                if commits {
+                    // Leased to a caller that gave up: nobody renews it, and it runs out.
+                    if Self::apply(&mut f, take.clone()) && reopen {
+                        f.attempt = Some(a as u8);
+                    }
+                }
+                tell(&mut f, a, lifecycle::told_when_take_fails(reopen));
+                let how = if commits {
+                    "its take commits, the answer is lost"
+                } else {
+                    "its take fails"
+                };
+                out.push((format!("{what}; {how}"), f));
+            }
+        }
         if Self::apply(&mut n, take) {
+            if reopen {
+                n.attempt = Some(a as u8);
+            }
             let token = n.row.as_ref().expect("taken").token;
             n.actors[a].pc = Pc::Held {
                 token,
@@ -423,7 +458,7 @@ impl Model {
             History::Fresh
         };
         let mut n = w.clone();
-        n.net.push(a as u8);
+        n.net.push((a as u8, a as u8));
         n.net.sort_unstable();
         n.actors[a].pc = Pc::Waiting {
             token,
@@ -522,8 +557,8 @@ impl Model {
 
     /// The service takes request `i` of the network.
     fn deliver(&self, w: &World, i: usize, out: &mut Vec<(String, World)>) {
-        let waiter = w.net[i];
-        if i > 0 && w.net[i - 1] == waiter {
+        let (waiter, sender) = w.net[i];
+        if i > 0 && w.net[i - 1] == w.net[i] {
             return; // the same as the one before
         }
         let answers: Vec<(Service, Answer, &str)> = match w.service {
@@ -553,6 +588,9 @@ impl Model {
         for (service, answer, what) in answers {
             let mut n = w.clone();
             n.net.remove(i);
+            if n.service == Service::Unused && service == Service::Transfer {
+                n.creator = Some(sender);
+            }
             n.service = service;
             let label = format!("service {what}");
             if waiter == NOBODY {
@@ -643,7 +681,8 @@ impl System for Model {
             faults: b.faults,
             deadline_passed: false,
             sent_overdue: false,
-            reopened: false,
+            creator: None,
+            attempt: None,
         }
     }
 
@@ -660,32 +699,39 @@ impl System for Model {
         // heartbeat keeps the lease of a slow call).
         let about_to_send = w.actors.iter().any(|x| matches!(x.pc, Pc::Held { .. }));
         let quiet = w.net.is_empty() && !about_to_send;
-        if w.faults == 0 {
-            // A dead holder's lease runs out: that is time passing, not a fault.
-            if quiet
-                && let Some(r) = &w.row
-                && let (Some(h), Some(until)) = (r.holder, r.until)
-                && !w.processes[h as usize].alive
-                && until >= w.now
-            {
+        // A lease runs out. Time passing when nobody renews it: its holder is dead, or none of
+        // the holder's tasks holds it (a call that ended, a write that committed unseen); a
+        // fault when a task of a live holder holds it (frozen, or slow to renew).
+        if quiet
+            && let Some(r) = &w.row
+            && let (Some(h), Some(until)) = (r.holder, r.until)
+            && until >= w.now
+        {
+            let renewing = w.processes[h as usize].alive
+                && w.actors.iter().any(|x| {
+                    x.process == h
+                        && match x.pc {
+                            Pc::Held { token, .. }
+                            | Pc::Waiting { token, .. }
+                            | Pc::Answered { token, .. } => token == r.token,
+                            _ => false,
+                        }
+                });
+            if !renewing || w.faults > 0 {
                 let mut n = w.clone();
-                n.now = until + 1;
-                out.push(("the dead holder's lease runs out".to_owned(), n));
-            }
-        } else {
-            // A holder frozen (or slow to renew) past its lease; for a dead one, time passing.
-            if quiet
-                && let Some(r) = &w.row
-                && let (Some(h), Some(until)) = (r.holder, r.until)
-                && until >= w.now
-            {
-                let mut n = w.clone();
-                if w.processes[h as usize].alive {
+                if renewing {
                     n.faults -= 1;
                 }
                 n.now = until + 1;
-                out.push((format!("process {h}'s lease runs out (frozen or gone)"), n));
+                let why = if renewing {
+                    "frozen"
+                } else {
+                    "nobody renews it"
+                };
+                out.push((format!("process {h}'s lease runs out ({why})"), n));
             }
+        }
+        if w.faults > 0 {
             // A process is killed.
             for (p, process) in w.processes.iter().enumerate() {
                 let busy = w
@@ -700,8 +746,8 @@ impl System for Model {
                         if x.process as usize == p {
                             x.pc = Pc::Done;
                             for m in n.net.iter_mut() {
-                                if *m as usize == i {
-                                    *m = NOBODY;
+                                if m.0 as usize == i {
+                                    m.0 = NOBODY;
                                 }
                             }
                         }
@@ -717,7 +763,7 @@ impl System for Model {
                 }
                 let mut n = w.clone();
                 n.faults -= 1;
-                let waiter = n.net.remove(i);
+                let (waiter, _) = n.net.remove(i);
                 if waiter != NOBODY {
                     answered(&mut n, waiter as usize, timeout());
                 }
@@ -757,9 +803,13 @@ impl System for Model {
                         "actor #{a} was told refused, but the service holds the transfer"
                     ));
                 }
-                Some(Verdict::NothingSent) if transfer && !w.reopened => {
+                // Nothing sent by this call: a transfer, if any, comes of another caller's own
+                // new send of the request (a reopen), never of this call's attempt (sent by
+                // this call, another task's resend or a recovery).
+                Some(Verdict::NothingSent) if transfer && w.attempt == Some(a as u8) => {
                     return Some(format!(
-                        "actor #{a} was told nothing was sent, but the service holds the transfer"
+                        "actor #{a} was told nothing was sent, but its attempt made the transfer (sent by actor #{})",
+                        w.creator.unwrap_or(NOBODY)
                     ));
                 }
                 Some(Verdict::Accepted) if !transfer => {
@@ -887,8 +937,8 @@ fn proxy_page() -> Answer {
 
 /// The actor's request in the network is nobody's any more (its call ended).
 fn untag(w: &mut World, a: usize) {
-    if let Some(m) = w.net.iter_mut().find(|m| **m as usize == a) {
-        *m = NOBODY;
+    if let Some(m) = w.net.iter_mut().find(|m| m.0 as usize == a) {
+        m.0 = NOBODY;
     }
     w.net.sort_unstable();
 }

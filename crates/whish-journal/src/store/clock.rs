@@ -13,21 +13,52 @@ pub(super) const POSTGRES_NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 
 
 /// The clock a SQLite journal's leases are judged by, in epoch milliseconds: the kernel's boot
 /// time (`btime` of `/proc/stat`) plus the time since boot (`/proc/uptime`). Every process of
-/// the machine reads the same value, and none can move it for itself (`faketime`, a container
-/// with its own idea of the time, a clock set wrong in one process's environment): a
-/// recoverer whose clock runs ahead does not take a live lease, nor does a sender whose clock
-/// runs behind write one that looks run out. Only setting the machine's clock moves it, for
-/// every process at once. Where `/proc` cannot be read (not Linux), the process's wall clock.
+/// the machine reads the same value, and none can move it for itself (`faketime`, a clock set
+/// wrong in one process's environment): a recoverer whose clock runs ahead does not take a live
+/// lease, nor does a sender whose clock runs behind write one that looks run out. Only setting
+/// the machine's clock moves it, for every process at once. Where `/proc` cannot be read (not
+/// Linux), or its `uptime` is a container's own (LXCFS mounts one over it, beside the host's
+/// boot time: their sum would be the host's boot plus the container's age), the process's wall
+/// clock.
 #[cfg(feature = "sqlite")]
 pub(crate) fn lease_clock_ms() -> i64 {
-    kernel_clock_ms().unwrap_or_else(|| {
-        let now = time::OffsetDateTime::now_utc();
-        (now.unix_timestamp_nanos() / 1_000_000) as i64
+    kernel_clock_ms().unwrap_or_else(wall_clock_ms)
+}
+
+/// This process's wall clock (the one SQLite's `'now'` reads), in epoch milliseconds.
+#[cfg(feature = "sqlite")]
+fn wall_clock_ms() -> i64 {
+    let now = time::OffsetDateTime::now_utc();
+    (now.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// How far the lease clock is ahead of this process's wall clock, in milliseconds: bound to a
+/// statement and added to SQLite's `'now'`, so that the lease clock is read when the statement
+/// runs, after it has waited for the database's lock (a value read before the wait made a
+/// lease that was already over when it was written).
+#[cfg(feature = "sqlite")]
+pub(crate) fn lease_clock_offset_ms() -> i64 {
+    lease_clock_ms() - wall_clock_ms()
+}
+
+/// Whether `/proc/uptime` is a file mounted over the kernel's (LXCFS gives a container its own
+/// uptime, and leaves `/proc/stat`'s boot time the host's).
+#[cfg(feature = "sqlite")]
+fn uptime_is_mounted_over() -> bool {
+    static OVER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OVER.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|m| {
+            m.lines()
+                .any(|line| line.split(' ').nth(4) == Some("/proc/uptime"))
+        })
     })
 }
 
 #[cfg(feature = "sqlite")]
 pub(super) fn kernel_clock_ms() -> Option<i64> {
+    if uptime_is_mounted_over() {
+        return None;
+    }
     let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
     let (whole, hundredths) = uptime.split_whitespace().next()?.split_once('.')?;
     let up_ms = whole.parse::<i64>().ok()? * 1000 + hundredths.parse::<i64>().ok()? * 10;
@@ -72,25 +103,27 @@ impl Db {
     }
 
     /// The clock leases are judged by, as SQL, in a statement whose own parameters are
-    /// `$1`..`$(k-1)`: PostgreSQL's clock; on SQLite the parameter `$k`, bound to
-    /// [`lease_clock_ms`] (SQLite's own clock is the process's, which another process's may
-    /// disagree with). Bind [`lease_clock`](Self::lease_clock) last.
+    /// `$1`..`$(k-1)`: PostgreSQL's clock; on SQLite its `'now'` plus the parameter `$k`, bound
+    /// to [`lease_clock_offset_ms`] (SQLite's own clock is the process's, which another
+    /// process's may disagree with; the offset makes it the kernel's, read when the statement
+    /// runs). Bind [`lease_clock`](Self::lease_clock) last.
     pub(crate) fn lease_now(&self, k: usize) -> String {
         #[cfg(not(feature = "sqlite"))]
         let _ = k;
         match self {
             #[cfg(feature = "sqlite")]
-            Db::Sqlite(..) => format!("${k}"),
+            Db::Sqlite(..) => format!("({SQLITE_NOW} + ${k})"),
             #[cfg(feature = "postgres")]
             Db::Postgres(_) => POSTGRES_NOW.to_owned(),
         }
     }
 
-    /// The value of [`lease_now`](Self::lease_now)'s parameter, to bind last: SQLite only.
+    /// The value of [`lease_now`](Self::lease_now)'s parameter, to bind last: SQLite only (the
+    /// lease clock's offset from the process's wall clock).
     pub(crate) fn lease_clock(&self) -> Option<i64> {
         match self {
             #[cfg(feature = "sqlite")]
-            Db::Sqlite(..) => Some(lease_clock_ms()),
+            Db::Sqlite(..) => Some(lease_clock_offset_ms()),
             #[cfg(feature = "postgres")]
             Db::Postgres(_) => None,
         }

@@ -435,7 +435,8 @@ async fn insert_all<'c>(
     now: &str,
     jobs: &[&Job],
 ) -> Result<Vec<Option<i64>>, String> {
-    let lease_now = format!("${}", 9 * jobs.len() + 1);
+    // The lease clock, read when the statement runs (see `Db::lease_now`).
+    let lease_now = format!("({now} + ${})", 9 * jobs.len() + 1);
     let sql = crate::store::insert_many_sql(jobs.len(), now, &lease_now, true);
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     for job in jobs {
@@ -451,7 +452,7 @@ async fn insert_all<'c>(
             .bind(job.target.as_str());
     }
     let rows = q
-        .bind(crate::store::lease_clock_ms())
+        .bind(crate::store::lease_clock_offset_ms())
         .fetch_all(pool)
         .await
         .map_err(|e| format!("the group commit of {} intent(s) failed: {e}", jobs.len()))?;

@@ -4,15 +4,16 @@ use super::*;
 
 impl Db {
     /// Claim (subject, status) for delivery: true when it was never recorded, or recorded but
-    /// not delivered and its claim older than `lease_ms` by the database's clock (one clock for
-    /// every receiver: a host whose clock runs ahead cannot take a live claim).
+    /// not delivered and its claim older than `lease_ms` by the clock leases are judged by (one
+    /// clock for every receiver: a process whose clock runs ahead cannot take a live claim).
     pub(crate) async fn claim(
         &self,
         subject: &str,
         status: &str,
         lease_ms: i64,
     ) -> Result<bool, JournalError> {
-        let now = self.now_sql();
+        let now = self.lease_now(4);
+        let clock = self.lease_clock();
         let sql = format!(
             "INSERT INTO whish_journal_notifications \
              (subject, status, recorded_ms, delivered_ms) VALUES ($1, $2, {now}, NULL) \
@@ -22,10 +23,11 @@ impl Db {
         );
         let _turn = self.turn().await;
         on_db!(self, pool => {
-            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(subject)
                 .bind(status)
-                .bind(lease_ms)
+                .bind(lease_ms);
+            let done = match clock { Some(c) => q.bind(c), None => q }
                 .execute(pool)
                 .await
                 .map_err(JournalError::write)?;

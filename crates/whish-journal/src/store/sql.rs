@@ -133,15 +133,16 @@ pub(super) const RECOVERED_STATES: &str =
 /// What a listing of the open entries shows: the open states, `needs-operator`, and the
 /// inbox's changes not yet handed on.
 pub(super) const LISTED_STATES: &str =
-    "'intended', 'may-have-arrived', 'needs-operator', 'pending', 'waiting'";
+    "'escalated', 'intended', 'may-have-arrived', 'needs-operator', 'pending', 'waiting'";
 
 /// The final states: what prune deletes (as migration 0006's index names them).
 pub(super) const FINAL_STATES: &str = "'accepted', 'handed-on', 'refused'";
 
-/// The inbox's states a worker takes: `waiting`, and `needs-operator` when a person asked.
+/// The inbox's states a worker takes: `waiting`, and `escalated` when a person asked (never
+/// a request's state: a worker hands on changes, never sends).
 pub(super) fn takeable(needs_operator: bool) -> &'static str {
     if needs_operator {
-        "'needs-operator', 'waiting'"
+        "'escalated', 'waiting'"
     } else {
         "'waiting'"
     }

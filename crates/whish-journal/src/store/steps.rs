@@ -585,7 +585,9 @@ impl Db {
         let now = self.now_sql();
         let sql = format!(
             "UPDATE whish_journal_entries \
-             SET state = 'needs-operator', outcome = $3, updated_ms = {now}, \
+             SET state = CASE WHEN state IN ('waiting', 'escalated') THEN 'escalated' \
+                              ELSE 'needs-operator' END, \
+                 outcome = $3, updated_ms = {now}, \
                  lease_owner = NULL, lease_until_ms = NULL \
              WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
         );

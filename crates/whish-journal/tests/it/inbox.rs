@@ -169,11 +169,84 @@ async fn a_change_failing_past_its_deadline_waits_for_a_person() {
             )
             .await
             .expect("entries");
-        assert_eq!(listed[0].state, State::NeedsOperator, "{place:?}");
+        assert_eq!(listed[0].state, State::Escalated, "{place:?}");
         // A person's word: taken again.
         let again = receiver.take_changes(10, true).await.expect("take");
         assert_eq!(again.len(), 1, "{place:?}");
-        assert_eq!(again[0].change.state, State::NeedsOperator);
+        assert_eq!(again[0].change.state, State::Escalated);
         receiver.close().await;
+    }
+}
+
+/// An inbox worker never takes a request waiting for the operator, and recovery never claims a
+/// change waiting for a person: each has its own states, even on a person's word.
+#[tokio::test]
+async fn the_inbox_and_recovery_never_take_each_others_entries() {
+    use whish_journal::{Clients, Recovery};
+    for place in places("inbox_apart").await {
+        let sb = crate::support::sandbox().await;
+        let journal = worker(&place).await;
+        let (lost, applied) =
+            crate::support::lost_and_applied_for_the_operator(&sb, &journal, 31, 32).await;
+        let Recorded::New(taken) = journal
+            .record_change(Service::MoneyTransfer, "transfer:10:PAID", b"{}")
+            .await
+            .expect("record")
+        else {
+            panic!("new");
+        };
+        assert!(
+            journal
+                .hand_on_failed(&taken, "the handler failed", Duration::ZERO)
+                .await
+                .expect("failed")
+        );
+        // A person's word on the inbox: the escalated change only, never the two sends.
+        let taken = journal.take_changes(10, true).await.expect("take");
+        let keys: Vec<&str> = taken.iter().map(|t| t.change.key.as_str()).collect();
+        assert_eq!(keys, ["transfer:10:PAID"], "{place:?}");
+        for t in &taken {
+            assert!(
+                journal
+                    .hand_on_failed(t, "again", Duration::ZERO)
+                    .await
+                    .expect("back")
+            );
+        }
+        // A person's word on recovery: the two sends only, never the change.
+        let report = journal
+            .recover(
+                &Clients::new().transfer(crate::support::transfer(&sb, 0)),
+                &Recovery::new().retry_needs_operator(true),
+            )
+            .await
+            .expect("recover");
+        assert_eq!(report.examined, 2, "{place:?}: {report:?}");
+        assert!(report.other_service.is_empty(), "{place:?}: {report:?}");
+        let sends = journal
+            .entries(
+                Service::MoneyTransfer,
+                whish_journal::Operation::Send,
+                &[
+                    &lost.request_id().to_string(),
+                    &applied.request_id().to_string(),
+                ],
+            )
+            .await
+            .expect("entries");
+        assert!(
+            sends.iter().all(|e| e.state == State::Accepted),
+            "{place:?}: {sends:?}"
+        );
+        let change = journal
+            .entries(
+                Service::MoneyTransfer,
+                whish_journal::Operation::Callback,
+                &["transfer:10:PAID"],
+            )
+            .await
+            .expect("entries");
+        assert_eq!(change[0].state, State::Escalated, "{place:?}");
+        journal.close().await;
     }
 }

@@ -15,6 +15,7 @@ mod holder_liveness;
 mod idle_runtime;
 mod inbox;
 mod insert_failed_orphan;
+mod lease_clock;
 mod lifecycle;
 mod other_service;
 mod recover_entries;
