@@ -36,9 +36,24 @@ fn wall_clock_ms() -> i64 {
 /// statement and added to SQLite's `'now'`, so that the lease clock is read when the statement
 /// runs, after it has waited for the database's lock (a value read before the wait made a
 /// lease that was already over when it was written).
+///
+/// Measured, it jitters by the 10 ms of `/proc/uptime`'s resolution, which would let the lease
+/// clock step back between two statements; so the first measurement is kept, and replaced only
+/// when one differs from it by more than a second (the process's clock was set, or `faketime`
+/// moved it).
 #[cfg(feature = "sqlite")]
 pub(crate) fn lease_clock_offset_ms() -> i64 {
-    lease_clock_ms() - wall_clock_ms()
+    use std::sync::Mutex;
+    static KEPT: Mutex<Option<i64>> = Mutex::new(None);
+    let measured = lease_clock_ms() - wall_clock_ms();
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    match *kept {
+        Some(offset) if (measured - offset).abs() <= 1000 => offset,
+        _ => {
+            *kept = Some(measured);
+            measured
+        }
+    }
 }
 
 /// Whether `/proc/uptime` is a file mounted over the kernel's (LXCFS gives a container its own
