@@ -209,10 +209,21 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
                 holder,
                 token,
                 lease,
+            }
+            | Step::Record {
+                holder,
+                token,
+                lease,
             },
         ) => {
+            // An intent to send, or a change of the inbox to hand on: leased to its writer.
+            let state = if matches!(step, Step::Record { .. }) {
+                State::Waiting
+            } else {
+                State::Intended
+            };
             *row = Some(Row {
-                state: State::Intended,
+                state,
                 mark: Mark::None,
                 holder: Some(holder.clone()),
                 until: Some(now + lease),
@@ -229,25 +240,6 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
                 holder: None,
                 until: None,
                 token: 1,
-                created: now,
-                updated: now,
-            });
-            true
-        }
-        (
-            None,
-            Step::Record {
-                holder,
-                token,
-                lease,
-            },
-        ) => {
-            *row = Some(Row {
-                state: State::Waiting,
-                mark: Mark::None,
-                holder: Some(holder.clone()),
-                until: Some(now + lease),
-                token: *token,
                 created: now,
                 updated: now,
             });

@@ -56,6 +56,13 @@ pub(crate) fn lease_clock_offset_ms() -> i64 {
     }
 }
 
+/// The lease clock on SQLite, as SQL: its `'now'` plus the parameter `$k`, bound to
+/// [`lease_clock_offset_ms`] (see [`Db::lease_now`]).
+#[cfg(feature = "sqlite")]
+pub(crate) fn sqlite_lease_now(k: usize) -> String {
+    format!("({SQLITE_NOW} + ${k})")
+}
+
 /// Whether `/proc/uptime` is a file mounted over the kernel's (LXCFS gives a container its own
 /// uptime, and leaves `/proc/stat`'s boot time the host's).
 #[cfg(feature = "sqlite")]
@@ -127,7 +134,7 @@ impl Db {
         let _ = k;
         match self {
             #[cfg(feature = "sqlite")]
-            Db::Sqlite(..) => format!("({SQLITE_NOW} + ${k})"),
+            Db::Sqlite(..) => sqlite_lease_now(k),
             #[cfg(feature = "postgres")]
             Db::Postgres(_) => POSTGRES_NOW.to_owned(),
         }

@@ -436,7 +436,7 @@ async fn insert_all<'c>(
     jobs: &[&Job],
 ) -> Result<Vec<Option<i64>>, String> {
     // The lease clock, read when the statement runs (see `Db::lease_now`).
-    let lease_now = format!("({now} + ${})", 9 * jobs.len() + 1);
+    let lease_now = crate::store::sqlite_lease_now(9 * jobs.len() + 1);
     let sql = crate::store::insert_many_sql(jobs.len(), now, &lease_now, true);
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     for job in jobs {

@@ -134,22 +134,7 @@ impl Db {
         needs_operator: bool,
     ) -> Result<Vec<Claimed>, JournalError> {
         let sql = self.take_waiting_sql(needs_operator);
-        let clock = self.lease_clock();
-        let _turn = self.turn().await;
-        let mut taken = on_db!(self, pool => {
-            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(owner)
-                .bind(lease_ms)
-                .bind(after)
-                .bind(limit);
-            let rows = match clock { Some(c) => q.bind(c), None => q }
-                .fetch_all(pool)
-                .await
-                .map_err(JournalError::write)?;
-            rows.iter().map(claimed_of).collect::<Result<Vec<_>, _>>()?
-        });
-        taken.sort_by_key(|c| c.lease.id);
-        Ok(taken)
+        self.claim_rows(sql, owner, lease_ms, after, limit).await
     }
 
     /// One insert of an entry in `state`, leased.
@@ -508,6 +493,18 @@ impl Db {
         needs_operator: bool,
     ) -> Result<Vec<Claimed>, JournalError> {
         let sql = self.claim_open_sql(take_over, needs_operator);
+        self.claim_rows(sql, owner, lease_ms, after, limit).await
+    }
+
+    /// Run a statement of [`claim_sql`](Self::claim_sql)'s shape: the rows it leased, by id.
+    async fn claim_rows(
+        &self,
+        sql: String,
+        owner: &str,
+        lease_ms: i64,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Claimed>, JournalError> {
         let clock = self.lease_clock();
         let _turn = self.turn().await;
         let mut claimed = on_db!(self, pool => {
