@@ -170,8 +170,9 @@ impl Journal {
         Ok(done)
     }
 
-    /// The status read or the handler failed: the change stays waiting, with `error`, for the
-    /// next worker. Past `deadline` after it was recorded, it waits for a person instead.
+    /// The status read or the handler failed: the change stays waiting, with `error`, and no
+    /// worker takes it again for `backoff` (its lease is kept that long). Past `deadline` after
+    /// it was recorded, it waits for a person instead.
     ///
     /// # Errors
     ///
@@ -181,6 +182,7 @@ impl Journal {
         &self,
         taken: &Taken,
         error: &str,
+        backoff: Duration,
         deadline: Duration,
     ) -> Result<bool, JournalError> {
         // Both times from the database's clock: the entry's creation as it recorded it.
@@ -212,7 +214,7 @@ impl Journal {
         }
         self.inner
             .db
-            .finish(taken.lease, owner, to, &outcome, &References::default())
+            .defer(taken.lease, owner, &outcome, millis(backoff))
             .await
     }
 }

@@ -24,6 +24,7 @@
 //! | release | holder and token are the releaser's | lease cleared |
 //! | release a dead holder | holder and token as read | lease cleared, token + 1 |
 //! | claim (recovery) | open (or `needs-operator` on a person's word); lease free or expired | leased, token + 1 |
+//! | defer (a failed hand-on) | holder and token are the deferrer's | `waiting`, lease end moves to the backoff's end |
 //! | to the operator | holder and token are the marker's | `needs-operator` (a change of the inbox: `escalated`), lease cleared |
 //! | record (the inbox) | no row for the key | `waiting`, leased to the receiver |
 //! | take a waiting change | `waiting` (or `escalated` on a person's word); lease free or expired | leased, token + 1 |
@@ -134,6 +135,16 @@ pub enum Step<H> {
         lease: i64,
         /// Also entries waiting for the operator (a person asked for them to be worked again).
         needs_operator: bool,
+    },
+    /// The inbox: a hand-on failed and is tried again after a backoff. The change stays
+    /// `waiting`, and the lease is kept until `backoff` from now, so no worker takes it sooner.
+    Defer {
+        /// The process that holds it.
+        holder: H,
+        /// The token it holds.
+        token: i64,
+        /// How long until it may be taken again.
+        backoff: i64,
     },
     /// Hand the entry to a person.
     ToOperator {
@@ -359,6 +370,23 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
                 return false;
             }
             r.lease_to(holder.clone(), now + lease);
+            true
+        }
+        (
+            Some(r),
+            Step::Defer {
+                holder,
+                token,
+                backoff,
+            },
+        ) => {
+            if !r.held_by(holder, *token) {
+                return false;
+            }
+            r.state = State::Waiting;
+            r.mark = Mark::None;
+            r.updated = now;
+            r.until = Some(now + backoff);
             true
         }
         (Some(r), Step::ToOperator { holder, token }) => {

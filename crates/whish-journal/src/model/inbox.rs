@@ -2,7 +2,7 @@
 //! to two receivers on one journal, whose workers hand it on; faults at every step.
 //!
 //! The receivers' decisions are the production code's: the inbox row's steps are
-//! [`lifecycle::apply`] (`Record`, `TakeWaiting`, `Finish`, `ToOperator`), the answer to a
+//! [`lifecycle::apply`] (`Record`, `TakeWaiting`, `Finish`, `Defer`, `ToOperator`), the answer to a
 //! delivery is [`lifecycle::answer_to_delivery`], a failed hand-on goes where
 //! [`lifecycle::after_hand_on_failure`] says.
 
@@ -13,6 +13,8 @@ use super::explore::System;
 
 const LEASE: i64 = 10;
 const DEADLINE: i64 = 100;
+/// A failed hand-on waits this long (the lease kept) before any worker takes it again.
+const BACKOFF: i64 = 5;
 
 /// Where a worker is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -185,11 +187,10 @@ impl Inbox {
                 token,
             }
         } else {
-            Step::Finish {
+            Step::Defer {
                 holder: p as u8,
                 token,
-                state: to,
-                mark: Mark::None,
+                backoff: BACKOFF,
             }
         };
         Self::apply(n, step);

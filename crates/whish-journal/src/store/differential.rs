@@ -113,7 +113,7 @@ fn draw(rng: &mut fastrand::Rng, row: &Option<Row<String>>) -> Step<String> {
         Some(r) if rng.bool() => r.holder.clone().unwrap_or(holder),
         _ => holder,
     };
-    match rng.u8(..12) {
+    match rng.u8(..13) {
         0 => Step::Insert {
             holder,
             token: insert_token(),
@@ -166,6 +166,11 @@ fn draw(rng: &mut fastrand::Rng, row: &Option<Row<String>>) -> Step<String> {
             holder,
             lease,
             needs_operator: rng.bool(),
+        },
+        11 => Step::Defer {
+            holder,
+            token,
+            backoff: lease,
         },
         _ => Step::Prune {
             cutoff: i64::MAX / 2,
@@ -253,6 +258,14 @@ async fn apply_db(db: &Db, id: Option<i64>, step: &Step<String>) -> bool {
             .mark_needs_operator(lease(*token), holder, &Outcome::new("unknown"))
             .await
             .expect("to the operator"),
+        Step::Defer {
+            holder,
+            token,
+            backoff,
+        } => db
+            .defer(lease(*token), holder, &Outcome::new("failed"), *backoff)
+            .await
+            .expect("defer"),
         Step::TakeWaiting {
             holder,
             lease,
@@ -302,7 +315,7 @@ async fn differ(db: &Db, backend: &str, seed: u64, runs: usize, len: usize) {
     // Every kind of step met its condition at least once: the comparison covered each.
     assert_eq!(
         applied_kinds.len(),
-        12,
+        13,
         "{backend}: applied only {applied_kinds:?}"
     );
 }

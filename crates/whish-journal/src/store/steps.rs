@@ -573,6 +573,42 @@ impl Db {
     }
 
     /// Move an entry this process holds to `needs-operator`.
+    /// A failed hand-on of an inbox change: it stays `waiting` with `outcome`, and its lease
+    /// is kept until `backoff_ms` from now (lifecycle: defer). Only the holder of the current
+    /// token writes: false when the lease was lost.
+    pub(crate) async fn defer(
+        &self,
+        lease: Lease,
+        owner: &str,
+        outcome: &Outcome,
+        backoff_ms: i64,
+    ) -> Result<bool, JournalError> {
+        let updated = self.now_sql();
+        let now = self.lease_now(6);
+        let clock = self.lease_clock();
+        let sql = format!(
+            "UPDATE whish_journal_entries \
+             SET state = 'waiting', outcome = $3, updated_ms = {updated}, \
+                 lease_until_ms = {now} + $5 \
+             WHERE id = $1 AND lease_owner = $2 AND lease_token = $4"
+        );
+        let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
+        let _turn = self.turn().await;
+        on_relaxed!(self, pool => {
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(lease.id)
+                .bind(owner)
+                .bind(&outcome)
+                .bind(lease.token)
+                .bind(backoff_ms);
+            let done = match clock { Some(c) => q.bind(c), None => q }
+                .execute(pool)
+                .await
+                .map_err(JournalError::write)?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
     pub(crate) async fn mark_needs_operator(
         &self,
         lease: Lease,

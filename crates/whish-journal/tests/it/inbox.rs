@@ -83,13 +83,24 @@ async fn a_failed_handler_leaves_the_change_waiting_with_its_error() {
                 .hand_on_failed(
                     &taken,
                     "the status read answered 503",
+                    Duration::from_millis(400),
                     Duration::from_secs(3600)
                 )
                 .await
                 .expect("failed")
         );
-        // Free at once: the next worker takes it, with the error and one more attempt.
+        // Not before the backoff: then the next worker takes it, with the error and one more
+        // attempt.
         let other = worker(&place).await;
+        assert!(
+            other
+                .take_changes(10, false)
+                .await
+                .expect("take")
+                .is_empty(),
+            "{place:?}: taken inside the backoff"
+        );
+        tokio::time::sleep(Duration::from_millis(600)).await;
         let again = other.take_changes(10, false).await.expect("take");
         assert_eq!(again.len(), 1, "{place:?}");
         assert_eq!(again[0].change.key, "collect:order-1:success");
@@ -150,7 +161,12 @@ async fn a_change_failing_past_its_deadline_waits_for_a_person() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(
             receiver
-                .hand_on_failed(&taken, "the handler panicked", Duration::from_millis(1))
+                .hand_on_failed(
+                    &taken,
+                    "the handler panicked",
+                    Duration::ZERO,
+                    Duration::from_millis(1)
+                )
                 .await
                 .expect("failed")
         );
@@ -197,7 +213,7 @@ async fn the_inbox_and_recovery_never_take_each_others_entries() {
         };
         assert!(
             journal
-                .hand_on_failed(&taken, "the handler failed", Duration::ZERO)
+                .hand_on_failed(&taken, "the handler failed", Duration::ZERO, Duration::ZERO)
                 .await
                 .expect("failed")
         );
@@ -208,7 +224,7 @@ async fn the_inbox_and_recovery_never_take_each_others_entries() {
         for t in &taken {
             assert!(
                 journal
-                    .hand_on_failed(t, "again", Duration::ZERO)
+                    .hand_on_failed(t, "again", Duration::ZERO, Duration::ZERO)
                     .await
                     .expect("back")
             );
