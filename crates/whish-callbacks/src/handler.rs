@@ -7,10 +7,10 @@ use whish_core::{Currency, ExternalId, RequestId};
 use whish_hosted_collect::{CollectClient, PaymentStatus};
 use whish_money_transfer::{StatusQuery, StatusResult, TransferClient, TransferStatus};
 
-use crate::notifications::BoxFuture;
+use crate::inbox::BoxFuture;
 
-/// What a handler may answer when it could not take a notification: it is handed on again at
-/// the next sighting (the sender's redelivery, the poller).
+/// What a handler may answer when it could not take a notification: the change stays in the
+/// inbox and is handed on again after a backoff, until the deadline (then a person decides).
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The integrator's code for one kind of notification. Any
@@ -49,6 +49,9 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TransferNotification {
+    /// The change's key in the inbox (`transfer:<transferId>:<status>`): the same on every
+    /// hand-on of this change, by a callback or by the poller. Key your own side effects on it.
+    pub key: String,
     /// The transfer.
     pub transfer_id: String,
     /// The Request-id of its create.
@@ -93,6 +96,9 @@ pub enum Trigger {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PaymentUpdate {
+    /// The change's key in the inbox (`collect:<externalId>:<status>`): the same on every
+    /// hand-on of this change, whatever brought it. Key your own side effects on it.
+    pub key: String,
     /// The payment.
     pub external_id: ExternalId,
     /// Its currency.

@@ -1,27 +1,37 @@
 //! Receiving the services' callbacks in production: an axum [`Router`] for each callback the
-//! services send, and a poller for the ones that never come.
+//! services send, an inbox every change is recorded in before it is acknowledged, workers that
+//! hand each change on, and a poller for the callbacks that never come.
 //!
-//! - **Transfer collection callback** (`POST`, `timestamp` and `signature` headers, a flat JSON
-//!   body): the body is read with a limit (413 beyond it); the signature is checked through your
-//!   [`SignatureVerifier`] (401 when it is missing or wrong, nothing handed on); a timestamp
-//!   window applies only if you ask for one; each (transfer, status) is claimed in the record of
-//!   [`Notifications`] (in memory, or the journal with the `journal` feature) before the 200, so
-//!   the sender's redelivery is the safety net; your handler runs in the background and gets a
-//!   [`TransferNotification`], which says what it is: a notification. Confirm it with
+//! - **The inbox** ([`Inbox`]): a callback is answered 200 only once its change is written,
+//!   with what finishing it needs (the verified transfer body; the collect callback's payment);
+//!   a write that fails or cannot be confirmed answers 503, and the service delivers again.
+//!   [`InMemory`] by default; the journal (feature `journal`) for a restart or a second
+//!   receiver that loses nothing.
+//! - **Workers** take each change under the inbox's lease, renewed every third of it while they
+//!   work, and hand it on: your handler gets a [`TransferNotification`] or a [`PaymentUpdate`]
+//!   with the change's stable `key`. A failed, panicking or timed-out status read or handler is
+//!   tried again with backoff until a deadline ([`RetrySettings`]), then waits for a person
+//!   (`whish inbox`). A worker that dies leaves its lease to run out; a receiver resumes the
+//!   unfinished changes when it starts.
+//! - **The handler's contract**: at least once. A handler sees a change twice only when its
+//!   process dies (or loses the inbox for a whole lease) after the handler returned and before
+//!   the change was marked handed on: make your side effects idempotent on `key`.
+//! - **Transfer collection callback** (`POST`, `timestamp` and `signature` headers): the body
+//!   is read with a limit (413 beyond it), the signature checked through your
+//!   [`SignatureVerifier`] (401), a timestamp further than the window from now refused (401;
+//!   [`DEFAULT_TOLERANCE`] unless you set another). A notification, not proof: confirm it with
 //!   [`TransferNotification::confirm`].
-//! - **Hosted-collect callbacks** (`GET`, no body, only your reference in the query): answered
-//!   200 as soon as the record can be written (503, so that the service delivers again, when it
-//!   cannot or every slot is busy); the payment's status is then read from the status
-//!   endpoint, and your handler gets a [`PaymentUpdate`] holding that status, once per status. A failure callback is one
-//!   failed attempt (the update says `pending` while the link is payable); a success callback is
-//!   a signal, and the update holds what the status endpoint says. [`confirm_redirect`] does the
-//!   same for the payer's redirect pages.
-//! - **The poller** ([`Receiver::start_poller`]): the specs reconcile a missing callback by
-//!   polling status; watched transfers and payments are polled with backoff until final, and feed
-//!   the same handlers through the same record. One handler for both paths.
-//!
-//! Every request has a deadline (408), the handlers run bounded and timed, the tracing spans
-//! carry no secret and no personal data, and [`Receiver::shutdown`] waits for running handlers.
+//! - **Hosted-collect callbacks** (`GET`, no body, only your reference in the query): recorded
+//!   as a signal; a worker reads the payment's status and hands on what the status endpoint
+//!   says, once per status. A success callback whose status does not show the payment settled
+//!   yet is read again after a backoff. [`confirm_redirect`] does the same for the payer's
+//!   redirect pages.
+//! - **The poller** ([`Receiver::start_poller`]): watched transfers and payments are read with
+//!   backoff and recorded in the same inbox under the same keys; an item is forgotten once its
+//!   final change was handed on.
+//! - **Serving** ([`Receiver::serve`]): a cap on a request's head, a deadline for it, and a
+//!   connection cap that sheds the connections slowest to send their heads first; a replay of
+//!   a change recorded lately is answered before it takes a slot or a write.
 //!
 //! # Examples
 //!
@@ -55,22 +65,27 @@
 //!     })
 //!     .build();
 //! receiver.start_poller(Default::default());
-//! let app = receiver.router();
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! axum::serve(listener, app).await?;
+//! receiver.serve(listener, whish_callbacks::ServeLimits::new()).await?;
 //! receiver.shutdown().await;
 //! # Ok(()) }
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod change;
 mod collect;
 mod handler;
-mod notifications;
+mod inbox;
+#[cfg(feature = "journal")]
+mod journal;
 mod poller;
+mod record;
+mod replay;
 mod serve;
-mod tasks;
 mod transfer;
+mod work;
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -80,6 +95,7 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use tokio::sync::Semaphore;
 use whish_core::{Currency, ExternalId, RequestId};
 use whish_hosted_collect::CollectClient;
 use whish_money_transfer::TransferClient;
@@ -89,9 +105,10 @@ pub use handler::{
     Handler, HandlerError, PaymentUpdate, RedirectVerdict, Source, TransferNotification, Trigger,
     confirm_redirect,
 };
-pub use notifications::{BoxFuture, IN_MEMORY_CAPACITY, InMemory, Notifications, StoreError};
+pub use inbox::{BoxFuture, ChangeState, Held, IN_MEMORY_CAPACITY, InMemory, Inbox, StoreError};
 pub use poller::PollSettings;
 pub use serve::ServeLimits;
+pub use work::RetrySettings;
 
 /// The axum the receiver's routes are built with: merge [`Receiver::router`] into an app of this
 /// version (`whish::callbacks::axum::Router`), with no axum dependency of your own to keep in
@@ -99,7 +116,6 @@ pub use serve::ServeLimits;
 pub use axum;
 
 use handler::DynHandler;
-use tasks::Tasks;
 
 /// The paths the router serves by default.
 pub const TRANSFER_PATH: &str = "/whish/transfer";
@@ -107,6 +123,12 @@ pub const TRANSFER_PATH: &str = "/whish/transfer";
 pub const SUCCESS_PATH: &str = "/whish/collect/success";
 /// The failure callback path by default.
 pub const FAILURE_PATH: &str = "/whish/collect/failure";
+
+/// How far a signed transfer callback's timestamp may be from now by default (1 hour): an
+/// older one is refused (401). The specification states no redelivery policy; if your
+/// operator's redeliveries keep the first timestamp for longer, widen it with
+/// [`ReceiverBuilder::tolerance`].
+pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(3600);
 
 struct DynVerifier(Arc<dyn SignatureVerifier>);
 
@@ -130,13 +152,23 @@ struct CollectSide {
 }
 
 pub(crate) struct Shared {
-    notifications: Arc<dyn Notifications>,
-    /// Slots of the signed transfer callbacks.
-    tasks: Tasks,
-    /// Slots of the unauthenticated collect GETs: apart, so that a flood of them (each asks a
-    /// status endpoint) cannot take the slots of signed callbacks.
-    collect_tasks: Tasks,
+    inbox: Arc<dyn Inbox>,
+    /// Records in flight of the signed transfer callbacks.
+    transfer_slots: Arc<Semaphore>,
+    /// Records in flight of the unauthenticated collect GETs: apart, so that a flood of them
+    /// cannot take the slots of signed callbacks.
+    collect_slots: Arc<Semaphore>,
+    /// Transfer changes being handed on.
+    transfer_workers: Arc<Semaphore>,
+    /// Collect changes being handed on (each may read a status first): apart, so that the
+    /// signals of a flood of unauthenticated GETs cannot hold up the transfer changes.
+    collect_workers: Arc<Semaphore>,
+    max_in_flight: u32,
+    recent: replay::Recent,
     handler_timeout: Duration,
+    retry: RetrySettings,
+    pump_interval: Duration,
+    pumping: AtomicBool,
     transfer: Option<TransferSide>,
     transfer_client: Option<TransferClient>,
     collect: Option<CollectSide>,
@@ -147,14 +179,16 @@ pub(crate) struct Shared {
 /// Builds a [`Receiver`]. Configure the transfer side, the collect side, or both.
 #[must_use = "a builder does nothing until build() is called"]
 pub struct ReceiverBuilder {
-    notifications: Arc<dyn Notifications>,
+    inbox: Arc<dyn Inbox>,
     transfer: Option<TransferSide>,
     transfer_client: Option<TransferClient>,
     collect: Option<CollectSide>,
-    tolerance: Option<Duration>,
+    tolerance: Duration,
     body_limit: usize,
     request_timeout: Duration,
     handler_timeout: Duration,
+    retry: RetrySettings,
+    pump_interval: Duration,
     max_in_flight: u32,
     paths: (String, String, String),
 }
@@ -213,19 +247,18 @@ impl ReceiverBuilder {
         self
     }
 
-    /// Where the handed-on pairs are recorded (default: [`InMemory`]). With the `journal`
-    /// feature a `whish_journal::Journal` is one: a restart or a second process then hands
-    /// nothing on twice.
-    pub fn notifications(mut self, record: impl Notifications) -> Self {
-        self.notifications = Arc::new(record);
+    /// Where the changes are recorded (default: [`InMemory`]). With the `journal` feature a
+    /// `whish_journal::Journal` is one: a restart, a second receiver or a dead worker then
+    /// loses nothing and hands nothing on twice outside the documented window.
+    pub fn inbox(mut self, inbox: impl Inbox) -> Self {
+        self.inbox = Arc::new(inbox);
         self
     }
 
-    /// Refuse transfer callbacks whose timestamp is further than this from now (401). Off by
-    /// default: the specification sets no window, and a late genuine callback is still only a
-    /// notification.
+    /// Refuse transfer callbacks whose timestamp is further than this from now (401). Default
+    /// [`DEFAULT_TOLERANCE`]; `Duration::MAX` turns the check off.
     pub fn tolerance(mut self, tolerance: Duration) -> Self {
-        self.tolerance = Some(tolerance);
+        self.tolerance = tolerance;
         self
     }
 
@@ -235,25 +268,40 @@ impl ReceiverBuilder {
         self
     }
 
-    /// The deadline of one request, body included (default 10 s; 408 after it).
+    /// The deadline of one request, body included (default 10 s; 408 after it). A change whose
+    /// write had begun is still recorded and handed on.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
-    /// How long a handler (with the status read before it) may run (default 60 s); after it,
-    /// its notification is handed on again at the next sighting.
+    /// How long one status read or one handler call may run (default 60 s); after it, it is
+    /// stopped and counts as a failure, tried again after the backoff.
     pub fn handler_timeout(mut self, timeout: Duration) -> Self {
         self.handler_timeout = timeout;
         self
     }
 
-    /// How many handlers run at once (default 64), for the signed transfer callbacks and, apart,
-    /// as many again for the unauthenticated collect GETs (each reads a status first): a flood
-    /// of one kind cannot starve the other. A callback arriving when all of its kind run gets
-    /// 503, so the sender delivers it again later.
+    /// How a failed hand-on is tried again (default: from 1 s doubling to 5 min, for 24 h).
+    pub fn retry(mut self, retry: RetrySettings) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// How often the inbox is looked at for changes whose lease is free or over (a dead
+    /// worker's, a failure's after its backoff, those left at the last stop); default 1 s.
+    pub fn pump_interval(mut self, every: Duration) -> Self {
+        self.pump_interval = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many records are in flight at once and how many changes are handed on at once
+    /// (default 64 each), for the transfer changes and, apart, for the collect changes (the
+    /// unauthenticated GETs, each needing a status read): a flood of one kind cannot starve the
+    /// other. A callback arriving when all the records of its kind are in flight gets 503, and
+    /// the service delivers it again.
     pub fn max_in_flight(mut self, n: u32) -> Self {
-        self.max_in_flight = n;
+        self.max_in_flight = n.max(1);
         self
     }
 
@@ -277,21 +325,27 @@ impl ReceiverBuilder {
 
     /// The receiver.
     pub fn build(mut self) -> Receiver {
-        if let Some(tolerance) = self.tolerance
-            && let Some(t) = self.transfer.take()
-        {
+        if let Some(t) = self.transfer.take() {
             self.transfer = Some(TransferSide {
-                receiver: t.receiver.tolerance(tolerance),
+                receiver: t.receiver.tolerance(self.tolerance),
                 handler: t.handler,
             });
         }
         let (stop, _) = tokio::sync::watch::channel(false);
+        let n = self.max_in_flight as usize;
         Receiver {
             shared: Arc::new(Shared {
-                notifications: self.notifications,
-                tasks: Tasks::new(self.max_in_flight),
-                collect_tasks: Tasks::new(self.max_in_flight),
+                inbox: self.inbox,
+                transfer_slots: Arc::new(Semaphore::new(n)),
+                collect_slots: Arc::new(Semaphore::new(n)),
+                transfer_workers: Arc::new(Semaphore::new(n)),
+                collect_workers: Arc::new(Semaphore::new(n)),
+                max_in_flight: self.max_in_flight,
+                recent: replay::Recent::default(),
                 handler_timeout: self.handler_timeout,
+                retry: self.retry,
+                pump_interval: self.pump_interval,
+                pumping: AtomicBool::new(false),
                 transfer: self.transfer,
                 transfer_client: self.transfer_client,
                 collect: self.collect,
@@ -305,8 +359,8 @@ impl ReceiverBuilder {
     }
 }
 
-/// The callback receiver: its [`router`](Self::router), its poller, and its shutdown. Cheap to
-/// clone.
+/// The callback receiver: its [`router`](Self::router), its workers and poller, and its
+/// shutdown. Cheap to clone.
 #[derive(Clone)]
 pub struct Receiver {
     shared: Arc<Shared>,
@@ -326,18 +380,20 @@ impl std::fmt::Debug for Receiver {
 }
 
 impl Receiver {
-    /// A builder with the defaults: in-memory record, 16 KiB bodies, 10 s per request, 60 s per
-    /// handler, 64 handlers at once.
+    /// A builder with the defaults: in-memory inbox, 16 KiB bodies, 10 s per request, 60 s per
+    /// handler, 64 changes handed on at once, a 1 hour timestamp window.
     pub fn builder() -> ReceiverBuilder {
         ReceiverBuilder {
-            notifications: Arc::new(InMemory::default()),
+            inbox: Arc::new(InMemory::default()),
             transfer: None,
             transfer_client: None,
             collect: None,
-            tolerance: None,
+            tolerance: DEFAULT_TOLERANCE,
             body_limit: 16 * 1024,
             request_timeout: Duration::from_secs(10),
             handler_timeout: Duration::from_secs(60),
+            retry: RetrySettings::default(),
+            pump_interval: Duration::from_secs(1),
             max_in_flight: 64,
             paths: (
                 TRANSFER_PATH.to_owned(),
@@ -347,9 +403,21 @@ impl Receiver {
         }
     }
 
+    /// Start the workers: the changes left unfinished (by this receiver's last run, a dead
+    /// one, or a failure's backoff) are taken as their leases end. [`router`](Self::router)
+    /// and [`serve`](Self::serve) start them too; call it yourself only to hand on without
+    /// serving. Needs a Tokio runtime; a second call does nothing.
+    pub fn start(&self) {
+        work::start_pump(self.shared.clone());
+    }
+
     /// The routes of the configured sides, with the body limit and the request deadline. Merge
-    /// it into your application's router, or serve it alone.
+    /// it into your application's router, or serve it alone. Called inside a Tokio runtime, it
+    /// starts the workers ([`start`](Self::start)).
     pub fn router(&self) -> Router {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.start();
+        }
         let mut router = Router::new();
         if self.shared.transfer.is_some() {
             router = router.route(&self.paths.0, post(transfer::route));
@@ -374,109 +442,59 @@ impl Receiver {
             .with_state(self.shared.clone())
     }
 
-    /// Poll this transfer's status until it is final (RECEIVED or CANCELED_FULL), handing each
-    /// new status to the transfer handler: for the callback that never comes. Needs
+    /// Poll this transfer's status until its final change (RECEIVED or CANCELED_FULL) has been
+    /// handed on to the transfer handler: for the callback that never comes. Needs
     /// [`ReceiverBuilder::transfer_client`] and a running [`start_poller`](Self::start_poller).
     pub fn watch_transfer(&self, request_id: RequestId) {
         poller::watch(&self.shared, poller::Item::Transfer(request_id));
     }
 
-    /// Poll this payment's status until it is settled or refunded, handing each new status to
-    /// the collect handler.
+    /// Poll this payment's status until its final change (success, failed or refunded) has
+    /// been handed on to the collect handler.
     pub fn watch_payment(&self, currency: Currency, external_id: ExternalId) {
         poller::watch(&self.shared, poller::Item::Payment(currency, external_id));
     }
 
-    /// Start the poller in the background; it stops at [`shutdown`](Self::shutdown).
+    /// Start the poller in the background (and the workers); both stop at
+    /// [`shutdown`](Self::shutdown).
     pub fn start_poller(&self, settings: PollSettings) {
+        self.start();
         poller::start(self.shared.clone(), settings);
     }
 
-    /// Stop the poller, take no more callbacks (503), and wait for the running handlers.
+    /// Stop the poller and the workers, take no more callbacks (503), and wait for the changes
+    /// being handed on. A change not yet taken stays in the inbox for the next start.
     pub async fn shutdown(&self) {
         let _ = self.shared.stop.send(true);
-        self.shared.tasks.shutdown().await;
-        self.shared.collect_tasks.shutdown().await;
+        let n = self.shared.max_in_flight;
+        for slots in [
+            &self.shared.transfer_slots,
+            &self.shared.collect_slots,
+            &self.shared.transfer_workers,
+            &self.shared.collect_workers,
+        ] {
+            if let Ok(all) = slots.acquire_many(n).await {
+                all.forget();
+            }
+            slots.close();
+        }
+    }
+}
+
+impl Shared {
+    /// The worker slots of a change's kind.
+    pub(crate) fn workers_for(&self, key: &str) -> &Arc<Semaphore> {
+        if work::kind_of(key) == "transfer" {
+            &self.transfer_workers
+        } else {
+            &self.collect_workers
+        }
     }
 }
 
 /// The answer of a route, one line of text.
 pub(crate) fn answer(status: StatusCode, text: &'static str) -> Response {
     (status, text).into_response()
-}
-
-/// Claim a (subject, status), run the handler, complete or release. Errors are logged: the
-/// notification is then handed on again at the next sighting.
-pub(crate) async fn deliver<N: Send + 'static>(
-    shared: &Shared,
-    subject: String,
-    status: String,
-    handler: DynHandler<N>,
-    notification: N,
-) {
-    match shared.notifications.claim(&subject, &status).await {
-        Ok(true) => {}
-        Ok(false) => {
-            whish_core::metrics::callback(kind_of(&subject), "duplicate");
-            return;
-        }
-        Err(e) => {
-            tracing::warn!(%subject, %status, error = %e, "the notification record cannot be read");
-            return;
-        }
-    }
-    run_claimed(shared, subject, status, handler, notification).await;
-}
-
-/// The `kind` label of a notification's subject.
-pub(crate) fn kind_of(subject: &str) -> &'static str {
-    if subject.starts_with("transfer:") {
-        "transfer"
-    } else {
-        "collect"
-    }
-}
-
-pub(crate) async fn run_claimed<N: Send + 'static>(
-    shared: &Shared,
-    subject: String,
-    status: String,
-    handler: DynHandler<N>,
-    notification: N,
-) {
-    // In a task of its own, so that a handler that panics is seen (not a task that vanished
-    // with its claim held for the whole claim window) and its claim released at once.
-    let running = tokio::spawn(handler.handle(notification));
-    let abort = running.abort_handle();
-    let outcome = tokio::time::timeout(shared.handler_timeout, running).await;
-    let kind = kind_of(&subject);
-    whish_core::metrics::callback(
-        kind,
-        if matches!(outcome, Ok(Ok(Ok(())))) {
-            "handled"
-        } else {
-            "failed"
-        },
-    );
-    let done = match outcome {
-        Ok(Ok(Ok(()))) => shared.notifications.complete(&subject, &status).await,
-        Ok(Ok(Err(e))) => {
-            tracing::warn!(%subject, %status, error = %e, "the handler failed; handed on again at the next sighting");
-            shared.notifications.release(&subject, &status).await
-        }
-        Ok(Err(joined)) => {
-            tracing::error!(%subject, %status, panicked = joined.is_panic(), "the handler panicked; handed on again at the next sighting");
-            shared.notifications.release(&subject, &status).await
-        }
-        Err(_) => {
-            abort.abort();
-            tracing::warn!(%subject, %status, "the handler ran out of time; handed on again at the next sighting");
-            shared.notifications.release(&subject, &status).await
-        }
-    };
-    if let Err(e) = done {
-        tracing::warn!(%subject, %status, error = %e, "the notification record cannot be written");
-    }
 }
 
 /// The examples of this crate's README, compiled as doctests.

@@ -1,6 +1,8 @@
 //! The poller: the specs reconcile a missing callback by polling status. Watched transfers and
-//! payments are read with backoff until final, and feed the same handlers through the same
-//! record as the callbacks.
+//! payments are read with backoff, and what they say is recorded in the same inbox as the
+//! callbacks (the same keys: a change told by both is handed on once). An item is forgotten
+//! only once its final change has been handed on (or left to a person), not when its status
+//! is final.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,8 +12,9 @@ use whish_core::{Currency, ExternalId, RequestId};
 use whish_hosted_collect::CollectStatus;
 use whish_money_transfer::{StatusQuery, TransferStatus};
 
-use crate::collect::confirm_and_deliver;
-use crate::{Shared, Source, TransferNotification, Trigger, deliver};
+use crate::change::Body;
+use crate::inbox::ChangeState;
+use crate::{Shared, Source, Trigger, work};
 
 /// How the poller reads.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +61,8 @@ struct Watch {
     next: Instant,
     wait: Duration,
     since: Instant,
+    /// The key of its final change, once recorded: the item is forgotten when it is handed on.
+    last: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -83,6 +88,7 @@ pub(crate) fn watch(shared: &Shared, item: Item) {
         next: now,
         wait: settings.min_interval,
         since: now,
+        last: None,
     });
 }
 
@@ -108,73 +114,112 @@ pub(crate) fn start(shared: Arc<Shared>, settings: PollSettings) {
     });
 }
 
-/// Read every item that is due (at most `reads_per_round`), hand on what changed, forget what
-/// is final, and back off the rest.
-async fn round(shared: &Shared, settings: PollSettings) {
-    let due: Vec<Item> = {
+/// Read every item that is due (at most `reads_per_round`), record what it says, forget what
+/// was handed on in the end, and back off the rest.
+async fn round(shared: &Arc<Shared>, settings: PollSettings) {
+    let due: Vec<(Item, Option<String>)> = {
         let w = shared.watched.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         let mut due: Vec<(&Item, &Watch)> = w.items.iter().filter(|(_, v)| v.next <= now).collect();
         due.sort_by_key(|(_, v)| v.next);
         due.into_iter()
             .take(settings.reads_per_round)
-            .map(|(k, _)| k.clone())
+            .map(|(k, v)| (k.clone(), v.last.clone()))
             .collect()
     };
-    for item in due {
-        let final_state = match &item {
-            Item::Transfer(id) => poll_transfer(shared, *id).await,
-            Item::Payment(currency, id) => {
-                confirm_and_deliver(shared, currency.clone(), id.clone(), Trigger::Poller)
-                    .await
-                    .map(|s| {
-                        matches!(
-                            s,
-                            CollectStatus::Success
-                                | CollectStatus::Failed
-                                | CollectStatus::Refunded
-                        )
-                    })
-            }
+    for (item, last) in due {
+        let outcome = match last {
+            // The final change is recorded: is it handed on yet?
+            Some(key) => match shared.inbox.state(&key).await {
+                Ok(Some(ChangeState::HandedOn | ChangeState::Escalated)) => Seen::Done,
+                Ok(Some(_)) => Seen::Final(key),
+                // Not there (an in-memory inbox forgot it, or it was pruned): read again.
+                Ok(None) => Seen::Nothing,
+                Err(e) => {
+                    tracing::debug!(%key, error = %e, "the inbox cannot be read now");
+                    Seen::Final(key)
+                }
+            },
+            None => match &item {
+                Item::Transfer(id) => poll_transfer(shared, *id).await,
+                Item::Payment(currency, id) => poll_payment(shared, currency, id).await,
+            },
         };
         let mut w = shared.watched.lock().unwrap_or_else(|p| p.into_inner());
-        if final_state == Some(true) {
+        if matches!(outcome, Seen::Done) {
             w.items.remove(&item);
         } else if let Some(watch) = w.items.get_mut(&item) {
+            if let Seen::Final(key) = outcome {
+                watch.last = Some(key);
+            } else {
+                watch.last = None;
+            }
             watch.wait = (watch.wait * 2).min(settings.max_interval);
             watch.next = Instant::now() + watch.wait;
         }
     }
 }
 
-/// Read a transfer by Request-id; `Some(true)` when it is final.
-async fn poll_transfer(shared: &Shared, id: RequestId) -> Option<bool> {
-    let client = shared.transfer_client.as_ref()?;
-    let side = shared.transfer.as_ref()?;
+/// What a read of one item found.
+enum Seen {
+    /// Nothing final recorded (not read, or not final).
+    Nothing,
+    /// Its final change is recorded under this key, not yet handed on.
+    Final(String),
+    /// Its final change was handed on: forget the item.
+    Done,
+}
+
+/// Read a transfer by Request-id and record its status.
+async fn poll_transfer(shared: &Arc<Shared>, id: RequestId) -> Seen {
+    let Some(client) = shared.transfer_client.as_ref() else {
+        return Seen::Nothing;
+    };
     let status = match client.status(&StatusQuery::RequestId(id)).await {
         Ok(s) => s,
         Err(e) => {
             tracing::debug!(request_id = %id, error = %e, "transfer status not read");
-            return None;
+            return Seen::Nothing;
         }
     };
-    let transfer_id = status.transfer_id.clone()?;
-    let notification = TransferNotification {
-        transfer_id: transfer_id.clone(),
-        request_id: id,
-        status: status.status.clone(),
-        source: Source::Poller,
+    let Some(transfer_id) = status.transfer_id.clone() else {
+        return Seen::Nothing;
     };
-    deliver(
-        shared,
-        crate::notifications::transfer_subject(&transfer_id),
-        status.status.as_str().to_owned(),
-        side.handler.clone(),
-        notification,
-    )
-    .await;
-    Some(matches!(
+    let row = Body::transfer(&transfer_id, id, &status.status, Source::Poller);
+    let final_state = matches!(
         status.status,
         TransferStatus::Received | TransferStatus::CanceledFull
-    ))
+    );
+    recorded(work::record(shared, &row).await, final_state)
+}
+
+/// Read a payment and record its status.
+async fn poll_payment(shared: &Arc<Shared>, currency: &Currency, id: &ExternalId) -> Seen {
+    let Some(side) = shared.collect.as_ref() else {
+        return Seen::Nothing;
+    };
+    let status = match side.client.status(currency.clone(), id).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!(external_id = %id, error = %e, "payment status not read");
+            return Seen::Nothing;
+        }
+    };
+    let final_state = matches!(
+        status.collect_status,
+        CollectStatus::Success | CollectStatus::Failed | CollectStatus::Refunded
+    );
+    let row = Body::payment(currency, id, &status, Trigger::Poller);
+    recorded(work::record(shared, &row).await, final_state)
+}
+
+fn recorded(key: Result<String, String>, final_state: bool) -> Seen {
+    match key {
+        Ok(key) if final_state => Seen::Final(key),
+        Ok(_) => Seen::Nothing,
+        Err(e) => {
+            tracing::warn!(error = %e, "the poller's read cannot be recorded; read again later");
+            Seen::Nothing
+        }
+    }
 }

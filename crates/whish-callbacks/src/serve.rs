@@ -1,23 +1,43 @@
-//! Serving the receiver on a listener with the limits a public endpoint needs: a deadline for a
-//! request's headers (a client trickling them a byte at a time is closed) and a cap on open
-//! connections (the next waits in the listen backlog). `axum::serve` offers neither.
+//! Serving the receiver on a listener with the limits a public endpoint needs: a cap on a
+//! request's head and a deadline to send it, and a cap on open connections that, when reached,
+//! sheds the connection that has waited longest for its head (a client trickling headers) once
+//! it has waited a short grace, while newcomers wait in the listen backlog in order. Genuine
+//! callbacks send their heads at once and are inside a request before the grace ends, so a
+//! flood of slow heads that keeps reconnecting only ever sheds itself. `axum::serve` offers
+//! none of it.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
 
 /// The limits of [`Receiver::serve`](crate::Receiver::serve).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServeLimits {
-    /// How long a client has to send a request's headers (default 10 s).
+    /// How long a client has to send a request's head (default 10 s).
     pub header_read_timeout: Duration,
-    /// The most connections open at once (default 1 024).
+    /// The most connections open at once (default 1 024). When reached, the connection that
+    /// has waited longest for a request head is closed to admit the next, once it has waited
+    /// [`head_grace`](Self::head_grace).
     pub max_connections: usize,
+    /// How long a connection may wait for a request head before, at the connection cap, it
+    /// may be closed to admit another (default 200 ms: a genuine client sends its head at
+    /// once).
+    pub head_grace: Duration,
+    /// The largest request head read, in bytes (default and least 8 KiB: plenty for these
+    /// callbacks; 431 beyond it).
+    pub max_head_bytes: usize,
+    /// The most header fields in a request (default 32).
+    pub max_headers: usize,
 }
 
 impl Default for ServeLimits {
@@ -25,16 +45,22 @@ impl Default for ServeLimits {
         ServeLimits {
             header_read_timeout: Duration::from_secs(10),
             max_connections: 1024,
+            head_grace: Duration::from_millis(200),
+            max_head_bytes: MIN_HEAD_BYTES,
+            max_headers: 32,
         }
     }
 }
+
+/// The least head buffer the HTTP/1 server accepts.
+const MIN_HEAD_BYTES: usize = 8192;
 
 impl ServeLimits {
     /// The defaults.
     pub fn new() -> ServeLimits {
         ServeLimits::default()
     }
-    /// How long a client has to send a request's headers.
+    /// How long a client has to send a request's head.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
@@ -44,12 +70,113 @@ impl ServeLimits {
         self.max_connections = n.max(1);
         self
     }
+    /// How long a connection may wait for a head before it may be shed at the cap.
+    pub fn head_grace(mut self, grace: Duration) -> Self {
+        self.head_grace = grace;
+        self
+    }
+    /// The largest request head read (at least 8 KiB).
+    pub fn max_head_bytes(mut self, bytes: usize) -> Self {
+        self.max_head_bytes = bytes.max(MIN_HEAD_BYTES);
+        self
+    }
+    /// The most header fields in a request (at least 8).
+    pub fn max_headers(mut self, n: usize) -> Self {
+        self.max_headers = n.max(8);
+        self
+    }
+}
+
+/// One open connection, as admission sees it.
+struct Conn {
+    /// A request's head was read and its answer is not yet sent.
+    in_request: AtomicBool,
+    /// Since when (ms from the server's start) it has waited for a head.
+    waiting_since: AtomicU64,
+    evict: Notify,
+}
+
+#[derive(Default)]
+struct Open {
+    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+}
+
+/// Whether one more connection may be accepted now.
+enum Room {
+    Yes,
+    /// Not before this long: every open connection is inside a request, or has waited for its
+    /// head less than the grace.
+    After(Duration),
+}
+
+impl Open {
+    /// Make room for one more: below the cap, at once; at it, by closing the connection that
+    /// has waited longest for a head, once it has waited `grace` (a genuine client sends its
+    /// head at once after connecting). Meanwhile the newcomer waits in the listen backlog, in
+    /// order, rather than being closed at the door.
+    fn make_room(&self, max: usize, grace: Duration, now_ms: u64) -> Room {
+        let mut conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        if conns.len() < max {
+            return Room::Yes;
+        }
+        let oldest = conns
+            .iter()
+            .filter(|(_, c)| !c.in_request.load(Ordering::SeqCst))
+            .map(|(id, c)| (c.waiting_since.load(Ordering::SeqCst), *id))
+            .min();
+        let grace_ms = grace.as_millis() as u64;
+        match oldest {
+            Some((since, id)) if now_ms.saturating_sub(since) >= grace_ms => {
+                if let Some(c) = conns.remove(&id) {
+                    c.evict.notify_one();
+                }
+                Room::Yes
+            }
+            Some((since, _)) => Room::After(Duration::from_millis(
+                (since + grace_ms).saturating_sub(now_ms).max(1),
+            )),
+            None => Room::After(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// The router as a hyper service that tells admission when a head was read and when its
+/// answer was made.
+struct Tracked {
+    inner: TowerToHyperService<Router>,
+    conn: Arc<Conn>,
+    start: Instant,
+}
+
+impl<B> hyper::service::Service<hyper::Request<B>> for Tracked
+where
+    TowerToHyperService<Router>: hyper::service::Service<hyper::Request<B>>,
+    <TowerToHyperService<Router> as hyper::service::Service<hyper::Request<B>>>::Future:
+        Send + 'static,
+{
+    type Response =
+        <TowerToHyperService<Router> as hyper::service::Service<hyper::Request<B>>>::Response;
+    type Error = <TowerToHyperService<Router> as hyper::service::Service<hyper::Request<B>>>::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn call(&self, request: hyper::Request<B>) -> Self::Future {
+        self.conn.in_request.store(true, Ordering::SeqCst);
+        let answer = self.inner.call(request);
+        let conn = self.conn.clone();
+        let start = self.start;
+        Box::pin(async move {
+            let answered = answer.await;
+            conn.waiting_since
+                .store(start.elapsed().as_millis() as u64, Ordering::SeqCst);
+            conn.in_request.store(false, Ordering::SeqCst);
+            answered
+        })
+    }
 }
 
 impl crate::Receiver {
     /// Serve the receiver's routes on `listener` until [`shutdown`](Self::shutdown), with
-    /// `limits`: at most `max_connections` open at once, each given `header_read_timeout` to
-    /// send a request's headers. An accept error (such as running out of file descriptors)
+    /// `limits`. Starts the workers. An accept error (such as running out of file descriptors)
     /// pauses instead of spinning.
     ///
     /// # Errors
@@ -64,17 +191,39 @@ impl crate::Receiver {
     /// # Ok(()) }
     /// ```
     pub async fn serve(&self, listener: TcpListener, limits: ServeLimits) -> std::io::Result<()> {
-        let app = self.router();
-        let slots = Arc::new(Semaphore::new(limits.max_connections));
+        self.serve_app(listener, self.router(), limits).await
+    }
+
+    /// Serve `app` (your application with [`router`](Self::router) merged into it) on
+    /// `listener` with the same limits as [`serve`](Self::serve), until
+    /// [`shutdown`](Self::shutdown).
+    ///
+    /// # Errors
+    ///
+    /// None today, as [`serve`](Self::serve).
+    pub async fn serve_app(
+        &self,
+        listener: TcpListener,
+        app: Router,
+        limits: ServeLimits,
+    ) -> std::io::Result<()> {
+        self.start();
+        let open = Arc::new(Open::default());
+        let start = Instant::now();
+        let mut next_id = 0u64;
         let mut stop = self.shared.stop.subscribe();
         loop {
-            let permit = tokio::select! {
-                p = slots.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => return Ok(()),
-                },
-                _ = stop.changed() => return Ok(()),
-            };
+            // Room first, then accept: while there is none the newcomers wait in the backlog.
+            loop {
+                let now_ms = start.elapsed().as_millis() as u64;
+                match open.make_room(limits.max_connections, limits.head_grace, now_ms) {
+                    Room::Yes => break,
+                    Room::After(wait) => tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = stop.changed() => return Ok(()),
+                    },
+                }
+            }
             let stream = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => stream,
@@ -86,15 +235,39 @@ impl crate::Receiver {
                 },
                 _ = stop.changed() => return Ok(()),
             };
-            let svc = TowerToHyperService::new(app.clone());
-            let header_read_timeout = limits.header_read_timeout;
+            next_id += 1;
+            let id = next_id;
+            let conn = Arc::new(Conn {
+                in_request: AtomicBool::new(false),
+                waiting_since: AtomicU64::new(start.elapsed().as_millis() as u64),
+                evict: Notify::new(),
+            });
+            open.conns
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, conn.clone());
+            let svc = Tracked {
+                inner: TowerToHyperService::new(app.clone()),
+                conn: conn.clone(),
+                start,
+            };
+            let open = open.clone();
             tokio::spawn(async move {
-                let _permit = permit;
-                let _ = hyper::server::conn::http1::Builder::new()
+                let mut builder = hyper::server::conn::http1::Builder::new();
+                builder
                     .timer(TokioTimer::new())
-                    .header_read_timeout(header_read_timeout)
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
+                    .header_read_timeout(limits.header_read_timeout)
+                    .max_buf_size(limits.max_head_bytes.max(MIN_HEAD_BYTES))
+                    .max_headers(limits.max_headers);
+                let serving = builder.serve_connection(TokioIo::new(stream), svc);
+                tokio::select! {
+                    _ = serving => {}
+                    _ = conn.evict.notified() => {}
+                }
+                open.conns
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
             });
         }
     }

@@ -10,7 +10,9 @@ use tracing::Instrument;
 use whish_core::EpochMillis;
 use whish_money_transfer::callback::CallbackError;
 
-use crate::{Shared, Source, TransferNotification, answer, run_claimed};
+use crate::change::Body;
+use crate::record::record_then_answer;
+use crate::{Shared, Source, answer};
 
 pub(crate) async fn route(
     State(shared): State<Arc<Shared>>,
@@ -50,53 +52,13 @@ async fn accept(
     shared: Arc<Shared>,
     cb: whish_money_transfer::callback::ReceivedCallback,
 ) -> Response {
-    let Some(side) = &shared.transfer else {
-        return answer(StatusCode::NOT_FOUND, "no transfer callbacks here\n");
-    };
-    let subject = crate::notifications::transfer_subject(&cb.transfer_id);
-    let status = cb.status.as_str().to_owned();
-    // The slot first: a callback the receiver cannot run now is not claimed, and 503 asks the
-    // sender to deliver it again.
-    let Some(slot) = shared.tasks.slot() else {
-        return answer(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy, deliver again later\n",
-        );
-    };
-    match shared.notifications.claim(&subject, &status).await {
-        Ok(true) => whish_core::metrics::callback("transfer", "received"),
-        Ok(false) => {
-            whish_core::metrics::callback("transfer", "duplicate");
-            return answer(StatusCode::OK, "already recorded\n");
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "the notification record cannot be written");
-            return answer(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "cannot record, deliver again\n",
-            );
-        }
-    }
-    // Recorded (durably, when the journal is the record): answer now, run the handler in the
-    // background.
-    let notification = TransferNotification {
-        transfer_id: cb.transfer_id.clone(),
-        request_id: cb.external_id,
-        status: cb.status.clone(),
-        source: Source::Callback,
-    };
-    let handler = side.handler.clone();
-    let limit = shared.handler_timeout + std::time::Duration::from_secs(1);
-    let task_shared = shared.clone();
-    shared.tasks.spawn(
-        slot,
-        limit,
-        async move {
-            run_claimed(&task_shared, subject, status, handler, notification).await;
-        }
-        .in_current_span(),
+    let row = Body::transfer(
+        &cb.transfer_id,
+        cb.external_id,
+        &cb.status,
+        Source::Callback,
     );
-    answer(StatusCode::OK, "recorded\n")
+    record_then_answer(&shared, &shared.transfer_slots, row, "transfer").await
 }
 
 fn time_now_ms() -> Option<i64> {

@@ -219,18 +219,64 @@ impl Journal {
     }
 }
 
+impl Journal {
+    /// The change recorded under `key`, wherever it stands.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be read.
+    pub async fn change(
+        &self,
+        service: Service,
+        key: &str,
+    ) -> Result<Option<InboxChange>, JournalError> {
+        let entry = self.inner.db.get(service, Operation::Callback, key).await?;
+        Ok(entry.map(change_of))
+    }
+
+    /// On a person's word: hand the change under `key` on again, now. It must be waiting or
+    /// waiting for a person, and no worker may hold it; it becomes `waiting` with its lease
+    /// free, and the next worker of a running receiver takes it (one more try: the deadline
+    /// still counts from when it was recorded). False when it is not there, already handed
+    /// on, or held by a worker at this moment.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or written.
+    pub async fn hand_on_again(&self, service: Service, key: &str) -> Result<bool, JournalError> {
+        let Some(entry) = self.inner.db.get(service, Operation::Callback, key).await? else {
+            return Ok(false);
+        };
+        let owner = self.inner.owner.as_str();
+        let Some(claimed) = self
+            .inner
+            .db
+            .take_one_waiting(entry.id, owner, millis(self.inner.lease))
+            .await?
+        else {
+            return Ok(false);
+        };
+        let mut outcome = Outcome::new("failed");
+        outcome.message = Some("a person asked to hand it on again".to_owned());
+        self.inner.db.defer(claimed.lease, owner, &outcome, 0).await
+    }
+}
+
+fn change_of(entry: crate::entry::Entry) -> InboxChange {
+    InboxChange {
+        service: entry.service,
+        key: entry.key,
+        body: entry.request,
+        state: entry.state,
+        attempts: entry.attempts,
+        recorded: entry.created,
+        last_error: entry.outcome.and_then(|o| o.message),
+    }
+}
+
 fn taken_of(claimed: Claimed) -> Result<Taken, JournalError> {
-    let entry = claimed.entry?;
     Ok(Taken {
-        change: InboxChange {
-            service: entry.service,
-            key: entry.key,
-            body: entry.request,
-            state: entry.state,
-            attempts: entry.attempts,
-            recorded: entry.created,
-            last_error: entry.outcome.and_then(|o| o.message),
-        },
+        change: change_of(claimed.entry?),
         lease: claimed.lease,
     })
 }

@@ -408,6 +408,12 @@ impl Journal {
         }
     }
 
+    /// How long this process holds an entry before it must renew it (see
+    /// [`JournalBuilder::lease`]): a worker handing on an inbox change renews it every third.
+    pub fn lease_length(&self) -> Duration {
+        self.inner.lease
+    }
+
     /// Which database holds it.
     pub fn backend(&self) -> Backend {
         self.inner.db.backend()

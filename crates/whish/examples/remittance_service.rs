@@ -56,8 +56,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         })
         .transfer_client(client.clone())
-        // Each change handed on once, across restarts and processes.
-        .notifications(journal.clone())
+        // Every change recorded before its 200 and handed on, across restarts and processes.
+        .inbox(journal.clone())
         .build();
     let app = whish::callbacks::axum::Router::new().merge(receiver.router());
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -66,7 +66,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tcp.local_addr()?,
         whish::callbacks::TRANSFER_PATH
     );
-    let server = tokio::spawn(async move { whish::callbacks::axum::serve(tcp, app).await });
+    // Served with the limits a public endpoint needs (a head cap and deadline, slow heads
+    // shed first at the connection cap), which `axum::serve` does not have.
+    let serving = receiver.clone();
+    let server = tokio::spawn(async move {
+        serving
+            .serve_app(tcp, app, whish::callbacks::ServeLimits::new())
+            .await
+    });
 
     // A payout: recorded durably, then sent; a crash in between is finished by `recover`.
     let transfers = journal.transfer(client.clone());

@@ -86,9 +86,11 @@ async fn serve(receiver: &Receiver) -> String {
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = receiver.router();
+    let serving = receiver.clone();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = serving
+            .serve(listener, whish_callbacks::ServeLimits::new())
+            .await;
     });
     base
 }
@@ -257,35 +259,36 @@ async fn oversized_unsigned_and_badly_signed_callbacks_hand_nothing_on() {
 }
 
 #[tokio::test]
-async fn an_old_callback_is_refused_only_when_a_tolerance_was_asked_for() {
+async fn an_old_callback_is_refused_by_the_default_window_which_is_a_setting() {
     let sb = sandbox().await;
     let body =
         r#"{"date":"2026-11-22 10:00:00","externalId":43,"transferId":"TRF2","status":"RECEIVED"}"#;
-    let an_hour_ago = now_ms() - 3_600_000;
-    let (_, h1) = recorder::<TransferNotification>();
-    let lenient = Receiver::builder()
+    let two_hours_ago = now_ms() - 7_200_000;
+    let (seen, h1) = recorder::<TransferNotification>();
+    let default = Receiver::builder()
         .transfer(verifier(&sb), h1)
         .build()
         .router();
     assert_eq!(
-        post(&lenient, &signed(&sb, an_hour_ago, body), body.into()).await,
-        StatusCode::OK
-    );
-    let (seen, h2) = recorder::<TransferNotification>();
-    let strict = Receiver::builder()
-        .transfer(verifier(&sb), h2)
-        .tolerance(Duration::from_secs(300))
-        .build()
-        .router();
-    assert_eq!(
-        post(&strict, &signed(&sb, an_hour_ago, body), body.into()).await,
+        post(&default, &signed(&sb, two_hours_ago, body), body.into()).await,
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(
-        post(&strict, &signed(&sb, now_ms(), body), body.into()).await,
+        post(&default, &signed(&sb, now_ms(), body), body.into()).await,
         StatusCode::OK
     );
     eventually("handed on", || seen.lock().expect("l").len() == 1).await;
+    let (wide_seen, h2) = recorder::<TransferNotification>();
+    let wide = Receiver::builder()
+        .transfer(verifier(&sb), h2)
+        .tolerance(Duration::from_secs(3 * 3600))
+        .build()
+        .router();
+    assert_eq!(
+        post(&wide, &signed(&sb, two_hours_ago, body), body.into()).await,
+        StatusCode::OK
+    );
+    eventually("handed on", || wide_seen.lock().expect("l").len() == 1).await;
 }
 
 fn payment(base: &str, id: &ExternalId) -> NewPayment {
@@ -445,11 +448,11 @@ async fn the_poller_finds_what_no_callback_reported() {
     );
 }
 
-/// Needs the crate's `journal` feature (the journal as the record): `cargo test -p
+/// Needs the crate's `journal` feature (the journal as the inbox): `cargo test -p
 /// whish-callbacks --features journal`, or the workspace's `--all-features`.
 #[cfg(feature = "journal")]
 #[tokio::test]
-async fn with_the_journal_two_processes_hand_a_change_on_once_and_a_failed_handler_gets_it_again() {
+async fn with_the_journal_two_receivers_hand_a_change_on_once_and_a_failed_handler_gets_it_again() {
     let sb = sandbox().await;
     let dir = std::env::temp_dir().join(format!("whish-callbacks-{}", std::process::id()));
     let url = format!("sqlite:{}", dir.join("j.sqlite").display());
@@ -470,39 +473,38 @@ async fn with_the_journal_two_processes_hand_a_change_on_once_and_a_failed_handl
                     Ok(())
                 }
             })
-            .notifications(journal)
+            .inbox(journal)
+            .retry(
+                whish_callbacks::RetrySettings::default()
+                    .backoff(Duration::from_millis(50), Duration::from_millis(50)),
+            )
+            .pump_interval(Duration::from_millis(20))
             .build()
-            .router()
     };
     let a = make(whish_journal::Journal::open(&url).await.expect("journal"));
     let b = make(whish_journal::Journal::open(&url).await.expect("journal"));
+    let (ra, rb) = (a.router(), b.router());
     let body =
         r#"{"date":"2026-11-22 10:00:00","externalId":44,"transferId":"TRF3","status":"RECEIVED"}"#;
-    // The first delivery's handler fails: the claim is released...
+    // The first hand-on fails: the change stays in the inbox and is handed on again after the
+    // backoff, with no redelivery; the redeliveries to either receiver hand nothing on twice.
     assert_eq!(
-        post(&a, &signed(&sb, now_ms(), body), body.into()).await,
+        post(&ra, &signed(&sb, now_ms(), body), body.into()).await,
         StatusCode::OK
     );
-    eventually("failed once", || !*fail_first.lock().expect("l")).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // ...so the redelivery, to the other process, hands it on; later ones do not.
-    for router in [&b, &a, &b] {
+    eventually("handed on after the failure", || {
+        *count.lock().expect("l") == 1
+    })
+    .await;
+    for router in [&rb, &ra, &rb] {
         assert_eq!(
             post(router, &signed(&sb, now_ms(), body), body.into()).await,
             StatusCode::OK
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(*count.lock().expect("l"), 1);
-    // The journal's own callback record is the same record: it knows this change.
-    let journal = whish_journal::Journal::open(&url).await.expect("journal");
-    let id = whish_core::RequestId::new(44).expect("id");
-    assert!(
-        journal
-            .observe_status("TRF3", id, &TransferStatus::Received)
-            .await
-            .expect("read")
-            .is_none()
-    );
+    a.shutdown().await;
+    b.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

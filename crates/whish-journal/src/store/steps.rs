@@ -532,9 +532,31 @@ impl Db {
         lease_ms: i64,
         needs_operator: bool,
     ) -> Result<Option<Claimed>, JournalError> {
+        self.lease_one_in(id, owner, lease_ms, claimable(needs_operator))
+            .await
+    }
+
+    /// The inbox's change `id`, waiting or escalated, leased if its lease is free or expired
+    /// (lifecycle: take a waiting change, on a person's word).
+    pub(crate) async fn take_one_waiting(
+        &self,
+        id: i64,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Claimed>, JournalError> {
+        self.lease_one_in(id, owner, lease_ms, takeable(true)).await
+    }
+
+    /// Lease entry `id` if it is in `states` and its lease is free or expired.
+    async fn lease_one_in(
+        &self,
+        id: i64,
+        owner: &str,
+        lease_ms: i64,
+        states: &str,
+    ) -> Result<Option<Claimed>, JournalError> {
         let now = self.lease_now(4);
         let clock = self.lease_clock();
-        let states = claimable(needs_operator);
         let sql = format!(
             "UPDATE whish_journal_entries \
              SET lease_owner = $2, lease_until_ms = {now} + $3, attempts = attempts + 1, \
