@@ -500,6 +500,21 @@ pub enum JournalCmd {
         #[arg(long)]
         adopt_untargeted: bool,
     },
+    /// The callback receiver's inbox: the changes not yet handed on, newest first (key,
+    /// state `waiting` or `escalated` (waiting for a person), attempts, last error, recorded).
+    Inbox {
+        /// At most this many of each state.
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
+    /// On your word, hand an inbox change on again now (one that waits for a person, or
+    /// waits for its next try): a running receiver's next worker takes it. Exit 0 when it was
+    /// put back, 2 when no change has this key or it was already handed on, 3 when a worker
+    /// holds it at this moment (try again).
+    HandOn {
+        /// The change's key, as `journal inbox` lists it.
+        key: String,
+    },
     /// Drive every open entry to a final state with its own key (or only the entries of the
     /// keys named). Exit 0 when every entry (every named one) is final, 3 when some are still
     /// pending or need the operator, 4 when a service could not be reached.

@@ -19,6 +19,16 @@ fn line(e: &Entry) -> Value {
     })
 }
 
+fn inbox_line(e: &Entry) -> Value {
+    json!({
+        "key": e.key,
+        "state": e.state,
+        "attempts": e.attempts,
+        "last_error": e.outcome.as_ref().and_then(|o| o.message.clone()),
+        "recorded": e.created.format(&time::format_description::well_known::Rfc3339).ok(),
+    })
+}
+
 /// A `--deadline-hours` value: how long after it was recorded an entry may stay open before
 /// recovery sends it to the operator.
 pub(crate) fn deadline(hours: f64) -> Result<Duration, u8> {
@@ -113,6 +123,53 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 ctx.out.print(&Value::from(rows));
             }
             Ok(OK)
+        }
+        JournalCmd::Inbox { limit } => {
+            let mut rows = Vec::new();
+            for state in [
+                whish::journal::State::Waiting,
+                whish::journal::State::Escalated,
+            ] {
+                let listing = whish::journal::Listing::new().state(state).limit(limit);
+                let mut entries = journal.list(&listing).await.map_err(failed)?;
+                entries.retain(|e| e.operation == whish::journal::Operation::Callback);
+                rows.extend(entries.iter().map(inbox_line));
+            }
+            if ctx.out.json {
+                for r in &rows {
+                    println!("{r}");
+                }
+            } else {
+                ctx.out.print(&Value::from(rows));
+            }
+            Ok(OK)
+        }
+        JournalCmd::HandOn { key } => {
+            let service = if key.starts_with("transfer:") {
+                whish::journal::Service::MoneyTransfer
+            } else {
+                whish::journal::Service::HostedCollect
+            };
+            if journal.hand_on_again(service, &key).await.map_err(failed)? {
+                return Ok(ctx.out.success(&json!({"key": key, "state": "waiting"})));
+            }
+            match journal.change(service, &key).await.map_err(failed)? {
+                None => Err(usage(format!(
+                    "no inbox change has the key `{}`",
+                    printable(&key)
+                ))),
+                Some(c) if c.state == whish::journal::State::HandedOn => Err(usage(format!(
+                    "`{}` was handed on already",
+                    printable(&key)
+                ))),
+                Some(_) => {
+                    eprintln!(
+                        "whish: a worker holds `{}` now; try again when its lease is over",
+                        printable(&key)
+                    );
+                    Ok(PENDING)
+                }
+            }
         }
         JournalCmd::Show { key } => {
             let entries = journal.find(&key).await.map_err(failed)?;

@@ -190,7 +190,47 @@ async fn a_change_failing_past_its_deadline_waits_for_a_person() {
         let again = receiver.take_changes(10, true).await.expect("take");
         assert_eq!(again.len(), 1, "{place:?}");
         assert_eq!(again[0].change.state, State::Escalated);
+        assert!(
+            receiver
+                .hand_on_failed(
+                    &again[0],
+                    "still down",
+                    Duration::ZERO,
+                    Duration::from_millis(1)
+                )
+                .await
+                .expect("failed")
+        );
+        // Or, from another process (the command), put back for any worker: waiting, free.
+        let person = worker(&place).await;
+        assert!(
+            person
+                .hand_on_again(Service::MoneyTransfer, "transfer:9:PAID")
+                .await
+                .expect("again")
+        );
+        let change = person
+            .change(Service::MoneyTransfer, "transfer:9:PAID")
+            .await
+            .expect("read")
+            .expect("there");
+        assert_eq!(change.state, State::Waiting, "{place:?}");
+        assert_eq!(
+            change.last_error.as_deref(),
+            Some("a person asked to hand it on again")
+        );
+        let taken = receiver.take_changes(10, false).await.expect("take");
+        assert_eq!(taken.len(), 1, "{place:?}: any worker takes it now");
+        assert!(receiver.handed_on(&taken[0]).await.expect("hand on"));
+        assert!(
+            !person
+                .hand_on_again(Service::MoneyTransfer, "transfer:9:PAID")
+                .await
+                .expect("again"),
+            "{place:?}: handed on is final"
+        );
         receiver.close().await;
+        person.close().await;
     }
 }
 
