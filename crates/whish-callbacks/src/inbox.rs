@@ -30,6 +30,36 @@ pub enum ChangeState {
     Escalated,
 }
 
+/// Which handler a change goes to, as its key says: `transfer:` keys to the transfer handler,
+/// the others (`signal:`, `collect:`) to the collect side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// A transfer's status change.
+    Transfer,
+    /// A collect callback or a payment's status.
+    Collect,
+}
+
+impl ChangeKind {
+    /// The kind of the change under `key`.
+    pub fn of(key: &str) -> ChangeKind {
+        if key.starts_with(crate::change::TRANSFER_PREFIX) {
+            ChangeKind::Transfer
+        } else {
+            ChangeKind::Collect
+        }
+    }
+
+    /// `transfer` or `collect` (the metrics' `kind` label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Transfer => "transfer",
+            ChangeKind::Collect => "collect",
+        }
+    }
+}
+
 /// A change this process holds the lease of: the receiver's workers hand it on and mark it.
 pub struct Held {
     /// The change's key: stable across redeliveries, the key of your handler's idempotency.
@@ -93,8 +123,8 @@ pub trait Inbox: Send + Sync + 'static {
         key: &'a str,
         body: &'a [u8],
     ) -> BoxFuture<'a, Result<Option<Held>, StoreError>>;
-    /// Take up to `limit` waiting changes whose lease is free or over, oldest first.
-    fn take(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>>;
+    /// Take up to `limit` waiting changes of `kind` whose lease is free or over, oldest first.
+    fn take(&self, kind: ChangeKind, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>>;
     /// Renew the lease of a held change: false when it was lost.
     fn renew<'a>(&'a self, held: &'a Held) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// The handler took it: never hand it on again. False when the lease was lost.
@@ -252,14 +282,16 @@ impl Inbox for InMemory {
         Box::pin(async move { Ok(held) })
     }
 
-    fn take(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>> {
+    fn take(&self, kind: ChangeKind, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>> {
         let taken = self.with(|r| {
             let now = Instant::now();
             let mut due: Vec<(u64, String)> = r
                 .rows
                 .iter()
-                .filter(|(_, row)| {
-                    row.state == ChangeState::Waiting && row.until.is_none_or(|u| u <= now)
+                .filter(|(key, row)| {
+                    row.state == ChangeState::Waiting
+                        && row.until.is_none_or(|u| u <= now)
+                        && ChangeKind::of(key) == kind
                 })
                 .map(|(k, row)| (row.seq, k.clone()))
                 .collect();
@@ -356,10 +388,17 @@ mod tests {
         let inbox = InMemory::new(Duration::from_millis(60));
         let held = inbox.record("k", b"body").await.expect("ok").expect("new");
         assert!(inbox.record("k", b"body").await.expect("ok").is_none());
-        assert!(inbox.take(10).await.expect("ok").is_empty(), "leased");
+        assert!(
+            inbox
+                .take(ChangeKind::Collect, 10)
+                .await
+                .expect("ok")
+                .is_empty(),
+            "leased"
+        );
         assert!(inbox.renew(&held).await.expect("ok"));
         tokio::time::sleep(Duration::from_millis(90)).await;
-        let again = inbox.take(10).await.expect("ok");
+        let again = inbox.take(ChangeKind::Collect, 10).await.expect("ok");
         assert_eq!(again.len(), 1);
         assert_eq!(
             (again[0].attempts, again[0].body.as_slice()),
@@ -374,7 +413,14 @@ mod tests {
             Some(ChangeState::HandedOn)
         );
         tokio::time::sleep(Duration::from_millis(90)).await;
-        assert!(inbox.take(10).await.expect("ok").is_empty(), "handed on");
+        assert!(
+            inbox
+                .take(ChangeKind::Collect, 10)
+                .await
+                .expect("ok")
+                .is_empty(),
+            "handed on"
+        );
     }
 
     #[tokio::test]
@@ -389,11 +435,15 @@ mod tests {
                 .expect("ok")
         );
         assert!(
-            inbox.take(10).await.expect("ok").is_empty(),
+            inbox
+                .take(ChangeKind::Collect, 10)
+                .await
+                .expect("ok")
+                .is_empty(),
             "inside the backoff"
         );
         tokio::time::sleep(Duration::from_millis(70)).await;
-        let again = inbox.take(10).await.expect("ok");
+        let again = inbox.take(ChangeKind::Collect, 10).await.expect("ok");
         assert_eq!(again[0].last_error.as_deref(), Some("503"));
         assert!(
             inbox
@@ -406,7 +456,14 @@ mod tests {
             Some(ChangeState::Escalated)
         );
         tokio::time::sleep(Duration::from_millis(70)).await;
-        assert!(inbox.take(10).await.expect("ok").is_empty(), "a person's");
+        assert!(
+            inbox
+                .take(ChangeKind::Collect, 10)
+                .await
+                .expect("ok")
+                .is_empty(),
+            "a person's"
+        );
     }
 
     #[tokio::test]

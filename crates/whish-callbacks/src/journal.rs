@@ -6,15 +6,18 @@ use std::time::Duration;
 
 use whish_journal::{Journal, Recorded, Service, State, Taken};
 
-use crate::inbox::{BoxFuture, ChangeState, Held, Inbox, StoreError};
+use crate::inbox::{BoxFuture, ChangeKind, ChangeState, Held, Inbox, StoreError};
 
 /// The service a change's key belongs to: transfer changes are the transfer service's, the
 /// rest the hosted-collect service's.
 pub(crate) fn service_of(key: &str) -> Service {
-    if key.starts_with(crate::change::TRANSFER_PREFIX) {
-        Service::MoneyTransfer
-    } else {
-        Service::HostedCollect
+    service_of_kind(ChangeKind::of(key))
+}
+
+fn service_of_kind(kind: ChangeKind) -> Service {
+    match kind {
+        ChangeKind::Transfer => Service::MoneyTransfer,
+        ChangeKind::Collect => Service::HostedCollect,
     }
 }
 
@@ -57,10 +60,10 @@ impl Inbox for Journal {
         })
     }
 
-    fn take(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>> {
+    fn take(&self, kind: ChangeKind, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>> {
         Box::pin(async move {
             Ok(self
-                .take_changes(limit, false)
+                .take_changes_of(Some(service_of_kind(kind)), limit, false)
                 .await?
                 .into_iter()
                 .map(held_of)

@@ -105,7 +105,9 @@ pub use handler::{
     Handler, HandlerError, PaymentUpdate, RedirectVerdict, Source, TransferNotification, Trigger,
     confirm_redirect,
 };
-pub use inbox::{BoxFuture, ChangeState, Held, IN_MEMORY_CAPACITY, InMemory, Inbox, StoreError};
+pub use inbox::{
+    BoxFuture, ChangeKind, ChangeState, Held, IN_MEMORY_CAPACITY, InMemory, Inbox, StoreError,
+};
 pub use poller::PollSettings;
 pub use serve::ServeLimits;
 pub use work::RetrySettings;
@@ -166,6 +168,8 @@ pub(crate) struct Shared {
     max_in_flight: u32,
     recent: replay::Recent,
     handler_timeout: Duration,
+    /// The timestamp window of the signed transfer callbacks.
+    tolerance: Duration,
     retry: RetrySettings,
     pump_interval: Duration,
     pumping: AtomicBool,
@@ -343,6 +347,7 @@ impl ReceiverBuilder {
                 max_in_flight: self.max_in_flight,
                 recent: replay::Recent::default(),
                 handler_timeout: self.handler_timeout,
+                tolerance: self.tolerance,
                 retry: self.retry,
                 pump_interval: self.pump_interval,
                 pumping: AtomicBool::new(false),
@@ -420,7 +425,13 @@ impl Receiver {
         }
         let mut router = Router::new();
         if self.shared.transfer.is_some() {
-            router = router.route(&self.paths.0, post(transfer::route));
+            router = router.route(
+                &self.paths.0,
+                post(transfer::route).route_layer(axum::middleware::from_fn_with_state(
+                    self.shared.clone(),
+                    transfer::check_head,
+                )),
+            );
         }
         if self.shared.collect.is_some() {
             router = router
@@ -482,13 +493,24 @@ impl Receiver {
 }
 
 impl Shared {
-    /// The worker slots of a change's kind.
-    pub(crate) fn workers_for(&self, key: &str) -> &Arc<Semaphore> {
-        if work::kind_of(key) == "transfer" {
-            &self.transfer_workers
-        } else {
-            &self.collect_workers
+    /// The worker slots of a kind of change.
+    pub(crate) fn workers_for(&self, kind: ChangeKind) -> &Arc<Semaphore> {
+        match kind {
+            ChangeKind::Transfer => &self.transfer_workers,
+            ChangeKind::Collect => &self.collect_workers,
         }
+    }
+
+    /// The kinds of change this receiver has handlers for.
+    pub(crate) fn kinds(&self) -> Vec<ChangeKind> {
+        let mut kinds = Vec::new();
+        if self.transfer.is_some() {
+            kinds.push(ChangeKind::Transfer);
+        }
+        if self.collect.is_some() {
+            kinds.push(ChangeKind::Collect);
+        }
+        kinds
     }
 }
 

@@ -1,7 +1,8 @@
 //! Serving the receiver on a listener with the limits a public endpoint needs: a cap on a
 //! request's head and a deadline to send it, and a cap on open connections that, when reached,
-//! sheds the connection that has waited longest for its head (a client trickling headers) once
-//! it has waited a short grace, while newcomers wait in the listen backlog in order. Genuine
+//! sheds the connection that has waited longest for its head or its body (a client trickling
+//! either) once it has waited a short grace, while newcomers wait in the listen backlog in
+//! order. Genuine
 //! callbacks send their heads at once and are inside a request before the grace ends, so a
 //! flood of slow heads that keeps reconnecting only ever sheds itself. `axum::serve` offers
 //! none of it.
@@ -9,11 +10,12 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::http;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -29,9 +31,9 @@ pub struct ServeLimits {
     /// has waited longest for a request head is closed to admit the next, once it has waited
     /// [`head_grace`](Self::head_grace).
     pub max_connections: usize,
-    /// How long a connection may wait for a request head before, at the connection cap, it
-    /// may be closed to admit another (default 200 ms: a genuine client sends its head at
-    /// once).
+    /// How long a connection may wait for a request head (or, once the head is read, for the
+    /// rest of the body) before, at the connection cap, it may be closed to admit another
+    /// (default 200 ms: a genuine client sends its request at once).
     pub head_grace: Duration,
     /// The largest request head read, in bytes (default and least 8 KiB: plenty for these
     /// callbacks; 431 beyond it).
@@ -87,13 +89,39 @@ impl ServeLimits {
     }
 }
 
-/// One open connection, as admission sees it.
-struct Conn {
-    /// A request's head was read and its answer is not yet sent.
-    in_request: AtomicBool,
-    /// Since when (ms from the server's start) it has waited for a head.
-    waiting_since: AtomicU64,
+/// Where an open connection stands, as admission sees it.
+const WAITING_FOR_HEAD: u8 = 0;
+const READING_BODY: u8 = 1;
+const WORKING: u8 = 2;
+
+/// One open connection.
+pub(crate) struct Conn {
+    /// [`WAITING_FOR_HEAD`], [`READING_BODY`] or [`WORKING`] (the request was read whole and
+    /// its answer is being made: never shed).
+    phase: AtomicU8,
+    /// Since when (ms from the server's start) it has been in its phase.
+    since: AtomicU64,
+    start: Instant,
     evict: Notify,
+}
+
+impl Conn {
+    fn enter(&self, phase: u8) {
+        self.since
+            .store(self.start.elapsed().as_millis() as u64, Ordering::SeqCst);
+        self.phase.store(phase, Ordering::SeqCst);
+    }
+}
+
+/// Put in a request that has a body: the route says when the body has been read whole (until
+/// then a stalled body is as sheddable as a stalled head).
+#[derive(Clone)]
+pub(crate) struct BodyRead(Arc<Conn>);
+
+impl BodyRead {
+    pub(crate) fn done(&self) {
+        self.0.enter(WORKING);
+    }
 }
 
 #[derive(Default)]
@@ -121,8 +149,8 @@ impl Open {
         }
         let oldest = conns
             .iter()
-            .filter(|(_, c)| !c.in_request.load(Ordering::SeqCst))
-            .map(|(id, c)| (c.waiting_since.load(Ordering::SeqCst), *id))
+            .filter(|(_, c)| c.phase.load(Ordering::SeqCst) != WORKING)
+            .map(|(id, c)| (c.since.load(Ordering::SeqCst), *id))
             .min();
         let grace_ms = grace.as_millis() as u64;
         match oldest {
@@ -145,7 +173,6 @@ impl Open {
 struct Tracked {
     inner: TowerToHyperService<Router>,
     conn: Arc<Conn>,
-    start: Instant,
 }
 
 impl<B> hyper::service::Service<hyper::Request<B>> for Tracked
@@ -159,16 +186,23 @@ where
     type Error = <TowerToHyperService<Router> as hyper::service::Service<hyper::Request<B>>>::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
-    fn call(&self, request: hyper::Request<B>) -> Self::Future {
-        self.conn.in_request.store(true, Ordering::SeqCst);
+    fn call(&self, mut request: hyper::Request<B>) -> Self::Future {
+        let bodiless = matches!(*request.method(), http::Method::GET | http::Method::HEAD)
+            || request
+                .headers()
+                .get(http::header::CONTENT_LENGTH)
+                .is_some_and(|v| v.as_bytes() == b"0");
+        if bodiless {
+            self.conn.enter(WORKING);
+        } else {
+            self.conn.enter(READING_BODY);
+            request.extensions_mut().insert(BodyRead(self.conn.clone()));
+        }
         let answer = self.inner.call(request);
         let conn = self.conn.clone();
-        let start = self.start;
         Box::pin(async move {
             let answered = answer.await;
-            conn.waiting_since
-                .store(start.elapsed().as_millis() as u64, Ordering::SeqCst);
-            conn.in_request.store(false, Ordering::SeqCst);
+            conn.enter(WAITING_FOR_HEAD);
             answered
         })
     }
@@ -238,8 +272,9 @@ impl crate::Receiver {
             next_id += 1;
             let id = next_id;
             let conn = Arc::new(Conn {
-                in_request: AtomicBool::new(false),
-                waiting_since: AtomicU64::new(start.elapsed().as_millis() as u64),
+                phase: AtomicU8::new(WAITING_FOR_HEAD),
+                since: AtomicU64::new(start.elapsed().as_millis() as u64),
+                start,
                 evict: Notify::new(),
             });
             open.conns
@@ -249,7 +284,6 @@ impl crate::Receiver {
             let svc = Tracked {
                 inner: TowerToHyperService::new(app.clone()),
                 conn: conn.clone(),
-                start,
             };
             let open = open.clone();
             tokio::spawn(async move {

@@ -2,9 +2,12 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Bytes;
+use axum::extract::Request;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 use whish_core::EpochMillis;
@@ -12,13 +15,18 @@ use whish_money_transfer::callback::CallbackError;
 
 use crate::change::Body;
 use crate::record::record_then_answer;
+use crate::serve::BodyRead;
 use crate::{Shared, Source, answer};
 
 pub(crate) async fn route(
     State(shared): State<Arc<Shared>>,
+    read: Option<Extension<BodyRead>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(Extension(read)) = read {
+        read.done();
+    }
     let Some(side) = &shared.transfer else {
         return answer(StatusCode::NOT_FOUND, "no transfer callbacks here\n");
     };
@@ -66,4 +74,29 @@ fn time_now_ms() -> Option<i64> {
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?;
     i64::try_from(d.as_millis()).ok()
+}
+
+/// Before the body is read: a transfer callback must carry a `timestamp` inside the window and a
+/// `signature`; one that does not is refused without reading a byte of its body.
+pub(crate) async fn check_head(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let Some(ts) = headers
+        .get("timestamp")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    else {
+        whish_core::metrics::callback("transfer", "rejected");
+        return answer(StatusCode::BAD_REQUEST, "refused\n");
+    };
+    let now = time_now_ms().unwrap_or(i64::MAX);
+    let off = u128::from(now.abs_diff(ts));
+    if !headers.contains_key("signature") || off > shared.tolerance.as_millis() {
+        whish_core::metrics::callback("transfer", "rejected");
+        return answer(StatusCode::UNAUTHORIZED, "refused\n");
+    }
+    next.run(request).await
 }

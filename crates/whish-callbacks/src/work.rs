@@ -15,7 +15,7 @@ use whish_hosted_collect::CollectStatus;
 use whish_money_transfer::TransferStatus;
 
 use crate::change::{Body, payment_of, status_of, trigger_of};
-use crate::inbox::Held;
+use crate::inbox::{ChangeKind, Held};
 use crate::{PaymentUpdate, Shared, Source, TransferNotification, Trigger};
 
 /// How a failed hand-on is tried again.
@@ -64,11 +64,11 @@ impl RetrySettings {
     }
 }
 
-/// Hand `held` on in the background, in a worker slot.
+/// Hand `held` on in the background, in a worker slot of its kind.
 pub(crate) fn spawn(shared: &Arc<Shared>, held: Held) {
     let shared = shared.clone();
     tokio::spawn(async move {
-        let slots = shared.workers_for(&held.key).clone();
+        let slots = shared.workers_for(ChangeKind::of(&held.key)).clone();
         let Ok(slot) = slots.acquire_owned().await else {
             return; // shutting down: the lease runs out and the change is taken at the next start
         };
@@ -76,79 +76,121 @@ pub(crate) fn spawn(shared: &Arc<Shared>, held: Held) {
     });
 }
 
+/// How the lease of a change being handed on stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lease {
+    Held,
+    /// Not renewed for two thirds of a lease (the inbox unreachable): it may have run out.
+    Unsure,
+    /// Another worker holds it now.
+    Lost,
+}
+
 /// Hand one change on and mark it.
 pub(crate) async fn hand_on(shared: Arc<Shared>, held: Held, slot: OwnedSemaphorePermit) {
-    let held = Arc::new(held);
-    let (lost_tx, lost) = watch::channel(false);
-    let beat = tokio::spawn(heartbeat(shared.clone(), held.clone(), lost_tx));
-    let outcome = work(&shared, &held, lost.clone()).await;
-    beat.abort();
-    if *lost.borrow() {
-        tracing::warn!(key = %held.key, "the change's lease was lost while it was handed on; its new holder hands it on");
-        drop(slot);
-        return;
-    }
-    let kind = kind_of(&held.key);
-    let written = match &outcome {
-        Ok(()) => {
-            whish_core::metrics::callback(kind, "handled");
-            shared.inbox.handed_on(&held).await
-        }
-        Err(error) => {
-            whish_core::metrics::callback(kind, "failed");
-            let backoff = shared.retry.wait_after(held.attempts);
-            tracing::warn!(key = %held.key, attempts = held.attempts, %error, backoff_ms = backoff.as_millis() as u64, "the change could not be handed on; tried again after the backoff");
-            shared
-                .inbox
-                .failed(&held, error, backoff, shared.retry.deadline)
-                .await
-        }
-    };
-    match written {
+    // The lease may have run out while the change waited for a slot, and another worker may
+    // hold it now: run nothing unless it is still ours.
+    match shared.inbox.renew(&held).await {
         Ok(true) => {}
         Ok(false) => {
-            tracing::warn!(key = %held.key, "the change's lease was lost before it was marked; its new holder hands it on")
+            tracing::debug!(key = %held.key, "the change was taken by another worker while it waited for a slot");
+            return;
         }
         Err(e) => {
-            tracing::warn!(key = %held.key, error = %e, "the inbox cannot be written; the change is taken again when its lease runs out")
+            tracing::warn!(key = %held.key, error = %e, "the change's lease cannot be renewed; it is taken again when the lease runs out");
+            return;
         }
     }
+    let held = Arc::new(held);
+    let (lease_tx, lease) = watch::channel(Lease::Held);
+    let beat = tokio::spawn(heartbeat(shared.clone(), held.clone(), lease_tx));
+    let outcome = work(&shared, &held, lease.clone()).await;
+    let kind = ChangeKind::of(&held.key).as_str();
+    whish_core::metrics::callback(kind, if outcome.is_ok() { "handled" } else { "failed" });
+    if let Err(error) = &outcome {
+        tracing::warn!(key = %held.key, attempts = held.attempts, %error, "the change could not be handed on; tried again after the backoff");
+    }
+    // The mark, written until it is known to have been written or not: a write that fails is
+    // tried again (a mark never written means a second hand-on) while the heartbeat keeps the
+    // lease; it stops when another worker holds the change, or at shutdown.
+    let mut wait = Duration::from_millis(100);
+    loop {
+        if *lease.borrow() == Lease::Lost {
+            tracing::warn!(key = %held.key, "the change's lease was lost; its new holder hands it on");
+            break;
+        }
+        let written = match &outcome {
+            Ok(()) => shared.inbox.handed_on(&held).await,
+            Err(error) => {
+                shared
+                    .inbox
+                    .failed(
+                        &held,
+                        error,
+                        shared.retry.wait_after(held.attempts),
+                        shared.retry.deadline,
+                    )
+                    .await
+            }
+        };
+        match written {
+            Ok(true) => break,
+            Ok(false) => {
+                tracing::warn!(key = %held.key, "the change's lease was lost before it was marked; its new holder hands it on");
+                break;
+            }
+            Err(e) => {
+                if *shared.stop.borrow() {
+                    tracing::warn!(key = %held.key, error = %e, "stopping: the change's mark is not written; it is handed on again at the next start");
+                    break;
+                }
+                tracing::warn!(key = %held.key, error = %e, "the inbox cannot be written; the mark is tried again");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+    beat.abort();
     drop(slot);
 }
 
-/// Renew the lease every third of it; say so when it was lost.
-async fn heartbeat(shared: Arc<Shared>, held: Arc<Held>, lost: watch::Sender<bool>) {
-    let every = (shared.inbox.lease() / 3).max(Duration::from_millis(10));
+/// Renew the lease every third of it. After two thirds of a lease without a renewal it is
+/// `Unsure` (the work is stopped: another worker may take the change); `Lost` once another
+/// worker holds it.
+async fn heartbeat(shared: Arc<Shared>, held: Arc<Held>, lease: watch::Sender<Lease>) {
+    let length = shared.inbox.lease();
+    let every = (length / 3).max(Duration::from_millis(10));
+    let mut renewed = tokio::time::Instant::now();
     loop {
         tokio::time::sleep(every).await;
         match shared.inbox.renew(&held).await {
-            Ok(true) => {}
+            Ok(true) => {
+                renewed = tokio::time::Instant::now();
+                lease.send_if_modified(|l| std::mem::replace(l, Lease::Held) != Lease::Held);
+            }
             Ok(false) => {
-                let _ = lost.send(true);
+                let _ = lease.send(Lease::Lost);
                 return;
             }
             Err(e) => {
                 tracing::warn!(key = %held.key, error = %e, "the change's lease cannot be renewed now");
+                if renewed.elapsed() >= length * 2 / 3 {
+                    lease
+                        .send_if_modified(|l| std::mem::replace(l, Lease::Unsure) != Lease::Unsure);
+                }
             }
         }
     }
 }
 
-/// The `kind` label of a change's key.
-pub(crate) fn kind_of(key: &str) -> &'static str {
-    if key.starts_with(crate::change::TRANSFER_PREFIX) {
-        "transfer"
-    } else {
-        "collect"
-    }
-}
-
 /// Run `fut` in a task of its own (the handler is called inside it, so that a panic even in
-/// its synchronous part is seen), aborted after the handler timeout or as soon as the lease is
-/// lost.
+/// its synchronous part is seen), stopped after the handler timeout or as soon as the lease is
+/// not surely held. A stopped task is waited for until it has ended (one blocked in
+/// synchronous code ends only when it returns to the runtime), so that it never runs beside
+/// the next try; the heartbeat keeps the lease meanwhile.
 async fn bounded<T, F>(
     shared: &Shared,
-    mut lost: watch::Receiver<bool>,
+    mut lease: watch::Receiver<Lease>,
     what: &str,
     fut: F,
 ) -> Result<T, String>
@@ -156,30 +198,31 @@ where
     T: Send + 'static,
     F: Future<Output = Result<T, String>> + Send + 'static,
 {
-    let running = tokio::spawn(fut);
-    let abort = running.abort_handle();
-    let lease_lost = async move {
-        while !*lost.borrow_and_update() {
-            if lost.changed().await.is_err() {
+    let mut running = tokio::spawn(fut);
+    let not_held = async move {
+        loop {
+            if *lease.borrow_and_update() != Lease::Held {
+                return;
+            }
+            if lease.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }
         }
     };
-    tokio::select! {
-        joined = running => match joined {
+    let stopped = tokio::select! {
+        joined = &mut running => return match joined {
             Ok(result) => result,
             Err(e) if e.is_panic() => Err(format!("the {what} panicked")),
             Err(_) => Err(format!("the {what} was cancelled")),
         },
         _ = tokio::time::sleep(shared.handler_timeout) => {
-            abort.abort();
-            Err(format!("the {what} ran out of time ({} ms)", shared.handler_timeout.as_millis()))
+            format!("the {what} ran out of time ({} ms)", shared.handler_timeout.as_millis())
         }
-        _ = lease_lost => {
-            abort.abort();
-            Err(format!("the {what} was stopped: the lease was lost"))
-        }
-    }
+        _ = not_held => format!("the {what} was stopped: the lease was not renewed"),
+    };
+    running.abort();
+    let _ = running.await;
+    Err(stopped)
 }
 
 /// What one change needs: a handler call, or (a collect callback) a status read and the
@@ -187,7 +230,7 @@ where
 async fn work(
     shared: &Arc<Shared>,
     held: &Held,
-    lost: watch::Receiver<bool>,
+    lease: watch::Receiver<Lease>,
 ) -> Result<(), String> {
     match Body::decode(&held.body)? {
         Body::Transfer {
@@ -212,7 +255,7 @@ async fn work(
                 },
             };
             let handler = side.handler.clone();
-            bounded(shared, lost, "handler", async move {
+            bounded(shared, lease, "handler", async move {
                 handler
                     .handle(notification)
                     .await
@@ -240,7 +283,7 @@ async fn work(
                 trigger: trigger_of(&trigger),
             };
             let handler = side.handler.clone();
-            bounded(shared, lost, "handler", async move {
+            bounded(shared, lease, "handler", async move {
                 handler.handle(update).await.map_err(|e| e.to_string())
             })
             .await
@@ -257,7 +300,7 @@ async fn work(
             let (currency, external_id) = payment_of(&currency, &external_id)?;
             let client = side.client.clone();
             let (c, id) = (currency.clone(), external_id.clone());
-            let status = bounded(shared, lost, "status read", async move {
+            let status = bounded(shared, lease, "status read", async move {
                 client.status(c, &id).await.map_err(|e| e.to_string())
             })
             .await?;
@@ -305,7 +348,8 @@ pub(crate) async fn record(shared: &Arc<Shared>, row: &Body) -> Result<String, S
 }
 
 /// Take the changes whose lease is free or over (a dead worker's, a failure's after its
-/// backoff, this process's own at start-up) while workers are free.
+/// backoff, this process's own at start-up), of the kinds this receiver has handlers for, as
+/// many as its workers of each kind can start now.
 pub(crate) fn start_pump(shared: Arc<Shared>) {
     if shared
         .pumping
@@ -319,14 +363,21 @@ pub(crate) fn start_pump(shared: Arc<Shared>) {
             if *stop.borrow() {
                 break;
             }
-            let free = (shared.transfer_workers.available_permits()
-                + shared.collect_workers.available_permits())
-            .min(256) as u32;
-            if free > 0 {
-                match shared.inbox.take(free).await {
+            for kind in shared.kinds() {
+                let slots = shared.workers_for(kind).clone();
+                let free = slots.available_permits().min(256) as u32;
+                if free == 0 {
+                    continue;
+                }
+                match shared.inbox.take(kind, free).await {
                     Ok(taken) => {
                         for held in taken {
-                            spawn(&shared, held);
+                            let (shared, slots) = (shared.clone(), slots.clone());
+                            tokio::spawn(async move {
+                                if let Ok(slot) = slots.acquire_owned().await {
+                                    hand_on(shared, held, slot).await;
+                                }
+                            });
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "the inbox cannot be read now"),

@@ -14,7 +14,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use crate::entry::{Operation, Outcome, References, Service, State};
-use crate::store::{Claimed, Lease, Request, insert_token, millis};
+use crate::store::{Lease, Request, insert_token, millis};
 use crate::{Journal, JournalError};
 
 /// A change recorded in the inbox.
@@ -116,18 +116,53 @@ impl Journal {
         limit: u32,
         needs_operator: bool,
     ) -> Result<Vec<Taken>, JournalError> {
-        let taken = self
+        self.take_changes_of(None, limit, needs_operator).await
+    }
+
+    /// [`take_changes`](Self::take_changes) of one service only (`None`: any): a receiver
+    /// takes only the changes it has handlers for. A change whose row cannot be read is left to
+    /// a person (`escalated`) instead of failing the whole take.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    pub async fn take_changes_of(
+        &self,
+        service: Option<Service>,
+        limit: u32,
+        needs_operator: bool,
+    ) -> Result<Vec<Taken>, JournalError> {
+        let owner = self.inner.owner.as_str();
+        let claimed = self
             .inner
             .db
             .take_waiting(
-                self.inner.owner.as_str(),
+                owner,
                 millis(self.inner.lease),
                 0,
                 i64::from(limit),
                 needs_operator,
+                service,
             )
             .await?;
-        taken.into_iter().map(taken_of).collect()
+        let mut taken = Vec::with_capacity(claimed.len());
+        for c in claimed {
+            match c.entry {
+                Ok(entry) => taken.push(Taken {
+                    change: change_of(entry),
+                    lease: c.lease,
+                }),
+                Err(e) => {
+                    let mut outcome = Outcome::new("unreadable");
+                    outcome.message = Some(e.to_string());
+                    self.inner
+                        .db
+                        .mark_needs_operator(c.lease, owner, &outcome)
+                        .await?;
+                }
+            }
+        }
+        Ok(taken)
     }
 
     /// Renew the lease of a change this process is handing on (a heartbeat while the handler
@@ -272,11 +307,4 @@ fn change_of(entry: crate::entry::Entry) -> InboxChange {
         recorded: entry.created,
         last_error: entry.outcome.and_then(|o| o.message),
     }
-}
-
-fn taken_of(claimed: Claimed) -> Result<Taken, JournalError> {
-    Ok(Taken {
-        change: change_of(claimed.entry?),
-        lease: claimed.lease,
-    })
 }

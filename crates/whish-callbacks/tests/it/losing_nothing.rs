@@ -355,3 +355,166 @@ async fn a_collect_callback_with_the_journal_gone_is_not_acknowledged() {
     );
     receiver.shutdown().await;
 }
+
+/// Calls per transfer id.
+type Calls = Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>;
+/// A boxed transfer handler.
+type Boxed = Box<
+    dyn Fn(
+            TransferNotification,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), HandlerError>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// A handler counting its calls and how many run at once; each call sleeps `ms(call)` first.
+fn timed(ms: impl Fn(&str) -> u64 + Send + Sync + 'static) -> (Calls, Arc<AtomicUsize>, Boxed) {
+    let calls: Calls = Arc::default();
+    let overlap = Arc::new(AtomicUsize::new(0));
+    let running: Arc<std::sync::Mutex<std::collections::HashSet<String>>> = Arc::default();
+    let (c, o) = (calls.clone(), overlap.clone());
+    let handler = move |n: TransferNotification| {
+        let (c, o, running) = (c.clone(), o.clone(), running.clone());
+        let wait = ms(&n.transfer_id);
+        Box::pin(async move {
+            *c.lock()
+                .expect("l")
+                .entry(n.transfer_id.clone())
+                .or_default() += 1;
+            if !running.lock().expect("l").insert(n.transfer_id.clone()) {
+                o.fetch_add(1, Ordering::SeqCst);
+            }
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            running.lock().expect("l").remove(&n.transfer_id);
+            Ok::<(), HandlerError>(())
+        }) as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>>
+    };
+    (calls, overlap, Box::new(handler))
+}
+
+/// A change recorded while every worker is busy waits for one; if its lease ran out meanwhile
+/// and another worker took it, the waiting copy runs nothing: each change runs once, never two
+/// at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_lease_ran_out_while_it_waited_for_a_worker_runs_once() {
+    let (calls, overlap, handler) = timed(|id| if id.starts_with('A') { 700 } else { 50 });
+    let receiver = Receiver::builder()
+        .transfer(any_signature, handler)
+        .inbox(InMemory::new(Duration::from_millis(300)))
+        .max_in_flight(2)
+        .pump_interval(Duration::from_millis(20))
+        .build();
+    let router = receiver.router();
+    for (id, n) in [("A1", 1), ("A2", 2), ("B", 3)] {
+        assert_eq!(
+            post_signed(&router, &transfer_body(id, n)).await,
+            StatusCode::OK
+        );
+    }
+    eventually("B handed on", || calls.lock().expect("l").contains_key("B")).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let calls = calls.lock().expect("l").clone();
+    assert_eq!(calls.values().copied().max(), Some(1), "{calls:?}");
+    assert_eq!(overlap.load(Ordering::SeqCst), 0);
+    receiver.shutdown().await;
+}
+
+/// When the lease cannot be renewed for most of a lease (the inbox unreachable), the handler
+/// is stopped: another worker may take the change, and the two must never run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_that_cannot_be_renewed_stops_the_handler_before_another_may_run_it() {
+    let inbox = Flaky::with_lease(Duration::from_millis(300));
+    inbox.renew_down.store(true, Ordering::SeqCst);
+    let (calls, overlap, handler) = timed(|_| 800);
+    let receiver = Receiver::builder()
+        .transfer(any_signature, handler)
+        .inbox(inbox.clone())
+        .retry(quick_retry())
+        .pump_interval(Duration::from_millis(20))
+        .build();
+    let router = receiver.router();
+    assert_eq!(
+        post_signed(&router, &transfer_body("C", 5)).await,
+        StatusCode::OK
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        overlap.load(Ordering::SeqCst),
+        0,
+        "{:?}",
+        calls.lock().expect("l")
+    );
+    inbox.renew_down.store(false, Ordering::SeqCst);
+    receiver.shutdown().await;
+}
+
+/// A mark that fails once is written again while the lease is still held: the change is not
+/// handed on a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mark_that_fails_once_is_written_again_and_nothing_runs_twice() {
+    let inbox = Flaky::with_lease(Duration::from_millis(300));
+    inbox.mark_failures.store(1, Ordering::SeqCst);
+    let (calls, handler) = counting(|_| None);
+    let receiver = Receiver::builder()
+        .transfer(any_signature, handler)
+        .inbox(inbox.clone())
+        .pump_interval(Duration::from_millis(20))
+        .build();
+    let router = receiver.router();
+    assert_eq!(
+        post_signed(&router, &transfer_body("D", 6)).await,
+        StatusCode::OK
+    );
+    eventually("marked", || {
+        state_now(&inbox.inner, "transfer:D:RECEIVED") == Some(ChangeState::HandedOn)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    receiver.shutdown().await;
+}
+
+/// A handler blocked in synchronous code past the handler timeout cannot be aborted: its next
+/// try waits until it has returned, so the two never run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_handler_blocked_past_its_timeout_is_waited_for_before_the_next_try() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let overlap = Arc::new(AtomicUsize::new(0));
+    let running = Arc::new(AtomicBool::new(false));
+    let (c, o, r) = (calls.clone(), overlap.clone(), running.clone());
+    let handler = move |_: TransferNotification| {
+        let n = c.fetch_add(1, Ordering::SeqCst);
+        let (o, r) = (o.clone(), r.clone());
+        async move {
+            if r.swap(true, Ordering::SeqCst) {
+                o.fetch_add(1, Ordering::SeqCst);
+            }
+            if n == 0 {
+                std::thread::sleep(Duration::from_millis(1000));
+            }
+            r.store(false, Ordering::SeqCst);
+            if n == 0 {
+                // Returned to the runtime after its timeout: aborted here.
+                tokio::task::yield_now().await;
+            }
+            Ok::<(), HandlerError>(())
+        }
+    };
+    let receiver = Receiver::builder()
+        .transfer(any_signature, handler)
+        .handler_timeout(Duration::from_millis(200))
+        .retry(quick_retry())
+        .pump_interval(Duration::from_millis(20))
+        .build();
+    let router = receiver.router();
+    assert_eq!(
+        post_signed(&router, &transfer_body("E", 8)).await,
+        StatusCode::OK
+    );
+    eventually("tried again", || calls.load(Ordering::SeqCst) >= 2).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(overlap.load(Ordering::SeqCst), 0);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    receiver.shutdown().await;
+}

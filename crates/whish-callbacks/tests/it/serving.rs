@@ -40,6 +40,30 @@ async fn ask(addr: std::net::SocketAddr, head: &[u8]) -> String {
 /// is reached the connection that has waited longest for its head is shed, not the newcomer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnecting_slowloris_does_not_starve_genuine_callbacks() {
+    flood_then_ask(|| b"POST /whish/transfer HTTP/1.1\r\nHost: x\r\n".to_vec()).await;
+}
+
+/// The same with clients that send a whole head (a fresh timestamp, a signature header) and
+/// then stall their body: a stalled body is shed like a stalled head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_stalled_bodies_does_not_starve_genuine_callbacks() {
+    flood_then_ask(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis();
+        format!(
+            "POST /whish/transfer HTTP/1.1\r\nHost: x\r\ntimestamp: {now}\r\nsignature: x\r\ncontent-type: application/json\r\nContent-Length: 9000\r\n\r\n{{"
+        )
+        .into_bytes()
+    })
+    .await;
+}
+
+/// 120 attackers for 32 connections, each sending `opening` and stalling, reconnecting as soon
+/// as it is closed; meanwhile 20 genuine requests must be answered within 5 s, all but one.
+async fn flood_then_ask(opening: impl Fn() -> Vec<u8> + Send + Sync + 'static) {
+    let opening = Arc::new(opening);
     let receiver = Receiver::builder()
         .transfer(
             |_: &SignedInput<'_>| true,
@@ -58,17 +82,14 @@ async fn a_reconnecting_slowloris_does_not_starve_genuine_callbacks() {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut attackers = Vec::new();
     for _ in 0..120 {
-        let stop = stop.clone();
+        let (stop, opening) = (stop.clone(), opening.clone());
         attackers.push(tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
                 let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     continue;
                 };
-                if s.write_all(b"POST /whish/transfer HTTP/1.1\r\nHost: x\r\n")
-                    .await
-                    .is_err()
-                {
+                if s.write_all(&opening()).await.is_err() {
                     continue;
                 }
                 let mut buf = [0u8; 16];

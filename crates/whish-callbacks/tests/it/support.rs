@@ -8,17 +8,30 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use tower::ServiceExt;
-use whish_callbacks::{BoxFuture, ChangeState, Held, InMemory, Inbox, StoreError};
+use whish_callbacks::{BoxFuture, ChangeKind, ChangeState, Held, InMemory, Inbox, StoreError};
 use whish_core::{ClientSettings, SecretString};
 use whish_hosted_collect::CollectClient;
 
-/// An inbox wrapped around the in-memory one whose writes fail while `down`, and whose
-/// records take `slow_ms` first.
+/// An inbox wrapped around the in-memory one whose writes fail while `down`, whose records
+/// take `slow_ms` first, whose renewals fail while `renew_down`, and whose next
+/// `mark_failures` marks fail.
 #[derive(Clone, Default)]
 pub struct Flaky {
     pub inner: InMemory,
     pub down: Arc<AtomicBool>,
     pub slow_ms: Arc<AtomicU64>,
+    pub renew_down: Arc<AtomicBool>,
+    pub mark_failures: Arc<AtomicU64>,
+}
+
+impl Flaky {
+    /// Around an in-memory inbox with this lease.
+    pub fn with_lease(lease: Duration) -> Flaky {
+        Flaky {
+            inner: InMemory::new(lease),
+            ..Flaky::default()
+        }
+    }
 }
 
 impl Flaky {
@@ -46,21 +59,31 @@ impl Inbox for Flaky {
             self.inner.record(key, body).await
         })
     }
-    fn take(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>> {
+    fn take(&self, kind: ChangeKind, limit: u32) -> BoxFuture<'_, Result<Vec<Held>, StoreError>> {
         Box::pin(async move {
             self.check()?;
-            self.inner.take(limit).await
+            self.inner.take(kind, limit).await
         })
     }
     fn renew<'a>(&'a self, held: &'a Held) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             self.check()?;
+            if self.renew_down.load(Ordering::SeqCst) {
+                return Err("the database is locked".into());
+            }
             self.inner.renew(held).await
         })
     }
     fn handed_on<'a>(&'a self, held: &'a Held) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             self.check()?;
+            if self
+                .mark_failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                return Err("the database is locked".into());
+            }
             self.inner.handed_on(held).await
         })
     }

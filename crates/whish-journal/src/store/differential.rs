@@ -271,7 +271,7 @@ async fn apply_db(db: &Db, id: Option<i64>, step: &Step<String>) -> bool {
             lease,
             needs_operator,
         } => !db
-            .take_waiting(holder, *lease, 0, 10, *needs_operator)
+            .take_waiting(holder, *lease, 0, 10, *needs_operator, None)
             .await
             .expect("take waiting")
             .is_empty(),

@@ -207,17 +207,25 @@ impl Db {
     /// Lease up to `$4` open entries after id `$3` whose lease is free or expired (or any, to
     /// take them over): `$1` the owner, `$2` the lease in ms, then the lease clock.
     pub(super) fn claim_open_sql(&self, take_over: bool, needs_operator: bool) -> String {
-        self.claim_sql(claimable(needs_operator), take_over)
+        self.claim_sql(claimable(needs_operator), "", take_over)
     }
 
-    /// The same for the inbox's changes a worker takes ([`takeable`]).
-    pub(super) fn take_waiting_sql(&self, needs_operator: bool) -> String {
-        self.claim_sql(takeable(needs_operator), false)
+    /// The same for the inbox's changes a worker takes ([`takeable`]), of one service only
+    /// when `service` names one (a receiver takes only the changes it has handlers for).
+    pub(super) fn take_waiting_sql(
+        &self,
+        needs_operator: bool,
+        service: Option<crate::entry::Service>,
+    ) -> String {
+        // A stored name of a fixed set, never input.
+        let only = service.map_or(String::new(), |s| format!("AND service = '{}'", s.as_str()));
+        self.claim_sql(takeable(needs_operator), &only, false)
     }
 
-    /// Lease up to `$4` entries in `states` after id `$3` whose lease is free or expired (or
-    /// any, with `take_over`): `$1` the owner, `$2` the lease in ms, then the lease clock.
-    fn claim_sql(&self, states: &str, take_over: bool) -> String {
+    /// Lease up to `$4` entries in `states` (and meeting `only`, more conditions or none) after
+    /// id `$3` whose lease is free or expired (or any, with `take_over`): `$1` the owner, `$2`
+    /// the lease in ms, then the lease clock.
+    fn claim_sql(&self, states: &str, only: &str, take_over: bool) -> String {
         let now = self.lease_now(5);
         let expired = if take_over {
             "TRUE".to_owned()
@@ -226,7 +234,7 @@ impl Db {
         };
         let ids = self.ids_in(&format!(
             "SELECT id FROM whish_journal_entries \
-             WHERE state IN ({states}) AND id > $3 AND {expired} \
+             WHERE state IN ({states}) {only} AND id > $3 AND {expired} \
              ORDER BY id LIMIT $4 {}",
             self.skip_locked()
         ));

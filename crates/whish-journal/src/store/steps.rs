@@ -132,8 +132,9 @@ impl Db {
         after: i64,
         limit: i64,
         needs_operator: bool,
+        service: Option<crate::entry::Service>,
     ) -> Result<Vec<Claimed>, JournalError> {
-        let sql = self.take_waiting_sql(needs_operator);
+        let sql = self.take_waiting_sql(needs_operator, service);
         self.claim_rows(sql, owner, lease_ms, after, limit).await
     }
 
