@@ -12,6 +12,8 @@
 //!   checker (see `model.rs`).
 //! - `cargo xtask soak --ops N --seed S [--workers W] [--release]`: the fault-injection soak
 //!   (`crates/whish-soak`) against the sandbox; exit 1 on any duplicate or lost operation.
+//!   `--crash`, `--batch`, `--callbacks` (the receiver soak) and `--slowloris` (the receiver
+//!   under a flood) select the other soaks.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,7 +25,7 @@ mod footprint;
 mod model;
 mod public_api;
 
-const USAGE: &str = "usage: cargo xtask codegen [--check] | public-api [--check] | features | footprint [--no-build] | model [--large] [--lie NAME | --list-lies | --every-lie] | soak --ops N --seed S [--workers W] [--release]";
+const USAGE: &str = "usage: cargo xtask codegen [--check] | public-api [--check] | features | footprint [--no-build] | model [--large] [--lie NAME | --list-lies | --every-lie] | soak (--ops N --seed S [--workers W] | --crash K ... | --batch N ... | --callbacks N [--journal URL] [--outage SECS] | --slowloris N) [--release]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

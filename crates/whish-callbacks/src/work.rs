@@ -89,7 +89,8 @@ enum Lease {
 /// Hand one change on and mark it.
 pub(crate) async fn hand_on(shared: Arc<Shared>, held: Held, slot: OwnedSemaphorePermit) {
     // The lease may have run out while the change waited for a slot, and another worker may
-    // hold it now: run nothing unless it is still ours.
+    // hold it now: run nothing unless it is still ours (the rule the model checker explores,
+    // `whish_journal::lifecycle::renew_before_work`).
     match shared.inbox.renew(&held).await {
         Ok(true) => {}
         Ok(false) => {

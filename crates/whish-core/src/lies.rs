@@ -42,11 +42,15 @@ pub enum Lie {
     /// A send of a request recorded as never sent whose reopening write failed (it may have
     /// committed, and a recovery then sends it) reporting "nothing was sent".
     ReopenErrorNotSent,
+    /// An inbox worker that held a change while it waited (for a slot, or frozen) running the
+    /// handler without checking that its lease is still its own: another worker may have taken
+    /// the change meanwhile, and the two run it.
+    StaleHolderRuns,
 }
 
 impl Lie {
     /// Every lie, in the order `--list-lies` prints them.
-    pub const ALL: [Lie; 10] = [
+    pub const ALL: [Lie; 11] = [
         Lie::ProxyPageRefused,
         Lie::AlreadyDoneConfirms,
         Lie::LostCommitNotSent,
@@ -57,6 +61,7 @@ impl Lie {
         Lie::OkBeforeRecord,
         Lie::GiveUpOnFailure,
         Lie::ReopenErrorNotSent,
+        Lie::StaleHolderRuns,
     ];
 
     /// The name `--lie` takes.
@@ -72,6 +77,7 @@ impl Lie {
             Lie::OkBeforeRecord => "ok-before-record",
             Lie::GiveUpOnFailure => "give-up-on-failure",
             Lie::ReopenErrorNotSent => "reopen-error-not-sent",
+            Lie::StaleHolderRuns => "stale-holder-runs",
         }
     }
 

@@ -240,17 +240,26 @@ impl Journal {
             millis(deadline),
             now,
         ));
-        if to == State::Escalated {
-            return self
-                .inner
-                .db
-                .mark_needs_operator(taken.lease, owner, &outcome)
-                .await;
+        match to {
+            State::Escalated => {
+                self.inner
+                    .db
+                    .mark_needs_operator(taken.lease, owner, &outcome)
+                    .await
+            }
+            State::Waiting => {
+                self.inner
+                    .db
+                    .defer(taken.lease, owner, &outcome, millis(backoff))
+                    .await
+            }
+            state => {
+                self.inner
+                    .db
+                    .finish(taken.lease, owner, state, &outcome, &References::default())
+                    .await
+            }
         }
-        self.inner
-            .db
-            .defer(taken.lease, owner, &outcome, millis(backoff))
-            .await
     }
 }
 

@@ -512,6 +512,13 @@ pub fn answer_to_delivery(write: Write) -> u16 {
     }
 }
 
+/// Whether a worker that holds a change renews its lease before it runs the status read or
+/// the handler. Always: it may have waited (for a worker slot, or frozen) past the lease's end,
+/// and another worker may hold the change now; it runs nothing unless the renewal holds.
+pub fn renew_before_work() -> bool {
+    !whish_core::lies::on(whish_core::lies::Lie::StaleHolderRuns)
+}
+
 /// Where a change goes when its status read or handler failed: back to `waiting` for the next
 /// worker, or to a person (`escalated`) once `overdue`. Never handed on without a handler that
 /// took it.

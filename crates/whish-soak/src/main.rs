@@ -11,10 +11,18 @@
 //!
 //! `--batch N --kills K [--workers W]` runs the batch soak (see [`batch`]): a payouts file of N
 //! rows, W in flight, its child process killed with SIGKILL K times and run again.
+//!
+//! `--callbacks N [--journal postgres://...] [--outage SECS]` runs the receiver soak (see
+//! [`callbacks`]): N changes whose callbacks reach receiver processes under faults.
+//!
+//! `--slowloris N` measures the receiver under a flood (see [`flood`]).
 
 mod batch;
+mod callbacks;
 mod crash;
+mod flood;
 mod plan;
+mod proxy;
 mod receive;
 mod reconcile;
 mod run;
@@ -36,6 +44,9 @@ struct Args {
     journal: Option<String>,
     batch: Option<usize>,
     kills: usize,
+    callbacks: Option<usize>,
+    outage: u64,
+    slowloris: Option<usize>,
 }
 
 fn args() -> Result<Args, String> {
@@ -47,6 +58,9 @@ fn args() -> Result<Args, String> {
         journal: None,
         batch: None,
         kills: 0,
+        callbacks: None,
+        outage: 60,
+        slowloris: None,
     };
     let mut workers_given = false;
     let mut it = std::env::args().skip(1);
@@ -66,12 +80,15 @@ fn args() -> Result<Args, String> {
             "--crash" => a.crash = Some(value()? as usize),
             "--batch" => a.batch = Some(value()? as usize),
             "--kills" => a.kills = value()? as usize,
+            "--callbacks" => a.callbacks = Some(value()? as usize),
+            "--outage" => a.outage = value()?,
+            "--slowloris" => a.slowloris = Some(value()? as usize),
             "--journal" => {
                 a.journal = Some(it.next().ok_or("--journal needs a URL")?);
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other}; use --ops N --seed S [--workers W] [--crash K [--journal URL]] | --batch N --kills K [--workers W]"
+                    "unknown argument {other}; use --ops N --seed S [--workers W] [--crash K [--journal URL]] | --batch N --kills K [--workers W] | --callbacks N [--journal URL] [--outage SECS] | --slowloris N"
                 ));
             }
         }
@@ -136,6 +153,24 @@ async fn main() -> ExitCode {
             }
         };
     }
+    if argv.first().map(String::as_str) == Some("callbacks-child") {
+        return match callbacks::child(&argv[1..]).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("whish-soak callbacks child: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if argv.first().map(String::as_str) == Some("flood-child") {
+        return match flood::child(&argv[1..]).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("whish-soak flood child: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if argv.first().map(String::as_str) == Some("crash-child") {
         let run = match crash::ChildArgs::parse(&argv[1..]) {
             Ok(c) => crash::child(c).await,
@@ -156,6 +191,16 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(n) = a.slowloris {
+        return match flood::parent(n).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("whish-soak: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let sb = match sandbox().await {
         Ok(sb) => Arc::new(sb),
         Err(e) => {
@@ -163,6 +208,22 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(changes) = a.callbacks {
+        let args = callbacks::CallbackArgs {
+            changes,
+            seed: a.seed,
+            journal: a.journal.clone(),
+            outage: Duration::from_secs(a.outage),
+        };
+        return match callbacks::parent(sb, args).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("whish-soak: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(rows) = a.batch {
         let args = batch::BatchArgs {
             rows,

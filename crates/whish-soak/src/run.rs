@@ -76,7 +76,7 @@ fn take<T>(pool: &Mutex<Vec<T>>, pick: u64) -> Option<T> {
 
 /// The clients, pointed at the sandbox.
 pub struct Clients {
-    transfer: TransferClient,
+    pub(crate) transfer: TransferClient,
     pub(crate) collect: CollectClient,
     topup: TopupClient,
     /// The base URL of the callback receiver (`whish::callbacks`).

@@ -45,8 +45,8 @@ pub(crate) struct World {
     /// Times a handler returned.
     pub handled: u8,
     /// The documented window in which a change is handed on twice: a worker's handler returned
-    /// and the change was not marked (a crash, a failed write), or a worker holding the change
-    /// froze or lost the database for a whole lease.
+    /// and the change was not marked (a crash, a failed write), or a worker whose handler ran
+    /// or had returned froze or lost the database for a whole lease.
     pub window: bool,
     pub now: i64,
     pub faults: u8,
@@ -132,6 +132,21 @@ impl Inbox {
             }
             Worker::Holding { token } => {
                 let mut n = w.clone();
+                if lifecycle::renew_before_work() {
+                    let renew = Step::Renew {
+                        holder: me,
+                        token,
+                        lease: LEASE,
+                    };
+                    if !Self::apply(&mut n, renew) {
+                        n.workers[p] = Worker::Idle;
+                        out.push((
+                            format!("worker {p} finds its lease taken and runs nothing"),
+                            n,
+                        ));
+                        return;
+                    }
+                }
                 n.workers[p] = Worker::Handling { token };
                 out.push((format!("worker {p}: the status read answers"), n));
                 if w.faults > 0 {
@@ -181,17 +196,22 @@ impl Inbox {
     fn failed(&self, n: &mut World, p: usize, token: i64) {
         let created = n.row.as_ref().map_or(0, |r| r.created);
         let to = lifecycle::after_hand_on_failure(lifecycle::overdue(created, DEADLINE, n.now));
-        let step = if to == State::Escalated {
-            Step::ToOperator {
+        let step = match to {
+            State::Escalated => Step::ToOperator {
                 holder: p as u8,
                 token,
-            }
-        } else {
-            Step::Defer {
+            },
+            State::Waiting => Step::Defer {
                 holder: p as u8,
                 token,
                 backoff: BACKOFF,
-            }
+            },
+            state => Step::Finish {
+                holder: p as u8,
+                token,
+                state,
+                mark: Mark::None,
+            },
         };
         Self::apply(n, step);
         n.workers[p] = Worker::Idle;
@@ -254,10 +274,14 @@ impl System for Inbox {
             if !renewing || w.faults > 0 {
                 let mut n = w.clone();
                 if renewing {
-                    // Frozen, or cut from the database, for a whole lease while it holds the
-                    // change: the documented window (another worker hands it on too).
                     n.faults -= 1;
-                    n.window = true;
+                    // Frozen, or cut from the database, for a whole lease while its handler
+                    // runs or has returned unmarked: the documented window (another worker
+                    // hands it on too). Before the handler (holding, waiting for a slot) it is
+                    // no window: the worker checks its lease before it runs anything.
+                    if !matches!(w.workers[h as usize], Worker::Holding { .. }) {
+                        n.window = true;
+                    }
                 }
                 n.now = until + 1;
                 out.push((format!("receiver {h}'s lease runs out"), n));
