@@ -151,11 +151,13 @@ async fn listener(sb: &Sandbox, c: &Clients) -> std::io::Result<(String, Inbox, 
             std::future::ready(Ok::<(), HandlerError>(()))
         })
         .build();
-    let app = receiver.router();
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", tcp.local_addr()?);
+    let serving = receiver.clone();
     tokio::spawn(async move {
-        let _ = axum::serve(tcp, app).await;
+        let _ = serving
+            .serve(tcp, whish::callbacks::ServeLimits::new())
+            .await;
     });
     Ok((base, inbox, receiver))
 }

@@ -60,9 +60,11 @@ pub async fn start(
         "http://{}",
         listener.local_addr().map_err(|e| e.to_string())?
     );
-    let app = receiver.router();
+    let serving = receiver.clone();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = serving
+            .serve(listener, whish::callbacks::ServeLimits::new())
+            .await;
     });
     Ok((base, handed, receiver))
 }
