@@ -117,7 +117,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             if ctx.out.json {
                 // JSON lines: one entry a line, for grep and jq.
                 for r in &rows {
-                    println!("{r}");
+                    ctx.out.line(r);
                 }
             } else {
                 ctx.out.print(&Value::from(rows));
@@ -137,7 +137,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             }
             if ctx.out.json {
                 for r in &rows {
-                    println!("{r}");
+                    ctx.out.line(r);
                 }
             } else {
                 ctx.out.print(&Value::from(rows));

@@ -21,9 +21,37 @@ pub struct Out {
     pub json: bool,
 }
 
+/// The largest integer every JSON reader holds exactly (2^53: beyond it, a reader that keeps
+/// numbers as doubles, such as jq 1.6 or JavaScript, rounds it).
+const EXACT: u64 = 1 << 53;
+
+/// `v` with every integer beyond [`EXACT`] (a Request-id, a transfer number) written as a JSON
+/// string: the one way the command prints an identifier, so that a script reading it back (and
+/// passing it to `--request-id`) gets the same id, never a neighbour.
+pub fn ids_exact(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) if u > EXACT => Value::String(u.to_string()),
+            (None, Some(i)) if i.unsigned_abs() > EXACT => Value::String(i.to_string()),
+            _ => v.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(ids_exact).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), ids_exact(v))).collect())
+        }
+        _ => v.clone(),
+    }
+}
+
 impl Out {
+    /// Print one JSON line on stdout (identifiers as [`ids_exact`] writes them).
+    pub fn line(&self, v: &Value) {
+        println!("{}", ids_exact(v));
+    }
+
     /// Print a result on stdout.
     pub fn print(&self, v: &Value) {
+        let v = &ids_exact(v);
         if self.json {
             // The encoder escapes control characters; the direction overrides too, as `\uXXXX`
             // (still valid JSON), so a terminal never reorders what it shows.
@@ -319,4 +347,32 @@ pub fn table(v: &Value, indent: usize) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod ids_tests {
+    use super::*;
+
+    #[test]
+    fn integers_a_double_cannot_hold_are_printed_as_strings_and_the_rest_as_numbers() {
+        let v = json!({
+            "requestId": 2_229_601_762_207_601_332_u64,
+            "negative": -9_007_199_254_740_993_i64,
+            "small": 9_007_199_254_740_992_u64,
+            "attempts": 3,
+            "fee": 1.5,
+            "nested": [{"transferId": 9_007_199_254_740_993_u64}],
+        });
+        assert_eq!(
+            ids_exact(&v),
+            json!({
+                "requestId": "2229601762207601332",
+                "negative": "-9007199254740993",
+                "small": 9_007_199_254_740_992_u64,
+                "attempts": 3,
+                "fee": 1.5,
+                "nested": [{"transferId": "9007199254740993"}],
+            })
+        );
+    }
 }

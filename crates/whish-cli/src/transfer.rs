@@ -88,6 +88,12 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
             // the outcome is read with status by requestId.
             let journal = ctx.journal().await?;
+            if let Some(other) = same_body_elsewhere(&journal, id, prepared.body()).await? {
+                return Err(usage(format!(
+                    "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
+                    other_state(&journal, &other).await
+                )));
+            }
             let outcome = journal
                 .transfer(client)
                 .resend(&prepared)
@@ -176,6 +182,49 @@ fn range(r: &Report) -> Result<ReportRange, u8> {
 /// The one shape of a send's result, whichever way it was reached (sent, credited, confirmed
 /// after a resend): every field always present (`null` when the way did not give it), the
 /// Request-id always, `outcome` the verdict and `result` the way.
+/// The most recent journal entries a resend's body is looked for in.
+const RESEND_LOOKBACK: u32 = 50_000;
+
+/// When the journal holds nothing under `id` but holds this very body as a send under another
+/// Request-id, open or accepted: that id. A resend under `id` would then be a new transfer of
+/// a request already made (a mistyped or rounded id); one whose journal knows nothing of the
+/// body (another process's send) goes out, as the retry rule intends.
+async fn same_body_elsewhere(
+    journal: &whish::journal::Journal,
+    id: RequestId,
+    body: &[u8],
+) -> Result<Option<String>, u8> {
+    use whish::journal::{Listing, Operation, Service, State};
+    let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
+    let key = id.to_string();
+    if !journal.find(&key).await.map_err(failed)?.is_empty() {
+        return Ok(None);
+    }
+    let entries = journal
+        .list(&Listing::new().limit(RESEND_LOOKBACK))
+        .await
+        .map_err(failed)?;
+    Ok(entries
+        .into_iter()
+        .find(|e| {
+            e.service == Service::MoneyTransfer
+                && e.operation == Operation::Send
+                && e.key != key
+                && e.request == body
+                && (e.state == State::Accepted || !e.state.is_final())
+        })
+        .map(|e| e.key))
+}
+
+async fn other_state(journal: &whish::journal::Journal, key: &str) -> String {
+    journal
+        .find(key)
+        .await
+        .ok()
+        .and_then(|v| v.into_iter().next())
+        .map_or_else(|| "recorded".to_owned(), |e| e.state.as_str().to_owned())
+}
+
 fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 {
     let mut v = json!({
         "outcome": "accepted",

@@ -10,6 +10,7 @@ mod cancel;
 mod disk_full;
 mod end_to_end;
 mod first_attempt_page;
+mod identifiers;
 mod inbox;
 mod mocked;
 mod operators;
