@@ -62,6 +62,33 @@ impl JournalError {
             e,
         )
     }
+    /// True when the failed statement provably never committed: it never reached the database
+    /// (no connection could be had from the pool), or SQLite refused it before writing (the
+    /// disk full, the database busy or locked: SQLite runs in this process, so its answer
+    /// cannot be lost after a commit). A write whose answer was lost on the network is never
+    /// one of these.
+    pub(crate) fn never_committed(&self) -> bool {
+        let Some(sqlx) = self
+            .source
+            .as_deref()
+            .and_then(|e| e.downcast_ref::<sqlx::Error>())
+        else {
+            return false;
+        };
+        match sqlx {
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
+            #[cfg(feature = "sqlite")]
+            sqlx::Error::Database(db)
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() =>
+            {
+                // SQLITE_FULL, SQLITE_BUSY and SQLITE_LOCKED, with their extended codes.
+                let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
+                matches!(code & 0xff, 5 | 6 | 13)
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn write<E: std::error::Error + Send + Sync + 'static>(e: E) -> JournalError {
         JournalError::with(JournalErrorKind::Write, "cannot write the journal", e)
     }

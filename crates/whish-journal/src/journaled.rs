@@ -152,6 +152,25 @@ impl Journal {
                     // "nothing was sent": a busy database once made a batch report a row the
                     // service had applied `not-sent`.
                     Ok(false) => {}
+                    // The settlement failed too (a full disk refuses every write), but the
+                    // insert provably never committed: when no entry was recorded before it,
+                    // nothing was, and nothing can send it. One recorded before is read below
+                    // as a resend.
+                    Err(_) if e.never_committed() => {
+                        match self.inner.db.get(service, operation, key).await {
+                            Ok(None) => return Err(record(e.to_string(), Some(e))),
+                            Ok(Some(_)) => {}
+                            Err(again) => {
+                                return Err(Error::Record(RecordError::outcome_unknown(
+                                    format!(
+                                        "the journal could not record this request ({e}) nor read whether it was recorded before ({again}): it was not sent by this call, but a recovery may send it"
+                                    ),
+                                    Some(key.to_owned()),
+                                    Some(std::sync::Arc::new(e)),
+                                )));
+                            }
+                        }
+                    }
                     Err(again) => {
                         return Err(Error::Record(RecordError::outcome_unknown(
                             format!(

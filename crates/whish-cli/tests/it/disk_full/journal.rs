@@ -199,3 +199,54 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
     drop(mount);
     assert!(lies.is_empty(), "{lies:#?}");
 }
+
+/// A single `transfer send` whose SQLite journal is on a full disk: the insert is refused by
+/// SQLite before it writes (it runs in this process: no answer can be lost after a commit), so
+/// nothing is recorded and nothing sent: exit 2 "nothing was sent", the sandbox holds no
+/// transfer, and once space is freed the same send goes out once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_whose_journal_disk_is_full_says_nothing_was_sent() {
+    let Some(mount) = tmpfs("1m") else {
+        whish_testkit::not_run(
+            "disk_full::journal",
+            "the test",
+            "cannot mount a tmpfs here (not root?)",
+        );
+        return;
+    };
+    let sb = funded_sandbox().await;
+    let mut env = sandbox_env(&sb);
+    env.push(journal_at(&mount.0.join("journal.sqlite")));
+    let body = temp_file("disk-full-send.json", &cash_body("80"))
+        .display()
+        .to_string();
+    // The journal exists (its tables written), then the disk fills to the last byte.
+    let listed = whish(&["journal", "list"], &env).await;
+    assert_eq!(listed.code, 0, "{listed:?}");
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(mount.0.join("filler")).expect("filler");
+        let chunk = vec![0u8; 4096];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let sent = whish(
+        &["transfer", "send", "--body", &body, "--request-id", "4401"],
+        &env,
+    )
+    .await;
+    assert_eq!(sent.code, 2, "{sent:?}");
+    assert!(
+        sent.stderr.contains("not sent") || sent.stderr.contains("nothing was sent"),
+        "{sent:?}"
+    );
+    assert!(sb.transfers().is_empty(), "nothing sent");
+    std::fs::remove_file(mount.0.join("filler")).expect("free the disk");
+    let again = whish(
+        &["transfer", "send", "--body", &body, "--request-id", "4401"],
+        &env,
+    )
+    .await;
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(sb.transfers().len(), 1);
+}
