@@ -581,13 +581,12 @@ impl TransferClient {
             .iter()
             .filter(|e| e.request_id == Some(prepared.request_id))
             .collect();
+        // The log's amounts are the service's doubles (10.28 reads `10.280000000000001`):
+        // compared as money of the send's currency, never bit for bit.
         let same = |e: &&crate::model::ActivityEntry| {
-            let sent = if money.deduct_fees {
-                e.total.value() == money.amount.value()
-            } else {
-                e.amount.value() == money.amount.value()
-            };
-            sent && e.currency.eq_ignore_ascii_case(money.currency.code())
+            let line = if money.deduct_fees { e.total } else { e.amount };
+            line.is_same_sum(money.amount, &money.currency)
+                && e.currency.eq_ignore_ascii_case(money.currency.code())
         };
         !mine.is_empty() && !mine.iter().any(same)
     }

@@ -228,3 +228,48 @@ async fn await_final_follows_a_pending_create_up_with_status() {
                 && r.body["requestId"] == prepared.request_id().get())
     );
 }
+
+/// The activity log writes amounts as the service's doubles: a fee-deducted send of 10.28 is a
+/// line whose total reads `10.280000000000001`. That is this send, compared as money of its
+/// currency: `transfer.already.done` is confirmed, not left unknown as someone else's.
+#[tokio::test]
+async fn an_activity_total_written_as_a_double_is_the_same_money() {
+    let id = whish_core::RequestId::new(4_401_002).expect("id");
+    let activity = format!(
+        r#"{{"status":true,"code":null,"data":{{"list":[{{"id":"TR-1","status":"SENT","amount":9.18,"fee":1.1,"total":10.280000000000001,"currency":"USD","date":"2026-08-21 10:00:00","requestId":{}}}]}}}}"#,
+        id.get()
+    );
+    let server = ScriptedServer::start(vec![
+        Step::Delay(
+            Duration::from_millis(1500),
+            Box::new(Step::json(fixture(
+                "money-transfer/send.cash-collection.success.json",
+            ))),
+        ),
+        Step::json(fixture("money-transfer/send.failure.already-done.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+        Step::json(activity),
+    ])
+    .await;
+    let c = client(&server.base, 2);
+    let prepared = c
+        .prepare_send(
+            cash("10.28", Currency::Usd)
+                .deduct_fees(true)
+                .request_id(id),
+        )
+        .expect("valid");
+    match c.send(&prepared).await.expect("confirmed") {
+        SendOutcome::Confirmed { request_id, .. } => assert_eq!(request_id, id),
+        other => panic!("{other:?}"),
+    }
+    // A cent apart is another transfer.
+    assert!(
+        !whish_core::Amount::parse("10.29")
+            .expect("amount")
+            .is_same_sum(
+                whish_core::Amount::parse("10.280000000000001").expect("amount"),
+                &Currency::Usd
+            )
+    );
+}
