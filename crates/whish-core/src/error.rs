@@ -383,6 +383,17 @@ impl<C: ErrorCode> Error<C> {
     /// ```
     pub fn verdict(&self) -> Verdict {
         let (history, answer) = match self {
+            // `retrieved: true`: the service looked this key up and replays the result it
+            // recorded for it. A replayed failure is that request's own final answer, whatever
+            // its code says of retrying.
+            Error::Failed(f) if f.retrieved == Some(true) => (
+                History::Fresh,
+                Answer::Refusal {
+                    confirms_earlier: false,
+                    says_nothing_earlier: false,
+                    is_final: true,
+                },
+            ),
             Error::Failed(f) => (
                 history(f.resent_after_possible_delivery),
                 Answer::Refusal {
@@ -747,9 +758,10 @@ fn attempts(n: u32) -> &'static str {
 
 impl<C: ErrorCode> fmt::Display for Failure<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let proves_nothing = self.code.confirms_earlier_delivery()
+        let proves_nothing = (self.code.confirms_earlier_delivery()
             || self.code.checked_first()
-            || self.code.is_unknown();
+            || self.code.is_unknown())
+            && self.retrieved != Some(true);
         if proves_nothing && self.resent_after_possible_delivery {
             write!(
                 f,
@@ -757,7 +769,7 @@ impl<C: ErrorCode> fmt::Display for Failure<C> {
                 self.endpoint,
                 excerpt(&self.raw, 80)
             )?;
-        } else if !self.code.is_final() {
+        } else if !self.code.is_final() && self.retrieved != Some(true) {
             write!(
                 f,
                 "{}: answered {}, to be retried with the same key; outcome unknown",

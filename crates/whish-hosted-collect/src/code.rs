@@ -30,7 +30,7 @@ pub enum CollectCode {
     CollectWrongEmailFormat,
     /// `refresh.denominations`: Service denomination unavailable or not configured.
     ///
-    /// Handling: Retry later. Endpoints: Payment. Not final: the same request may succeed later.
+    /// Handling: Retry later with a new externalId (a resend of this one replays the failure). Endpoints: Payment. Final.
     RefreshDenominations,
     /// `credit_card_payment.account_verification_required`: Merchant account not verified for this operation.
     ///
@@ -46,7 +46,7 @@ pub enum CollectCode {
     ///
     /// Also decoded from `whish_pay.code_generation_failed` (the live brand).
     ///
-    /// Handling: Retry; escalate if persistent. Endpoints: Payment. Not final: the same request may succeed later.
+    /// Handling: Retry with a new externalId; escalate if persistent (a resend of this one replays the failure). Endpoints: Payment. Final.
     SvcPayCodeGenerationFailed,
     /// `purchase.confirm`: Quoted price changed (new price in extra.price).
     ///
@@ -64,7 +64,7 @@ pub enum CollectCode {
     ///
     /// Also decoded from `whish.unknown_error` (the live brand).
     ///
-    /// Handling: Retry with backoff. Endpoints: Payment, Common. Not final: the same request may succeed later.
+    /// Handling: Retry with backoff under a new externalId (a resend of this one replays the failure). Endpoints: Payment, Common. Final.
     SvcUnknownError,
     /// `auth.session_not_exist`: Missing or invalid session token.
     ///
@@ -116,7 +116,7 @@ pub enum CollectCode {
     AccountDealerTerminated,
     /// `sales.denomination_not_active`: Service or denomination disabled.
     ///
-    /// Handling: Verify, retry later. Endpoints: Common. Not final: the same request may succeed later.
+    /// Handling: Verify, then retry later with a new externalId (a resend of this one replays the failure). Endpoints: Common. Final.
     SalesDenominationNotActive,
     /// `sales.schema_not_active`: Pricing schema not active for account and service.
     ///
@@ -309,14 +309,20 @@ impl CollectCode {
             CollectCode::CollectWrongDenomination => "Account setup",
             CollectCode::CollectWrongPhoneFormat => "Fix the phone format (E.164)",
             CollectCode::CollectWrongEmailFormat => "Fix or omit the email",
-            CollectCode::RefreshDenominations => "Retry later",
+            CollectCode::RefreshDenominations => {
+                "Retry later with a new externalId (a resend of this one replays the failure)"
+            }
             CollectCode::CreditCardPaymentAccountVerificationRequired => "Complete verification",
             CollectCode::SvcPayMissingPricingId => "Contact the operator",
-            CollectCode::SvcPayCodeGenerationFailed => "Retry; escalate if persistent",
+            CollectCode::SvcPayCodeGenerationFailed => {
+                "Retry with a new externalId; escalate if persistent (a resend of this one replays the failure)"
+            }
             CollectCode::PurchaseConfirm => "Re-quote and resubmit",
             CollectCode::Fail => "Check amount and currency",
             CollectCode::ExternalIdNotExists => "Refund only real payments",
-            CollectCode::SvcUnknownError => "Retry with backoff",
+            CollectCode::SvcUnknownError => {
+                "Retry with backoff under a new externalId (a resend of this one replays the failure)"
+            }
             CollectCode::AuthSessionNotExist => {
                 "The credentials were refused: check the channel, secret and websiteUrl the client was built with (the account's current ones, for this environment)"
             }
@@ -335,7 +341,9 @@ impl CollectCode {
             }
             CollectCode::AccountTerminated => "Contact the operator",
             CollectCode::AccountDealerTerminated => "Contact the operator",
-            CollectCode::SalesDenominationNotActive => "Verify, retry later",
+            CollectCode::SalesDenominationNotActive => {
+                "Verify, then retry later with a new externalId (a resend of this one replays the failure)"
+            }
             CollectCode::SalesSchemaNotActive => "Configuration issue",
             CollectCode::SalesExceededDailyLimit => "Wait or request an increase",
             CollectCode::SalesExceededMonthlyLimit => "Wait or request an increase",
@@ -399,14 +407,14 @@ impl CollectCode {
             CollectCode::CollectWrongDenomination => true,
             CollectCode::CollectWrongPhoneFormat => true,
             CollectCode::CollectWrongEmailFormat => true,
-            CollectCode::RefreshDenominations => false,
+            CollectCode::RefreshDenominations => true,
             CollectCode::CreditCardPaymentAccountVerificationRequired => true,
             CollectCode::SvcPayMissingPricingId => true,
-            CollectCode::SvcPayCodeGenerationFailed => false,
+            CollectCode::SvcPayCodeGenerationFailed => true,
             CollectCode::PurchaseConfirm => true,
             CollectCode::Fail => true,
             CollectCode::ExternalIdNotExists => true,
-            CollectCode::SvcUnknownError => false,
+            CollectCode::SvcUnknownError => true,
             CollectCode::AuthSessionNotExist => true,
             CollectCode::AuthSessionExpired => true,
             CollectCode::BadRequest => true,
@@ -419,7 +427,7 @@ impl CollectCode {
             CollectCode::SalesAccountBalanceInsufficientNoBalance => true,
             CollectCode::AccountTerminated => true,
             CollectCode::AccountDealerTerminated => true,
-            CollectCode::SalesDenominationNotActive => false,
+            CollectCode::SalesDenominationNotActive => true,
             CollectCode::SalesSchemaNotActive => true,
             CollectCode::SalesExceededDailyLimit => true,
             CollectCode::SalesExceededMonthlyLimit => true,

@@ -19,4 +19,5 @@ mod payouts;
 mod recover_after_kill;
 mod recover_keys;
 mod recover_other_service;
+mod replays;
 mod retry_needs_operator;

@@ -18,10 +18,10 @@ fn collect_specifics() {
         "400".parse::<CollectCode>().expect("ok"),
         CollectCode::BadRequest
     );
-    assert!(
-        !CollectCode::SvcUnknownError.is_final(),
-        "retry with backoff"
-    );
+    // Final for its externalId: the service replays a recorded failure (spec rule 1); a
+    // retry with backoff is a new payment.
+    assert!(CollectCode::SvcUnknownError.is_final());
+    assert!(CollectCode::RefreshDenominations.is_final());
     assert!(
         !CollectCode::Fatal.is_final(),
         "retry with the same externalId"

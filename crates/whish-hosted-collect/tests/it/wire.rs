@@ -582,3 +582,35 @@ async fn the_older_nested_balance_shape_is_read_too() {
         .expect("nested shape");
     assert_eq!(b.balance.to_string(), "12.5");
 }
+
+/// `retrieved: true` proves the service looked this externalId up and replays what it recorded:
+/// a replayed failure is that payment's final failure, whatever its code's class (one the spec
+/// asks to retry with the same externalId, or one checked before the request is looked at).
+#[tokio::test]
+async fn a_replayed_failure_is_final_whatever_its_code() {
+    let replayed = |code: &str| {
+        Step::json(format!(
+            r#"{{"status":false,"code":"{code}","dialog":null,"extra":null,"retrieved":true}}"#
+        ))
+    };
+    let server = ScriptedServer::start(vec![
+        replayed("fatal"),
+        replayed("auth.session_expired"),
+        Step::json(r#"{"status":false,"code":"fatal","dialog":null,"extra":null}"#.to_owned()),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let prepared = c
+        .prepare_payment(
+            payment("10", Currency::Usd).external_id(ExternalId::new("order-10").expect("id")),
+        )
+        .expect("valid");
+    for _ in 0..2 {
+        let e = c.create_payment(&prepared).await.expect_err("failure");
+        assert_eq!(e.verdict(), whish_core::Verdict::Refused, "{e}");
+        assert!(e.to_string().contains("refused with"), "{e}");
+    }
+    // Not replayed: `fatal` is the one code to retry with the same externalId.
+    let e = c.create_payment(&prepared).await.expect_err("failure");
+    assert_eq!(e.verdict(), whish_core::Verdict::Unknown, "{e}");
+}
