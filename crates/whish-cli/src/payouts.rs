@@ -62,7 +62,6 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;
             let path = results.unwrap_or_else(|| beside(&batch.file, "results.csv"));
-            let mut writer = results_writer(&path)?;
             let stop = StopSignal::new();
             ctrl_c(stop.clone());
             let mut options = RunOptions::new()
@@ -94,6 +93,9 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                     check.rows
                 )));
             }
+            // Only now, with the file checked: a run refused for bad rows leaves the earlier
+            // run's results (and their LTNs) as they were.
+            let mut writer = results_writer(&path)?;
             let mut progress = Progress::new(check.rows);
             let summary = b
                 .run_checked(&journal, &client, check, &options, &mut |r| {

@@ -214,6 +214,11 @@ impl Ctx {
 
     /// The journal, opened (and created) before anything is sent; exit 2 when it cannot be.
     pub async fn journal(&self) -> Result<whish::journal::Journal, u8> {
+        // One journal per run: the one flushed at exit holds every outcome recorded in the
+        // background (a second one opened here would lose them when the command exits).
+        if let Some(j) = OPENED.get() {
+            return Ok(j.clone());
+        }
         let url = match self.settings.journal.as_deref().map(str::trim) {
             Some(u) if !u.is_empty() => u.to_owned(),
             _ => match default_journal(self.environment()) {

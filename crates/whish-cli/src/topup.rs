@@ -2,7 +2,8 @@
 //! `--show-pin`).
 
 use serde_json::{Value, json};
-use whish::topup::{PayOutcome, PayRequest, SoldItem};
+use whish::journal::{Operation, Service};
+use whish::topup::{PayOutcome, PayRequest, PreparedPay, SoldItem, TopupClient};
 
 use crate::cli::TopupCmd;
 use crate::collect::external_id;
@@ -74,22 +75,46 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
             external_id: x,
             show_pin,
         } => {
-            let f = client
-                .fetch_options(whish::topup::ProviderId::new(&provider), &target)
-                .await
-                .map_err(|e| report(&e))?;
-            let Some(option) = f.option(&option_id) else {
-                let ids: Vec<&str> = f.options().iter().map(|o| o.id()).collect();
-                return Err(usage(format!(
-                    "option `{option_id}` is not on offer for this target (offered: {})",
-                    ids.join(", ")
-                )));
+            let x = external_id(x)?;
+            // A retry under an externalId this journal recorded resends the recorded pay (its
+            // exact bytes), as recovery does: the options are not fetched again, since a fetch
+            // that fails says nothing of a pay that may have charged.
+            let recorded = match &x {
+                Some(x) => ctx
+                    .journal()
+                    .await?
+                    .entry(Service::IntlTopup, Operation::Pay, x.as_str())
+                    .await
+                    .map_err(|e| usage(format!("journal: {e}")))?,
+                None => None,
             };
-            let mut request = PayRequest::new(option);
-            if let Some(x) = external_id(x)? {
-                request = request.external_id(x);
-            }
-            let prepared = client.prepare_pay(request).map_err(|e| report(&e))?;
+            let prepared = match recorded {
+                Some(entry) => {
+                    let p = PreparedPay::from_stored(
+                        entry.context.as_deref().unwrap_or_default(),
+                        entry.request.clone(),
+                    )
+                    .map_err(|e| usage(format!("the recorded pay cannot be read: {e}")))?;
+                    // The target as the service wrote it may be spelled otherwise: the
+                    // provider and option tell another pay apart.
+                    if p.provider() != provider || p.option_id() != option_id {
+                        return Err(usage(format!(
+                            "externalId {} was recorded for option `{}` of {} to `{}`: a pay under it replays that one; use another externalId for another pay",
+                            p.external_id(),
+                            p.option_id(),
+                            p.provider(),
+                            p.target()
+                        )));
+                    }
+                    eprintln!(
+                        "whish: externalId {} was recorded before ({}): resending the recorded pay; the options are not fetched again",
+                        p.external_id(),
+                        entry.state.as_str()
+                    );
+                    p
+                }
+                None => new_pay(&client, &provider, &target, &option_id, x).await?,
+            };
             let journal = ctx.journal().await?;
             eprintln!(
                 "whish: externalId {}: store it; a retry of this payment must reuse it (--external-id)",
@@ -122,4 +147,37 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
             }
         }
     }
+}
+
+/// A new pay of a fetched option (the options are read first: the pay must be one of them).
+async fn new_pay(
+    client: &TopupClient,
+    provider: &str,
+    target: &str,
+    option_id: &str,
+    x: Option<whish::ExternalId>,
+) -> Result<PreparedPay, u8> {
+    // Before any pay: whatever the fetch answered, nothing was paid.
+    let f = client
+        .fetch_options(whish::topup::ProviderId::new(provider), target)
+        .await
+        .map_err(|e| {
+            usage(format!(
+                "the options could not be fetched ({e}); no pay was sent"
+            ))
+        })?;
+    let Some(option) = f.option(option_id) else {
+        let ids: Vec<&str> = f.options().iter().map(|o| o.id()).collect();
+        return Err(usage(format!(
+            "option `{option_id}` is not on offer for this target (offered: {})",
+            ids.join(", ")
+        )));
+    };
+    let mut request = PayRequest::new(option);
+    if let Some(x) = x {
+        request = request.external_id(x);
+    }
+    client
+        .prepare_pay(request)
+        .map_err(|e| usage(format!("the pay is not valid: {e}")))
 }

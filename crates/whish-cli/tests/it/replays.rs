@@ -65,3 +65,108 @@ async fn a_create_failure_is_final_for_its_external_id_except_fatal() {
     assert_eq!(run.code, 4, "{run:?}");
     assert_eq!(state(&env, "replay-fatal").await, "may-have-arrived");
 }
+
+/// A top-up pay whose reply was lost, paid again with its externalId while the options cannot
+/// be fetched: the recorded pay is resent (no fetch first), the service replays it, and the
+/// command says paid. A failed fetch is never the payment's refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_top_up_retried_under_its_external_id_resends_the_recorded_pay() {
+    let _ = std::fs::remove_file(
+        temp_file("journal.sqlite", "").with_file_name("replays-topup.sqlite"),
+    );
+    let (sb, env) = lenient_sandbox_with_journal("replays-topup.sqlite").await;
+    let pay = |x: &'static str| {
+        vec![
+            "topup",
+            "pay",
+            "--provider",
+            "gift-voucher",
+            "--target",
+            "a@b.co",
+            "--option-id",
+            "GV-20",
+            "--external-id",
+            x,
+            "--retries",
+            "0",
+        ]
+    };
+    sb.inject(Endpoint::TopupPay, Fault::DropReply, 1);
+    let lost = whish(&pay("tu-lost"), &env).await;
+    assert_eq!(lost.code, 4, "{lost:?}");
+    assert_eq!(sb.sales().len(), 1, "the pay was applied");
+    let shown = whish(&["journal", "show", "tu-lost"], &env).await;
+    assert_eq!(
+        shown.json()[0]["state"],
+        "may-have-arrived",
+        "the outcome recorded before the command exited: {shown:?}"
+    );
+    sb.inject(
+        Endpoint::TopupFetch,
+        Fault::Code("external.error.no.offers"),
+        5,
+    );
+    let again = whish(&pay("tu-lost"), &env).await;
+    let fetches = sb
+        .requests()
+        .iter()
+        .filter(|r| r.endpoint == Endpoint::TopupFetch)
+        .count();
+    assert_eq!(
+        fetches, 1,
+        "only the first pay fetched the options: {again:?}"
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(again.json()["retrieved"], true);
+    assert_eq!(sb.sales().len(), 1, "one sale");
+    // A new pay whose fetch fails: nothing was paid (exit 2), never "refused" (exit 1).
+    let fresh = whish(&pay("tu-fresh"), &env).await;
+    assert_eq!(fresh.code, 2, "{fresh:?}");
+    assert_eq!(sb.sales().len(), 1);
+}
+
+/// A payouts run refused for bad rows (here: run without the batch's sender) sends nothing and
+/// leaves the earlier run's results file, with its LTNs, as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_refused_for_bad_rows_keeps_the_earlier_results() {
+    let sb = funded_sandbox().await;
+    let mut env = sandbox_env(&sb);
+    let journal = temp_file("results-kept.sqlite", "");
+    let _ = std::fs::remove_file(&journal);
+    env.push(journal_at(&journal));
+    let file = cash_payouts_file("results-kept.csv", "RK", "+961703", 5, 4);
+    let results = file.with_file_name("results-kept.results.csv");
+    let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
+    let first = whish(
+        &payouts_cmd("send", &file_arg, "results-kept", &results_arg),
+        &env,
+    )
+    .await;
+    assert_eq!(first.code, 0, "{first:?}");
+    let written = std::fs::read_to_string(&results).expect("results");
+    assert_eq!(
+        written.lines().count(),
+        5,
+        "a header and four rows: {written}"
+    );
+    let without_sender = whish(
+        &[
+            "payouts",
+            "send",
+            &file_arg,
+            "--batch",
+            "results-kept",
+            "--results",
+            &results_arg,
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(without_sender.code, 2, "{without_sender:?}");
+    assert_eq!(
+        std::fs::read_to_string(&results).expect("results"),
+        written,
+        "the earlier results are kept"
+    );
+    assert_eq!(sb.transfers().len(), 4);
+}
