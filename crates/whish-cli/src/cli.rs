@@ -347,6 +347,11 @@ pub struct BatchArgs {
     /// row: a line added above it, or the file saved as JSON lines, would pay it again.
     #[arg(long)]
     pub key_by_line: bool,
+    /// Pay rows the journal already holds as sent under another Request-id (the same payment
+    /// in another batch). Without it such a row is a bad row: a batch name mistyped on a second
+    /// run would pay every row again.
+    #[arg(long)]
+    pub allow_repeat: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -169,7 +169,10 @@ fn batch_of(a: &BatchArgs) -> Result<Batch, u8> {
         defaults = defaults.callback_url(u.clone());
     }
     Batch::new(a.batch.clone(), &a.file, defaults)
-        .map(|b| b.key_rows_by_line(a.key_by_line))
+        .map(|b| {
+            b.key_rows_by_line(a.key_by_line)
+                .allow_repeats(a.allow_repeat)
+        })
         .map_err(|e| usage(e.to_string()))
 }
 

@@ -103,6 +103,7 @@ pub struct Batch {
     format: Format,
     defaults: Defaults,
     key_by_line: bool,
+    allow_repeats: bool,
 }
 
 impl Batch {
@@ -148,6 +149,7 @@ impl Batch {
             format,
             defaults,
             key_by_line: false,
+            allow_repeats: false,
         })
     }
 
@@ -160,6 +162,17 @@ impl Batch {
     /// up by their line either way.
     pub fn key_rows_by_line(mut self, yes: bool) -> Self {
         self.key_by_line = yes;
+        self
+    }
+
+    /// Pay rows this journal already holds as sent (accepted, or still open) under another
+    /// Request-id, the same bytes (the same file run under another batch name, or the same
+    /// payment in an earlier batch). Off by default: [`check`](Self::check) reports each such
+    /// row as bad, naming the Request-id it was sent under, because a batch name mistyped on a
+    /// second run would pay every row again. Turn it on for a batch that repeats an earlier one
+    /// on purpose (the same payroll next month).
+    pub fn allow_repeats(mut self, yes: bool) -> Self {
+        self.allow_repeats = yes;
         self
     }
 

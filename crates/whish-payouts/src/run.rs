@@ -1,7 +1,7 @@
 //! Running a batch: check the whole file, then send each row through the journal under its
 //! derived Request-id, a bounded number at a time.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use whish_core::{Amount, RequestId};
-use whish_journal::{Entry, Journal, Operation, Service, Unreserved};
+use whish_journal::{Entry, Journal, Operation, Service, State, Unreserved};
 use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
@@ -413,10 +413,40 @@ async fn joined_check(
 
 /// The check of a chunk's rows against what the journal holds: a row the service would refuse
 /// before it is sent, and a row changed since an earlier run recorded it.
+/// The most recent journal entries a batch's new rows are looked for in.
+const REPEAT_LOOKBACK: u32 = 50_000;
+
+/// The sends this journal holds as accepted or still open, by a digest of their exact bytes:
+/// their Request-id and state.
+pub(crate) type SentBodies = HashMap<[u8; 32], (String, State)>;
+
+fn digest(body: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, body).as_ref());
+    out
+}
+
+async fn sent_bodies(journal: &Journal) -> Result<SentBodies, BatchError> {
+    let entries = journal
+        .list(&whish_journal::Listing::new().limit(REPEAT_LOOKBACK))
+        .await
+        .map_err(BatchError::Journal)?;
+    Ok(entries
+        .into_iter()
+        .filter(|e| {
+            e.service == Service::MoneyTransfer
+                && e.operation == Operation::Send
+                && (e.state == State::Accepted || !e.state.is_final())
+        })
+        .map(|e| (digest(&e.request), (e.key, e.state)))
+        .collect())
+}
+
 fn check_against_journal(
     client: &TransferClient,
     chunk: Vec<Payout>,
     resolved: Vec<Resolved>,
+    sent: Option<&SentBodies>,
 ) -> Vec<RowError> {
     let mut errors = Vec::new();
     for (p, (id, entry, earlier)) in chunk.into_iter().zip(resolved) {
@@ -427,6 +457,21 @@ fn check_against_journal(
                 continue;
             }
         };
+        // A row new to this batch whose exact bytes the journal holds as sent under another
+        // Request-id: the same file under another batch name (a typo pays every row again).
+        if entry.is_none()
+            && earlier.is_none()
+            && let Some((key, state)) = sent.and_then(|s| s.get(&digest(prepared.body())))
+        {
+            errors.push(RowError::new(
+                p.line,
+                "",
+                format!(
+                    "this payment was already sent under Request-id {key} ({state}), from another batch name or an earlier batch: under this name it would be paid again; run it under its first batch name, or pass --allow-repeat (Batch::allow_repeats) if paying it again is meant"
+                ),
+            ));
+            continue;
+        }
         // The entry under this attempt, else the attempt refused before it: a row sent again
         // after an account limit is still the row that was recorded.
         if let Some(entry) = entry.as_ref().or(earlier.as_ref())
@@ -465,6 +510,11 @@ impl Batch {
     ) -> Result<CheckReport, BatchError> {
         let mut report = CheckReport::default();
         let mut seen: HashSet<i64> = HashSet::new();
+        let sent = if self.allow_repeats {
+            None
+        } else {
+            Some(Arc::new(sent_bodies(journal).await?))
+        };
         let mut rows = self.rows()?;
         // Each chunk's journal lookup and comparison run as a task of their own while the next
         // chunk is read and parsed (the two cores share the check).
@@ -503,6 +553,7 @@ impl Batch {
             }
             if !chunk.is_empty() {
                 let (journal, client, batch) = (journal.clone(), client.clone(), self.id.clone());
+                let sent = sent.clone();
                 looking = Some(tokio::spawn(async move {
                     let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
                     let resolved = resolve_many_with_earlier(
@@ -513,7 +564,12 @@ impl Batch {
                         Operation::Send,
                     )
                     .await?;
-                    Ok(check_against_journal(&client, chunk, resolved))
+                    Ok(check_against_journal(
+                        &client,
+                        chunk,
+                        resolved,
+                        sent.as_deref(),
+                    ))
                 }));
             }
             if end {
@@ -621,10 +677,16 @@ impl Batch {
                 ));
             }
             if r.code.as_deref() == Some(JOURNAL_FAILED) {
+                // The row's own message ends "nothing was sent" when its insert provably never
+                // committed: true of that row, and said of it, never of the run.
+                let message = r.message.as_deref().unwrap_or_default();
+                let message = message.strip_suffix("; nothing was sent").map_or_else(
+                    || message.to_owned(),
+                    |m| format!("{m}; that row was not sent"),
+                );
                 stop.stop(format!(
-                    "the journal failed on line {} ({}): the rows not yet sent were left unsent; make the journal work again (room on its disk, its database up), then run the batch again",
+                    "the journal failed on line {} ({message}): the rows not yet sent were left unsent; make the journal work again (room on its disk, its database up), then run the batch again",
                     r.line,
-                    r.message.as_deref().unwrap_or_default()
                 ));
             }
             summary.add(&r);

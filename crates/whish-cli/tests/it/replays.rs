@@ -170,3 +170,46 @@ async fn a_run_refused_for_bad_rows_keeps_the_earlier_results() {
     );
     assert_eq!(sb.transfers().len(), 4);
 }
+
+/// The same payouts file run again under a mistyped batch name: every row is refused before
+/// anything is sent, naming the Request-id it was paid under; `--allow-repeat` pays them again
+/// on purpose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_run_again_under_another_name_pays_nothing_twice() {
+    let sb = funded_sandbox().await;
+    let mut env = sandbox_env(&sb);
+    let journal = temp_file("repeat.sqlite", "");
+    let _ = std::fs::remove_file(&journal);
+    env.push(journal_at(&journal));
+    let file = cash_payouts_file("repeat.csv", "RP", "+961704", 5, 3);
+    let results = file.with_file_name("repeat.results.csv");
+    let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
+    let first = whish(
+        &payouts_cmd("send", &file_arg, "payroll-2026-11", &results_arg),
+        &env,
+    )
+    .await;
+    assert_eq!(first.code, 0, "{first:?}");
+    assert_eq!(sb.transfers().len(), 3);
+    let typo = whish(
+        &payouts_cmd("send", &file_arg, "payrol-2026-11", &results_arg),
+        &env,
+    )
+    .await;
+    assert_eq!(typo.code, 2, "{typo:?}");
+    assert_eq!(
+        typo.json()["badRows"].as_array().map(Vec::len),
+        Some(3),
+        "{typo:?}"
+    );
+    assert!(
+        typo.stdout.contains("already sent under Request-id"),
+        "{typo:?}"
+    );
+    assert_eq!(sb.transfers().len(), 3, "nothing paid twice");
+    let mut meant = payouts_cmd("send", &file_arg, "payroll-2026-12", &results_arg);
+    meant.push("--allow-repeat");
+    let again = whish(&meant, &env).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(sb.transfers().len(), 6);
+}
