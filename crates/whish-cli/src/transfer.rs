@@ -249,6 +249,7 @@ fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 
             set("ltnNumber", json!(s.ltn_number));
             set("transferId", json!(s.transfer_id));
             set("charges", to_json(&s.charges));
+            set("dialog", to_json(&s.dialog));
         }
         SendOutcome::Credited(w) => {
             set("result", json!("credited"));

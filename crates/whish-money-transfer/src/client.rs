@@ -521,6 +521,7 @@ impl TransferClient {
                         ltn_number: d.ltn_number,
                         transfer_id: d.transfer_id,
                         charges: d.charges,
+                        dialog,
                         request_id,
                     }),
                 })

@@ -827,7 +827,7 @@ impl PreparedCancel {
 }
 
 /// A cash-collection transfer that was created.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CashSent {
     /// The number the receiver uses to collect.
@@ -836,6 +836,8 @@ pub struct CashSent {
     pub transfer_id: String,
     /// Fees applied.
     pub charges: Option<Amount>,
+    /// The informational dialog of the success reply.
+    pub dialog: Option<Dialog>,
     /// The Request-id of the send.
     pub request_id: RequestId,
 }

@@ -273,3 +273,23 @@ async fn an_activity_total_written_as_a_double_is_the_same_money() {
             )
     );
 }
+
+/// The dialog of a successful cash-collection send is part of the reply (the envelope's
+/// `dialog`), as it is of a wallet credit: kept, not dropped.
+#[tokio::test]
+async fn a_cash_sends_success_dialog_is_kept() {
+    let server = ScriptedServer::start(vec![Step::json(
+        r#"{"status":true,"code":null,"data":{"ltnNumber":"48213590","transferId":"TR-1","charges":5.0},"dialog":{"title":"Done","message":"Transfer created"},"extra":null,"actions":null}"#
+            .to_owned(),
+    )])
+    .await;
+    let c = client(&server.base, 0);
+    let prepared = c.prepare_send(cash("100", Currency::Usd)).expect("valid");
+    match c.send(&prepared).await.expect("sent") {
+        SendOutcome::Sent(s) => {
+            let dialog = s.dialog.expect("the dialog");
+            assert_eq!(dialog.message.as_deref(), Some("Transfer created"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
