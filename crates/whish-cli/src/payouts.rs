@@ -341,6 +341,18 @@ async fn follow(
     if unknown > 0 {
         return Ok(PENDING);
     }
+    // A follow-up's 0 says every row settled: a row whose money still waits for collection has
+    // not (a cancel run's rows newer than its cutoff wait by design, and do not count).
+    let waiting = counts
+        .get(Collection::Waiting.as_str())
+        .copied()
+        .unwrap_or(0);
+    if cancel.is_none() && waiting > 0 {
+        eprintln!(
+            "whish: {waiting} row(s) still wait for collection: run the follow-up again later"
+        );
+        return Ok(PENDING);
+    }
     if cancels.refused_waiting > 0 {
         eprintln!(
             "whish: {} cancel(s) refused while the transfer still waits for collection: see `message` in {}",
@@ -463,6 +475,7 @@ struct Progress {
     accepted: u64,
     refused: u64,
     open: u64,
+    not_sent: u64,
     started: Instant,
     drawn: Instant,
 }
@@ -477,6 +490,7 @@ impl Progress {
             accepted: 0,
             refused: 0,
             open: 0,
+            not_sent: 0,
             started: now,
             drawn: now,
         }
@@ -487,6 +501,7 @@ impl Progress {
         match outcome {
             RowOutcome::Accepted => self.accepted += 1,
             RowOutcome::Refused => self.refused += 1,
+            RowOutcome::NotSent => self.not_sent += 1,
             _ => self.open += 1,
         }
         if self.terminal {
@@ -514,13 +529,16 @@ impl Progress {
         } else {
             String::new()
         };
+        // Every row is reported, a row left unsent too (a stop, Ctrl-C): the count of rows
+        // reported is not the count sent.
         format!(
-            "whish: {bar}{}/{} rows: {} accepted, {} refused, {} open or not sent ({:.0} rows/s)",
+            "whish: {bar}{}/{} rows reported: {} accepted, {} refused, {} open, {} not sent ({:.0} rows/s)",
             self.rows,
             self.total,
             self.accepted,
             self.refused,
             self.open,
+            self.not_sent,
             self.rows as f64 / secs
         )
     }

@@ -95,10 +95,20 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
     let follow_file = dir.join("follow.csv").display().to_string();
     let follow = payouts_cmd("follow-up", &file_arg, "aid-cli", &follow_file);
     let followed = whish(&follow, &env).await;
-    assert_eq!(followed.code, 0, "{followed:?}");
+    // Rows still waiting for collection are not settled: exit 3, said on stderr.
+    assert_eq!(followed.code, 3, "{followed:?}");
+    assert!(
+        followed.stderr.contains("still wait for collection"),
+        "{followed:?}"
+    );
     let rows = followed.json()["rows"].clone();
     assert_eq!(rows["collected"], collected);
     assert_eq!(rows["waiting"], ROWS - collected);
+    // Once every row is collected, the follow-up says every row settled: exit 0.
+    sb.collect_share(1.0).await;
+    let settled = whish(&follow, &env).await;
+    assert_eq!(settled.code, 0, "{settled:?}");
+    assert_eq!(settled.json()["rows"]["collected"], ROWS);
 
     // The reconciliation of the day matches; a transfer made outside the journal does not.
     let day = |d: time::OffsetDateTime| {
@@ -214,6 +224,16 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("Ctrl-C"));
+    // The last progress line counts the rows left unsent apart: rows reported are not rows sent.
+    let last = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rfind(|l| l.contains("rows reported"))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(
+        last.contains(" not sent") && !last.contains(" 0 not sent"),
+        "{last}"
+    );
     let text = std::fs::read_to_string(&results).expect("results");
     assert_eq!(
         text.lines().count(),
