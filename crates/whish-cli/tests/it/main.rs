@@ -8,6 +8,7 @@ mod support;
 mod abandon;
 mod cancel;
 mod disk_full;
+mod documented_body;
 mod end_to_end;
 mod first_attempt_page;
 mod identifiers;
