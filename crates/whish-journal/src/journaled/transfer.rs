@@ -121,6 +121,56 @@ impl JournaledTransfer {
         &self.client
     }
 
+    /// Follow a send that answered Pending (or whose outcome is unknown) to its end, and
+    /// record it: the entry under `prepared`'s Request-id is settled as recovery settles it (the
+    /// status read by Request-id, with the activity log as a second witness; a send that never
+    /// arrived is sent again with its own Request-id and bytes), again and again on
+    /// `follow_up`'s schedule, until it is final or the follow-up's deadline passes. Returns the
+    /// entry as it stands then: `accepted` (its references hold the transfer), `refused`, or
+    /// still open (`pending`, `may-have-arrived`) or with a person, when no final answer came.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the journal cannot be read or written, or holds no entry under
+    /// this Request-id.
+    pub async fn await_final(
+        &self,
+        prepared: &PreparedTransfer,
+        follow_up: whish_core::FollowUp,
+    ) -> Result<crate::Entry, crate::JournalError> {
+        let key = prepared.request_id().to_string();
+        let clients = crate::Clients::new().transfer(self.client.clone());
+        let options = crate::Recovery::new();
+        follow_up
+            .run(
+                || async {
+                    self.journal
+                        .recover_entries(
+                            &clients,
+                            &options,
+                            &[(Service::MoneyTransfer, Operation::Send, key.as_str())],
+                        )
+                        .await?;
+                    self.journal
+                        .entry(Service::MoneyTransfer, Operation::Send, &key)
+                        .await?
+                        .ok_or_else(|| {
+                            crate::JournalError::new(
+                                crate::JournalErrorKind::Read,
+                                format!("no journal entry has the Request-id {key}"),
+                            )
+                        })
+                },
+                |answer: &Result<crate::Entry, crate::JournalError>| match answer {
+                    Ok(entry) => {
+                        entry.state.is_final() || entry.state == crate::State::NeedsOperator
+                    }
+                    Err(_) => true,
+                },
+            )
+            .await
+    }
+
     /// Record the transfer (its Request-id and exact bytes), durably, then send it, then
     /// record the outcome. The answer is [`TransferClient::send`]'s. If this process dies at
     /// any point, [`Journal::recover`] finishes it with the same Request-id: one transfer.

@@ -858,3 +858,34 @@ async fn prune_keeps_the_refusals_that_ask_for_a_new_request_id() {
         journal.close().await;
     }
 }
+
+/// A journaled send that answered Pending is followed to its end through the journal: the
+/// entry is settled (`accepted`, the transfer's references recorded) without a recovery run,
+/// and the create is not sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_journaled_send_is_followed_to_its_end_and_recorded() {
+    for place in places("await_final").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let send = t.client().prepare_send(cash_send(31)).expect("prepare");
+        sb.inject(Endpoint::TransferSend, Fault::Pending, 1);
+        assert!(t.send(&send).await.expect_err("pending").is_pending());
+        let entry = t
+            .await_final(
+                &send,
+                whish_core::FollowUp::within(std::time::Duration::from_secs(10)),
+            )
+            .await
+            .expect("followed");
+        assert_eq!(entry.state, State::Accepted, "{place:?}: {entry:?}");
+        assert!(entry.references.ltn_number.is_some(), "{entry:?}");
+        let sends = sb
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/woo/send/money"))
+            .count();
+        assert_eq!(sends, 1, "the create was not sent again");
+        journal.close().await;
+    }
+}
