@@ -265,14 +265,17 @@ impl CollectClient {
             collect_url: String,
         }
         // The service's one answer without the envelope: 403 for a non-public callback or
-        // redirect address, a refusal. Any other page comes from something in front of it.
+        // redirect address, a refusal. A payment whose four addresses are public (checked
+        // before sending) cannot earn it: a 403 then is a page in front of the service (a WAF)
+        // that may have passed the request on, so the outcome is unknown, never refused.
+        let refused_with: &'static [u16] = if prepared.non_public { &[403] } else { &[] };
         let req = Request::new("collect.create", Method::POST, self.create_path.as_str())
             .json_bytes(prepared.body.clone())
             .idempotency_key(&prepared.external_id)
             .resend(Resend::SameKey { on_pending: true })
             .options(self.options)
             .delivery(&prepared.delivery)
-            .refused_with(&[403]);
+            .refused_with(refused_with);
         let reply = self.transport.call::<Data, CollectCode>(req).await?;
         let retrieved = reply.retrieved == Some(true);
         let data = reply.require_data()?;

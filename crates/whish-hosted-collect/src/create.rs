@@ -183,6 +183,9 @@ pub struct PreparedPayment {
     pub(crate) body: Bytes,
     /// Set before the first byte of a create leaves (see [`whish_core::DeliveryMark`]).
     pub(crate) delivery: whish_core::DeliveryMark,
+    /// One of its four addresses is not public (a local sandbox's opt-in): only then can a 403
+    /// be the service's own refusal of it.
+    pub(crate) non_public: bool,
 }
 
 impl PreparedPayment {
@@ -237,6 +240,8 @@ impl PreparedPayment {
             amount: s.amount,
             body,
             delivery: whish_core::DeliveryMark::sent_before(),
+            // Sent before: whatever answers now, a page says nothing of the first attempt.
+            non_public: false,
         })
     }
 }
@@ -327,9 +332,13 @@ pub(crate) fn prepare(
         ("successRedirectUrl", &u.success_redirect_url.0),
         ("failureRedirectUrl", &u.failure_redirect_url.0),
     ];
+    let mut non_public = false;
     for (field, url) in urls {
         // The client's rule (public only, unless the sandbox opt-in) on the parsed address.
         callbacks.check_parsed(url, field)?;
+        non_public |= CallbackAddresses::PublicOnly
+            .check_parsed(url, field)
+            .is_err();
     }
     if let Some(inv) = &p.invoice
         && inv.chars().any(|c| c.is_control() && c != '\n')
@@ -358,6 +367,7 @@ pub(crate) fn prepare(
         amount,
         body: Bytes::from(body),
         delivery: whish_core::DeliveryMark::new(),
+        non_public,
     })
 }
 

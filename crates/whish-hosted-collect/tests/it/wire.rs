@@ -274,6 +274,10 @@ async fn forbidden_403_is_decoded_as_its_own_error() {
         other => panic!("{other:?}"),
     }
     assert_eq!(server.hits(), 1, "a 403 is not retried");
+    // Its four addresses are public, so the service's own 403 (a non-public address) cannot
+    // be the answer: a page in front of it (a WAF) may have passed the create on. Unknown,
+    // never refused (a journal closing it `refused` would leave a payment that exists).
+    assert_eq!(err.verdict(), whish_core::Verdict::Unknown);
     // The advice is this service's own, from codes/hosted-collect.toml.
     assert!(err.hint().contains("public addresses"), "{}", err.hint());
     assert_eq!(
