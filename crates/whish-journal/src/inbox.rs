@@ -250,7 +250,9 @@ impl Journal {
             State::Waiting => {
                 self.inner
                     .db
-                    .defer(taken.lease, owner, &outcome, millis(backoff))
+                    // A lease over once the backoff has passed (a take needs its end before
+                    // `now`): with no backoff, free at once, even in the same millisecond.
+                    .defer(taken.lease, owner, &outcome, millis(backoff) - 1)
                     .await
             }
             state => {
@@ -302,7 +304,11 @@ impl Journal {
         };
         let mut outcome = Outcome::new("failed");
         outcome.message = Some("a person asked to hand it on again".to_owned());
-        self.inner.db.defer(claimed.lease, owner, &outcome, 0).await
+        // A lease already over: the next worker takes it at once, even in this millisecond.
+        self.inner
+            .db
+            .defer(claimed.lease, owner, &outcome, -1)
+            .await
     }
 }
 
