@@ -365,20 +365,14 @@ pub(crate) fn start_pump(shared: Arc<Shared>) {
                 break;
             }
             for kind in shared.kinds() {
-                let slots = shared.workers_for(kind).clone();
-                let free = slots.available_permits().min(256) as u32;
+                let free = shared.workers_for(kind).available_permits().min(256) as u32;
                 if free == 0 {
                     continue;
                 }
                 match shared.inbox.take(kind, free).await {
                     Ok(taken) => {
                         for held in taken {
-                            let (shared, slots) = (shared.clone(), slots.clone());
-                            tokio::spawn(async move {
-                                if let Ok(slot) = slots.acquire_owned().await {
-                                    hand_on(shared, held, slot).await;
-                                }
-                            });
+                            spawn(&shared, held);
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "the inbox cannot be read now"),
