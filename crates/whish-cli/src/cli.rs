@@ -131,6 +131,16 @@ pub struct Settings {
         help_heading = "Collect account"
     )]
     pub collect_website_url: Option<String>,
+    /// The path segment of the collect create and refund (`/payment/SEGMENT`): `whish`, the
+    /// live service's (default), or `svc`, the specification's spelling.
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_COLLECT_BRAND",
+        value_name = "SEGMENT",
+        help_heading = "Collect account"
+    )]
+    pub collect_brand: Option<String>,
     /// The top-up service base URL.
     #[arg(
         long,
@@ -158,6 +168,16 @@ pub struct Settings {
         help_heading = "Top-up account"
     )]
     pub topup_token: Option<String>,
+    /// A `language` header on every top-up request (the service's sample sends one, with no
+    /// meaning described; none by default).
+    #[arg(
+        long,
+        global = true,
+        env = "WHISH_TOPUP_LANGUAGE",
+        value_name = "LANG",
+        help_heading = "Top-up account"
+    )]
+    pub topup_language: Option<String>,
     /// The User-Agent the collect and top-up services require: `AppName/version (website;
     /// contact-email)`.
     #[arg(
@@ -251,6 +271,11 @@ pub enum TransferCmd {
         /// printed before sending). To resend an earlier send, use `transfer resend`.
         #[arg(long, value_name = "N", allow_negative_numbers = true)]
         request_id: Option<i64>,
+        /// The total the customer was quoted and agreed to (`transfer fees`, `totalAmount`):
+        /// the body's own terms are quoted again first, and nothing is sent (exit 2) unless
+        /// the total is still this amount.
+        #[arg(long, value_name = "N")]
+        quoted_total: Option<String>,
     },
     /// Resend an earlier send whose outcome is unknown: the same body with the same Request-id.
     /// `transfer.already.done` is then a confirmation, read through status by requestId.
@@ -262,16 +287,17 @@ pub enum TransferCmd {
         #[arg(long, value_name = "N", allow_negative_numbers = true)]
         request_id: i64,
     },
-    /// Read a transfer's status (authoritative).
+    /// Read a transfer's status (authoritative), by one identifier or several at once (all
+    /// sent together; a reply naming another transfer than one of them is an error, exit 4).
     Status {
         /// By the transfer id.
-        #[arg(long, value_name = "ID", group = "which")]
+        #[arg(long, value_name = "ID", required_unless_present_any = ["ltn", "request_id"])]
         transfer_id: Option<String>,
         /// By the LTN number.
-        #[arg(long, value_name = "N", group = "which")]
+        #[arg(long, value_name = "N")]
         ltn: Option<String>,
         /// By the Request-id of the send.
-        #[arg(long, value_name = "N", group = "which", allow_negative_numbers = true)]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         request_id: Option<i64>,
     },
     /// Cancel a cash-collection transfer not yet collected.
@@ -282,6 +308,35 @@ pub enum TransferCmd {
         /// Why (kept in the account's audit log only).
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+    },
+    /// Check a collection callback as the receiver would, to debug one: its headers and body
+    /// parsed, its timestamp against the window, and (with `--sandbox-key`) its signature under
+    /// the sandbox's scheme. The service's own scheme is not documented: without a key the
+    /// signature is only decoded. Sends nothing; needs no settings. Exit 0 when a receiver
+    /// would record it, 1 when it would refuse it (the reason printed), 2 for bad usage.
+    CheckCallback {
+        /// The body exactly as posted (a file; `-` reads stdin).
+        #[arg(long, value_name = "FILE")]
+        body: PathBuf,
+        /// The `timestamp` header value (epoch milliseconds).
+        #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+        timestamp: String,
+        /// The `signature` header value (base64).
+        #[arg(long, value_name = "BASE64", allow_hyphen_values = true)]
+        signature: String,
+        /// The window the timestamp must fall in, in seconds either side of now (the
+        /// receiver's default: 3600).
+        #[arg(long, value_name = "SECS", default_value_t = 3600)]
+        window: u64,
+        /// The key the built-in sandbox signs with (`whish sandbox serve` prints it): verify
+        /// the signature under the sandbox's HMAC-SHA256 scheme.
+        #[arg(
+            long,
+            env = "WHISH_SANDBOX_CALLBACK_KEY",
+            hide_env_values = true,
+            value_name = "KEY"
+        )]
+        sandbox_key: Option<String>,
     },
     /// The sending countries of the account.
     Countries,
@@ -633,6 +688,10 @@ pub enum TopupCmd {
         /// The option to pay, as `topup options` lists it.
         #[arg(long, value_name = "ID")]
         option_id: String,
+        /// Pay to this target instead of `--target` (the one the options were fetched for):
+        /// only when the operator instructs it.
+        #[arg(long, value_name = "T")]
+        pay_target: Option<String>,
         /// Your reference for the sale (default: a new one, printed); the idempotency key.
         #[arg(long, value_name = "X")]
         external_id: Option<String>,

@@ -138,6 +138,18 @@ pub fn exit_code(verdict: Verdict) -> u8 {
 
 /// Report an SDK error and return its exit status, which is [`exit_code`] of its verdict.
 pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
+    error_of(out, e, None)
+}
+
+/// Report the error of a read about something named by the caller (`asked`, such as
+/// `{"requestId": ...}`): the failure names what was asked for, never the read's own request
+/// key, which identifies nothing the caller knows.
+pub fn read_error<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Value) -> u8 {
+    error_of(out, e, Some(asked))
+}
+
+fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
+    let out = &Asking { out, asked };
     let verdict = e.verdict();
     let status = exit_code(verdict);
     match e {
@@ -167,11 +179,10 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
                 "endpoint": p.endpoint,
                 "idempotencyKey": p.idempotency_key,
             }),
-            &format!(
-                "Pending (key {}): {}",
-                p.idempotency_key.as_deref().unwrap_or("-"),
-                e.hint()
-            ),
+            &match (&out.asked, &p.idempotency_key) {
+                (None, Some(key)) => format!("Pending (key {key}): {}", e.hint()),
+                _ => format!("Pending: {}", e.hint()),
+            },
             status,
         ),
         Error::Http(h) => out.failure(
@@ -220,6 +231,39 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
             &e.hint(),
             status,
         ),
+    }
+}
+
+/// Where a failure goes, and what the failed read was asked about.
+struct Asking<'a> {
+    out: &'a Out,
+    asked: Option<Value>,
+}
+
+impl Asking<'_> {
+    fn failure(&self, v: &Value, hint: &str, status: u8) -> u8 {
+        let Some(asked) = &self.asked else {
+            return self.out.failure(v, hint, status);
+        };
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("idempotencyKey");
+            o.insert("asked".into(), asked.clone());
+        }
+        let about = asked
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                format!(
+                    "{k} {}",
+                    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.out
+            .failure(&v, &format!("{hint} (asked about {about})"), status)
     }
 }
 

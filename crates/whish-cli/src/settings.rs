@@ -113,12 +113,14 @@ impl Ctx {
         let channel = need(&s.collect_channel, "WHISH_COLLECT_CHANNEL")?;
         let secret = SecretString::from(need(&s.collect_secret, "WHISH_COLLECT_SECRET")?);
         let site = need(&s.collect_website_url, "WHISH_COLLECT_WEBSITE_URL")?;
-        CollectClient::builder(self.client_settings(base, true)?)
+        let mut builder = CollectClient::builder(self.client_settings(base, true)?)
             .channel(channel)
             .secret(secret)
-            .website_url(site)
-            .build()
-            .map_err(|e| setup(&e, "COLLECT"))
+            .website_url(site);
+        if let Some(brand) = &s.collect_brand {
+            builder = builder.brand(brand);
+        }
+        builder.build().map_err(|e| setup(&e, "COLLECT"))
     }
 
     pub fn topup(&self) -> Result<TopupClient, u8> {
@@ -126,11 +128,13 @@ impl Ctx {
         let base = need(&s.topup_base_url, "WHISH_TOPUP_BASE_URL")?;
         let session = SecretString::from(need(&s.topup_session_id, "WHISH_TOPUP_SESSION_ID")?);
         let token = SecretString::from(need(&s.topup_token, "WHISH_TOPUP_TOKEN")?);
-        TopupClient::builder(self.client_settings(base, true)?)
+        let mut builder = TopupClient::builder(self.client_settings(base, true)?)
             .session_id(session)
-            .token(token)
-            .build()
-            .map_err(|e| setup(&e, "TOPUP"))
+            .token(token);
+        if let Some(language) = &s.topup_language {
+            builder = builder.language(language);
+        }
+        builder.build().map_err(|e| setup(&e, "TOPUP"))
     }
 }
 

@@ -72,6 +72,7 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
             provider,
             target,
             option_id,
+            pay_target,
             external_id: x,
             show_pin,
         } => {
@@ -113,7 +114,10 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
                     );
                     p
                 }
-                None => new_pay(&client, &provider, &target, &option_id, x).await?,
+                None => {
+                    let to = pay_target.as_deref();
+                    new_pay(&client, &provider, &target, &option_id, to, x).await?
+                }
             };
             let journal = ctx.journal().await?;
             eprintln!(
@@ -155,6 +159,7 @@ async fn new_pay(
     provider: &str,
     target: &str,
     option_id: &str,
+    pay_target: Option<&str>,
     x: Option<whish::ExternalId>,
 ) -> Result<PreparedPay, u8> {
     // Before any pay: whatever the fetch answered, nothing was paid.
@@ -176,6 +181,9 @@ async fn new_pay(
     let mut request = PayRequest::new(option);
     if let Some(x) = x {
         request = request.external_id(x);
+    }
+    if let Some(t) = pay_target {
+        request = request.target(t);
     }
     client
         .prepare_pay(request)

@@ -32,6 +32,25 @@ pub fn to_json<T: serde::Serialize>(v: &T) -> Value {
 
 pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
     let out = ctx.out;
+    if let TransferCmd::CheckCallback {
+        body,
+        timestamp,
+        signature,
+        window,
+        sandbox_key,
+    } = &cmd
+    {
+        return crate::check_callback::run(
+            out,
+            &crate::check_callback::Check {
+                body,
+                timestamp,
+                signature,
+                window: std::time::Duration::from_secs(*window),
+                sandbox_key: sandbox_key.as_deref(),
+            },
+        );
+    }
     let client = ctx.transfer()?;
     let report = |e: &whish::transfer::Error| output::error(&out, e);
     match cmd {
@@ -61,10 +80,17 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             let quote = client.fees(&q).await.map_err(|e| report(&e))?;
             Ok(out.success(&to_json(&quote)))
         }
-        TransferCmd::Send { body, request_id } => {
+        TransferCmd::Send {
+            body,
+            request_id,
+            quoted_total,
+        } => {
             let mut request = parse_send(&read_body(&body)?)?;
             if let Some(n) = request_id {
                 request = request.request_id(RequestId::new(n).map_err(usage)?);
+            }
+            if let Some(total) = quoted_total {
+                still_quoted(out, &client, &request, amount(&total)?).await?;
             }
             let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
             let id = prepared.request_id();
@@ -106,17 +132,21 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             ltn,
             request_id,
         } => {
+            let request_id = request_id.map(RequestId::new).transpose().map_err(usage)?;
             let q = match (transfer_id, ltn, request_id) {
                 (Some(t), None, None) => StatusQuery::TransferId(t),
                 (None, Some(l), None) => StatusQuery::LtnNumber(l),
-                (None, None, Some(r)) => StatusQuery::RequestId(RequestId::new(r).map_err(usage)?),
-                _ => {
-                    return Err(usage(
-                        "give exactly one of --transfer-id, --ltn, --request-id",
-                    ));
-                }
+                (None, None, Some(r)) => StatusQuery::RequestId(r),
+                (transfer_id, ltn_number, request_id) => StatusQuery::Several {
+                    transfer_id,
+                    ltn_number,
+                    request_id,
+                },
             };
-            let s = client.status(&q).await.map_err(|e| report(&e))?;
+            let s = client
+                .status(&q)
+                .await
+                .map_err(|e| status_failed(out, &q, &e))?;
             Ok(out.success(&to_json(&s)))
         }
         TransferCmd::Cancel { ltn, reason } => {
@@ -131,6 +161,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 .map_err(|e| report(&e))?;
             Ok(out.success(&to_json(&c)))
         }
+        TransferCmd::CheckCallback { .. } => unreachable!("checked above, with no settings"),
         TransferCmd::Countries => {
             let c = client.sending_countries().await.map_err(|e| report(&e))?;
             Ok(out.success(&to_json(&c)))
@@ -163,6 +194,60 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             Ok(out.success(&to_json(&statements)))
         }
     }
+}
+
+/// Quote `request` on its own terms and go on only when the total is still `shown`, the total
+/// the customer agreed to (the service's rule: send what was quoted).
+async fn still_quoted(
+    out: output::Out,
+    client: &whish::transfer::TransferClient,
+    request: &SendRequest,
+    shown: Amount,
+) -> Result<(), u8> {
+    let quote = client.fees(&request.fee_request()).await.map_err(|e| {
+        eprintln!("whish: the send could not be quoted again; nothing was sent");
+        output::error(&out, &e)
+    })?;
+    if quote.total_amount != shown {
+        return Err(usage(format!(
+            "this send is quoted now at {} in all ({} fees), not the {shown} the customer was shown: quote again and show the new total",
+            quote.total_amount, quote.fees
+        )));
+    }
+    eprintln!(
+        "whish: quoted again: {} in all ({} fees), as the customer was shown",
+        quote.total_amount, quote.fees
+    );
+    Ok(())
+}
+
+/// Report a failed status read by what it asked about.
+fn status_failed(out: output::Out, q: &StatusQuery, e: &whish::transfer::Error) -> u8 {
+    let mut asked = serde_json::Map::new();
+    let mut put = |k: &str, v: Value| {
+        asked.insert(k.into(), v);
+    };
+    match q {
+        StatusQuery::TransferId(t) => put("transferId", json!(t)),
+        StatusQuery::LtnNumber(l) => put("ltnNumber", json!(l)),
+        StatusQuery::RequestId(r) => put("requestId", json!(r.to_string())),
+        StatusQuery::Several {
+            transfer_id,
+            ltn_number,
+            request_id,
+        } => {
+            for (k, v) in [
+                ("transferId", transfer_id.clone()),
+                ("ltnNumber", ltn_number.clone()),
+                ("requestId", request_id.map(|r| r.to_string())),
+            ] {
+                if let Some(v) = v {
+                    put(k, json!(v));
+                }
+            }
+        }
+    }
+    output::read_error(&out, e, Value::Object(asked))
 }
 
 fn read_body(path: &std::path::Path) -> Result<String, u8> {

@@ -110,25 +110,76 @@ struct FeeBody<'a> {
     phone_number: Option<&'a str>,
 }
 
-/// The status query's body: exactly one of the three references.
+/// The status query's body: the references asked by, at least one.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-enum StatusBody<'a> {
-    TransferId(&'a str),
-    LtnNumber(&'a str),
-    RequestId(RequestId),
+struct StatusBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transfer_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ltn_number: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<RequestId>,
+}
+
+impl<'a> StatusBody<'a> {
+    /// The body of `query`, blank references left out; `None` when no reference is left.
+    fn of(query: &'a StatusQuery) -> Option<StatusBody<'a>> {
+        let text = |t: &'a str| Some(t.trim()).filter(|t| !t.is_empty());
+        let body = match query {
+            StatusQuery::TransferId(t) => StatusBody {
+                transfer_id: text(t),
+                ltn_number: None,
+                request_id: None,
+            },
+            StatusQuery::LtnNumber(l) => StatusBody {
+                transfer_id: None,
+                ltn_number: text(l),
+                request_id: None,
+            },
+            StatusQuery::RequestId(r) => StatusBody {
+                transfer_id: None,
+                ltn_number: None,
+                request_id: Some(*r),
+            },
+            StatusQuery::Several {
+                transfer_id,
+                ltn_number,
+                request_id,
+            } => StatusBody {
+                transfer_id: transfer_id.as_deref().and_then(text),
+                ltn_number: ltn_number.as_deref().and_then(text),
+                request_id: *request_id,
+            },
+        };
+        let any = body.transfer_id.is_some() || body.ltn_number.is_some();
+        (any || body.request_id.is_some()).then_some(body)
+    }
+
+    /// The reference of this body that the reply names another transfer by, as the reply's
+    /// field and the value asked for: a reply about another transfer answers nothing asked.
+    fn contradicted_by(&self, reply: &StatusResult) -> Option<(&'static str, &'a str)> {
+        let differs = |asked: Option<&str>, said: &Option<String>| matches!((asked, said.as_deref().map(str::trim)), (Some(a), Some(s)) if a != s);
+        if differs(self.transfer_id, &reply.transfer_id) {
+            return self.transfer_id.map(|t| ("transferId", t));
+        }
+        if differs(self.ltn_number, &reply.ltn_number) {
+            return self.ltn_number.map(|l| ("ltnNumber", l));
+        }
+        None
+    }
 }
 
 /// A fee quote request. `payment_mode` defaults to cash collection and `deduct_fees` to false.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a fee request does nothing until it is passed to fees()"]
 pub struct FeeRequest {
-    from_country: CountryId,
-    currency: Currency,
-    amount: Amount,
-    payment_mode: PaymentMode,
-    deduct_fees: bool,
-    phone_number: Option<String>,
+    pub(crate) from_country: CountryId,
+    pub(crate) currency: Currency,
+    pub(crate) amount: Amount,
+    pub(crate) payment_mode: PaymentMode,
+    pub(crate) deduct_fees: bool,
+    pub(crate) phone_number: Option<String>,
 }
 
 impl FeeRequest {
@@ -160,7 +211,7 @@ impl FeeRequest {
     }
 }
 
-/// Which transfer a status query is about: exactly one identifier.
+/// Which transfer a status query is about: one identifier, or several at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatusQuery {
     /// By transfer reference.
@@ -169,6 +220,17 @@ pub enum StatusQuery {
     LtnNumber(String),
     /// By the Request-id of the create.
     RequestId(RequestId),
+    /// By every identifier given (at least one), sent together: the service locates the
+    /// transfer by them. They must all name one transfer: a reply whose `transferId` or
+    /// `ltnNumber` differs from the one asked for is an error, never another transfer's status.
+    Several {
+        /// The transfer reference, if known.
+        transfer_id: Option<String>,
+        /// The LTN number, if known.
+        ltn_number: Option<String>,
+        /// The Request-id of the create, if known.
+        request_id: Option<RequestId>,
+    },
 }
 
 /// The date range (and optional currency) of an activity or statement report.
@@ -685,13 +747,8 @@ impl TransferClient {
     /// A refusal (a documented code), Pending, a transport failure or a reply that cannot be read,
     /// as the service's `Error`; a read is resent after transient failures before it fails.
     pub async fn status(&self, query: &StatusQuery) -> Result<StatusResult, Error> {
-        let body = match query {
-            StatusQuery::TransferId(t) if !t.trim().is_empty() => StatusBody::TransferId(t.trim()),
-            StatusQuery::LtnNumber(l) if !l.trim().is_empty() => StatusBody::LtnNumber(l.trim()),
-            StatusQuery::RequestId(r) => StatusBody::RequestId(*r),
-            _ => {
-                return Err(ValidationError::new("transferId", ValidationKind::Missing).into());
-            }
+        let Some(body) = StatusBody::of(query) else {
+            return Err(ValidationError::new("transferId", ValidationKind::Missing).into());
         };
         let req = self
             .request(
@@ -701,10 +758,21 @@ impl TransferClient {
             )
             .json(&body)?
             .resend(Resend::Read);
-        self.transport
+        let status = self
+            .transport
             .call::<StatusResult, TransferCode>(req)
             .await?
-            .require_data()
+            .require_data()?;
+        if let Some((field, asked)) = body.contradicted_by(&status) {
+            return Err(Error::Decode(whish_core::DecodeError::new(
+                format!("data.{field}"),
+                format!("names another transfer than the {field} asked for ({asked})"),
+                200,
+                "transfer.status",
+                None,
+            )));
+        }
+        Ok(status)
     }
 
     /// Check a cancel and fix its Request-id. Nothing is sent. The reason is kept in the

@@ -7,6 +7,7 @@ use whish_core::{
     ValidationError, ValidationKind, dates::today_utc,
 };
 
+use crate::client::FeeRequest;
 use crate::model::{PaymentMode, StatusResult};
 use crate::reference::{Reason, SourceOfFunds};
 
@@ -565,6 +566,69 @@ impl SendRequest {
             SendRequest::CashCollection(_) => PaymentMode::CashCollection,
             SendRequest::MobileWallet(_) => PaymentMode::MobileWallet,
         }
+    }
+
+    fn common(&self) -> &Common {
+        match self {
+            SendRequest::CashCollection(c) => &c.common,
+            SendRequest::MobileWallet(m) => &m.common,
+        }
+    }
+
+    /// The fee quote of exactly this send: its sending country, currency, amount, payment mode
+    /// and fee deduction (and, for a wallet, the receiver's phone). The service's rule is to
+    /// send the amount and currency that were quoted; quoting with this request keeps it by
+    /// construction.
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_money_transfer::TransferClient,
+    /// #              send: whish_money_transfer::SendRequest) -> Result<(), whish_money_transfer::Error> {
+    /// let quote = client.fees(&send.fee_request()).await?;
+    /// println!("the customer pays {} in all", quote.total_amount);
+    /// # Ok(()) }
+    /// ```
+    pub fn fee_request(&self) -> FeeRequest {
+        let c = self.common();
+        let quote = FeeRequest::new(c.from_country, c.currency.clone(), c.amount)
+            .payment_mode(self.payment_mode())
+            .deduct_fees(c.deduct_fees);
+        match self {
+            SendRequest::MobileWallet(_) => quote.phone_number(c.receiver.phone.clone()),
+            SendRequest::CashCollection(_) => quote,
+        }
+    }
+
+    /// Check this send against the quote the customer was shown: the same amount (as money:
+    /// `100` and `100.00` are one amount), currency, sending country, payment mode and fee
+    /// deduction. Nothing is sent.
+    ///
+    /// # Errors
+    ///
+    /// A `ValidationError` naming the first field that differs from the quote.
+    pub fn check_quoted(&self, quoted: &FeeRequest) -> Result<(), ValidationError> {
+        let own = self.fee_request();
+        let differs = |field: &'static str, quoted: String| {
+            Err(ValidationError::invalid(
+                field,
+                format!("differs from the quote ({quoted}): send what was quoted, or quote again"),
+            ))
+        };
+        if own.currency != quoted.currency {
+            return differs("currencyId", quoted.currency.to_string());
+        }
+        if own.amount != quoted.amount {
+            return differs("amount", quoted.amount.to_string());
+        }
+        if own.from_country != quoted.from_country {
+            return differs("fromCountry", quoted.from_country.get().to_string());
+        }
+        if own.payment_mode != quoted.payment_mode {
+            return differs("paymentMode", quoted.payment_mode.to_string());
+        }
+        if own.deduct_fees != quoted.deduct_fees {
+            return differs("deductFees", quoted.deduct_fees.to_string());
+        }
+        Ok(())
     }
 
     pub(crate) fn to_body(&self, callbacks: CallbackAddresses) -> Result<Vec<u8>, ValidationError> {

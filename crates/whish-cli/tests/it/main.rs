@@ -22,3 +22,4 @@ mod recover_keys;
 mod recover_other_service;
 mod replays;
 mod retry_needs_operator;
+mod spec_reach;

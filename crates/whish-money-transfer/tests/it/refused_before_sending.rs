@@ -250,3 +250,52 @@ fn local_callbacks_are_an_opt_in_for_a_loopback_base_only() {
         (field, ValidationKind::Invalid { .. }) if field == "callbackUrl"
     ));
 }
+
+#[test]
+fn a_send_is_quoted_on_its_own_terms_and_checked_against_the_quote_shown() {
+    use whish_money_transfer::{PaymentMode, SendRequest};
+    let send = SendRequest::from(cash("100.00", Currency::Usd).deduct_fees(true));
+    let own = send.fee_request();
+    assert_eq!(
+        own,
+        FeeRequest::new(CountryId::LEBANON, Currency::Usd, amount("100"))
+            .deduct_fees(true)
+            .payment_mode(PaymentMode::CashCollection)
+    );
+    send.check_quoted(&own).expect("its own quote");
+    // 100 and 100.00 are one amount.
+    let same = FeeRequest::new(CountryId::LEBANON, Currency::Usd, amount("100")).deduct_fees(true);
+    send.check_quoted(&same).expect("the same money");
+    let cases = [
+        (
+            FeeRequest::new(CountryId::LEBANON, Currency::Usd, amount("100.01")).deduct_fees(true),
+            "amount",
+        ),
+        (
+            FeeRequest::new(CountryId::LEBANON, Currency::Lbp, amount("100")).deduct_fees(true),
+            "currencyId",
+        ),
+        (
+            FeeRequest::new(CountryId::LEBANON, Currency::Usd, amount("100")),
+            "deductFees",
+        ),
+        (
+            FeeRequest::new(CountryId::LEBANON, Currency::Usd, amount("100"))
+                .deduct_fees(true)
+                .payment_mode(PaymentMode::MobileWallet),
+            "paymentMode",
+        ),
+    ];
+    for (quoted, field) in cases {
+        let e = send.check_quoted(&quoted).expect_err(field);
+        assert_eq!(e.field, field, "{e}");
+    }
+    // A wallet is quoted for its receiver's phone.
+    let wallet = SendRequest::from(wallet("25"));
+    assert_eq!(
+        wallet.fee_request(),
+        FeeRequest::new(CountryId::LEBANON, Currency::Usd, amount("25"))
+            .payment_mode(PaymentMode::MobileWallet)
+            .phone_number("+96170123456")
+    );
+}

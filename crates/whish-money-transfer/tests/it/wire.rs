@@ -234,6 +234,62 @@ async fn status_by_each_identifier() {
 }
 
 #[tokio::test]
+async fn status_by_several_identifiers_sends_them_together_and_refuses_another_transfer() {
+    let server = ScriptedServer::start(vec![
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+    ])
+    .await;
+    let c = client(&server.base, 0);
+    let all = StatusQuery::Several {
+        transfer_id: Some("TR-20260821-000123".into()),
+        ltn_number: Some(" 48213590 ".into()),
+        request_id: Some(rid(1755770400000001)),
+    };
+    assert_eq!(
+        c.status(&all).await.expect("status").status,
+        TransferStatus::Sent
+    );
+    // The reply names LTN 48213590: asked by another LTN, it is no answer to the question.
+    let other = StatusQuery::Several {
+        transfer_id: None,
+        ltn_number: Some("99999999".into()),
+        request_id: Some(rid(1755770400000001)),
+    };
+    let e = c.status(&other).await.expect_err("another transfer");
+    assert!(e.outcome_unknown(), "{e:?}");
+    assert!(e.to_string().contains("ltnNumber"), "{e}");
+    let e = c
+        .status(&StatusQuery::TransferId("TR-OTHER".into()))
+        .await
+        .expect_err("another transfer");
+    assert!(e.to_string().contains("transferId"), "{e}");
+    let bodies: Vec<serde_json::Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies[0],
+        serde_json::json!({"transferId": "TR-20260821-000123", "ltnNumber": "48213590",
+            "requestId": 1755770400000001_i64})
+    );
+    let none = StatusQuery::Several {
+        transfer_id: Some(" ".into()),
+        ltn_number: None,
+        request_id: None,
+    };
+    assert!(
+        c.status(&none)
+            .await
+            .expect_err("nothing to ask by")
+            .nothing_sent()
+    );
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "a query with no identifier is not sent"
+    );
+}
+
+#[tokio::test]
 async fn cancel() {
     let server = ScriptedServer::start(vec![
         Step::json(fixture("money-transfer/cancel.success.json")),
