@@ -289,15 +289,16 @@ pub enum TransferCmd {
     },
     /// Read a transfer's status (authoritative), by one identifier or several at once (all
     /// sent together; a reply naming another transfer than one of them is an error, exit 4).
+    #[command(group(clap::ArgGroup::new("which").required(true).multiple(true)))]
     Status {
         /// By the transfer id.
-        #[arg(long, value_name = "ID", required_unless_present_any = ["ltn", "request_id"])]
+        #[arg(long, value_name = "ID", group = "which")]
         transfer_id: Option<String>,
         /// By the LTN number.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", group = "which")]
         ltn: Option<String>,
         /// By the Request-id of the send.
-        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        #[arg(long, value_name = "N", group = "which", allow_negative_numbers = true)]
         request_id: Option<i64>,
     },
     /// Cancel a cash-collection transfer not yet collected.

@@ -1,6 +1,7 @@
 //! The `whish` command. See `whish --help` and the README; the exit status contract is in
 //! [`output`].
 
+mod batch_defaults;
 mod check_callback;
 mod cli;
 mod collect;

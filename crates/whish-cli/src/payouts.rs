@@ -25,8 +25,8 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 .collect();
             Ok(ctx.out.success(&Value::Array(columns)))
         }
-        PayoutsCmd::Check { batch } => {
-            let b = batch_of(&batch)?;
+        PayoutsCmd::Check { mut batch } => {
+            let b = batch_of(&mut batch)?;
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;
             let report = b
@@ -51,14 +51,14 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             }
         }
         PayoutsCmd::Send {
-            batch,
+            mut batch,
             results,
             concurrency,
             rate,
             skip_bad_rows,
             no_stop_on_account_refusal,
         } => {
-            let b = batch_of(&batch)?;
+            let b = batch_of(&mut batch)?;
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;
             let path = results.unwrap_or_else(|| beside(&batch.file, "results.csv"));
@@ -94,7 +94,8 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 )));
             }
             // Only now, with the file checked: a run refused for bad rows leaves the earlier
-            // run's results (and their LTNs) as they were.
+            // run's results (and their LTNs) as they were, and stores no defaults.
+            crate::batch_defaults::store(&batch)?;
             let mut writer = results_writer(&path)?;
             let mut progress = Progress::new(check.rows);
             let summary = b
@@ -109,12 +110,12 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 Err(e) => Err(failed_run(e, "rows sent before it")),
             }
         }
-        PayoutsCmd::FollowUp { batch, results } => {
+        PayoutsCmd::FollowUp { mut batch, results } => {
             let path = results.unwrap_or_else(|| beside(&batch.file, "follow-up.csv"));
-            follow(ctx, &batch, &path, None).await
+            follow(ctx, &mut batch, &path, None).await
         }
         PayoutsCmd::Cancel {
-            batch,
+            mut batch,
             uncollected_before,
             reason,
             results,
@@ -125,7 +126,7 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 .map_err(|e| usage(format!("--uncollected-before: {e} (yyyy-MM-dd HH:mm:ss)")))?
                 .assume_utc();
             let path = results.unwrap_or_else(|| beside(&batch.file, "cancel.csv"));
-            follow(ctx, &batch, &path, Some((before, reason))).await
+            follow(ctx, &mut batch, &path, Some((before, reason))).await
         }
     }
 }
@@ -148,7 +149,15 @@ fn ctrl_c(stop: StopSignal) {
     });
 }
 
-fn batch_of(a: &BatchArgs) -> Result<Batch, u8> {
+/// The batch the flags name, with the defaults not given taken from those stored for it.
+fn batch_of(a: &mut BatchArgs) -> Result<Batch, u8> {
+    if crate::batch_defaults::fill(a)? {
+        eprintln!(
+            "whish: batch `{}`: the defaults not given are the ones stored in {}",
+            a.batch,
+            crate::batch_defaults::path_of(&a.file).display()
+        );
+    }
     let mut defaults = Defaults::new();
     if let Some(c) = a.from_country {
         defaults = defaults
@@ -177,7 +186,7 @@ fn batch_of(a: &BatchArgs) -> Result<Batch, u8> {
 }
 
 /// `payroll.csv` -> `payroll.results.csv`, beside it.
-fn beside(file: &Path, suffix: &str) -> PathBuf {
+pub fn beside(file: &Path, suffix: &str) -> PathBuf {
     let stem = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -269,7 +278,7 @@ fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
 
 async fn follow(
     ctx: &Ctx,
-    a: &BatchArgs,
+    a: &mut BatchArgs,
     path: &Path,
     cancel: Option<(time::OffsetDateTime, String)>,
 ) -> Done {

@@ -259,7 +259,10 @@ async fn bad_input_and_missing_settings_are_exit_2_and_send_nothing() {
             ],
             "amount",
         ),
-        (vec!["transfer".into(), "status".into()], "exactly one"),
+        (
+            vec!["transfer".into(), "status".into()],
+            "--transfer-id <ID>|--ltn <N>|--request-id <N>",
+        ),
         (vec!["transfer".into(), "nope".into()], "unrecognized"),
     ];
     for (args, needle) in cases {

@@ -465,3 +465,57 @@ async fn a_row_a_person_abandons_is_never_sent() {
     assert_eq!(sb.transfers().len(), 2, "the abandoned row was never sent");
     sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batchs_defaults_are_stored_on_its_first_send_and_never_retyped_differently() {
+    let sb = funded_sandbox().await;
+    let mut env = sandbox_env(&sb);
+    let journal = temp_file("defaults.sqlite", "");
+    let _ = std::fs::remove_file(&journal);
+    env.push(journal_at(&journal));
+    let file = cash_payouts_file("defaults.csv", "DEF-", "+9617033", 2, 3);
+    let f = file.display().to_string();
+    let stored = file.with_file_name("defaults.defaults.json");
+
+    // A run without the defaults has bad rows: it sends nothing and stores nothing.
+    let bare = whish(&["payouts", "send", &f, "--batch", "def-cli"], &env).await;
+    assert_eq!(bare.code, 2, "{bare:?}");
+    assert!(!stored.exists(), "a refused run stores no defaults");
+
+    let mut first: Vec<&str> = vec!["payouts", "send", &f, "--batch", "def-cli"];
+    first.extend(SENDER);
+    let sent = whish(&first, &env).await;
+    assert_eq!(sent.code, 0, "{sent:?}");
+    assert_eq!(sb.transfers().len(), 3);
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&stored).expect("stored")).expect("json");
+    assert_eq!(
+        kept["batches"]["def-cli"]["senderPhone"], "+9611000000",
+        "{kept}"
+    );
+
+    // Follow-up and a second send need no defaults, and pay nothing again.
+    let follow = whish(&["payouts", "follow-up", &f, "--batch", "def-cli"], &env).await;
+    assert!(matches!(follow.code, 0 | 3), "{follow:?}");
+    let again = whish(&["payouts", "send", &f, "--batch", "def-cli"], &env).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(sb.transfers().len(), 3, "no row paid twice");
+
+    // A default typed differently is refused, naming the stored one.
+    let other = whish(
+        &[
+            "payouts",
+            "send",
+            &f,
+            "--batch",
+            "def-cli",
+            "--from-country",
+            "2",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(other.code, 2, "{other:?}");
+    assert!(other.stderr.contains("--from-country 1"), "{other:?}");
+    assert_eq!(sb.transfers().len(), 3);
+}

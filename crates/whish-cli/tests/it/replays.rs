@@ -149,20 +149,16 @@ async fn a_run_refused_for_bad_rows_keeps_the_earlier_results() {
         5,
         "a header and four rows: {written}"
     );
-    let without_sender = whish(
-        &[
-            "payouts",
-            "send",
-            &file_arg,
-            "--batch",
-            "results-kept",
-            "--results",
-            &results_arg,
-        ],
+    // A row added with a bad amount: the run is refused before anything is sent.
+    let mut text = std::fs::read_to_string(&file).expect("batch file");
+    text.push_str("RK-bad,CASH_COLLECTION,Hiba,Mansour,+96170399999,05-06-1991,-5,USD,Family Support,Savings\n");
+    std::fs::write(&file, text).expect("edit");
+    let bad_row = whish(
+        &payouts_cmd("send", &file_arg, "results-kept", &results_arg),
         &env,
     )
     .await;
-    assert_eq!(without_sender.code, 2, "{without_sender:?}");
+    assert_eq!(bad_row.code, 2, "{bad_row:?}");
     assert_eq!(
         std::fs::read_to_string(&results).expect("results"),
         written,
