@@ -4,15 +4,20 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// The exit statuses, as `whish --help` ends with them.
+const EXIT_STATUS: &str = "Exit status:
+  0  success: the service accepted or confirmed it
+  1  refused: the service answered a failure code (final, nothing done)
+  2  nothing was sent: bad usage, configuration or input
+  3  Pending: the outcome is unknown, not failed
+  4  the outcome is unknown (a timeout, a lost reply, a page without the service's envelope):
+     keep the key, resend or recover
+  5  a payouts run stopped before its end: run it again
+  6  a reconciliation found differences";
+
 /// whish: every operation of the whish money-transfer, hosted-collect and top-up services.
-///
-/// Exit status: 0 success, 1 refused: the service answered a failure code (final, nothing done),
-/// 2 bad usage, configuration or input (nothing was sent), 3 Pending (outcome unknown, not
-/// failed), 4 the outcome is unknown (a timeout, a lost reply, a page without the service's
-/// envelope: keep the key, resend or recover), 5 a payouts run stopped before its end, 6 a
-/// reconciliation found differences.
 #[derive(Debug, Parser)]
-#[command(name = "whish", version, about, long_about = None)]
+#[command(name = "whish", version, about, long_about = None, after_help = EXIT_STATUS)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -49,11 +54,11 @@ pub struct Global {
 /// settings belong to the service commands only: `whish sandbox serve` and `whish demo` do not
 /// take them.
 #[derive(Debug, Args)]
-pub struct ServiceArgs<C: Subcommand> {
+pub struct ServiceArgs<C: Subcommand, S: Args> {
     #[command(subcommand)]
     pub command: C,
     #[command(flatten)]
-    pub settings: Settings,
+    pub settings: S,
 }
 
 /// How results are printed.
@@ -65,9 +70,29 @@ pub enum OutputFormat {
     Table,
 }
 
-/// Service settings, each a flag or an environment variable.
-#[derive(Debug, Args)]
+/// Service settings, each a flag or an environment variable: the union a command reads, built
+/// from the groups its service takes, so that each command's help lists only its own.
+#[derive(Debug, Default)]
 pub struct Settings {
+    pub transfer_base_url: Option<String>,
+    pub transfer_username: Option<String>,
+    pub transfer_key: Option<String>,
+    pub collect_base_url: Option<String>,
+    pub collect_channel: Option<String>,
+    pub collect_secret: Option<String>,
+    pub collect_website_url: Option<String>,
+    pub collect_brand: Option<String>,
+    pub topup_base_url: Option<String>,
+    pub topup_session_id: Option<String>,
+    pub topup_token: Option<String>,
+    pub topup_language: Option<String>,
+    pub user_agent: Option<String>,
+    pub journal: Option<String>,
+}
+
+/// The transfer account (transfer, locations, payouts, reconcile, journal).
+#[derive(Debug, Args)]
+pub struct TransferAccount {
     /// The transfer service base URL (its `/api` included).
     #[arg(
         long,
@@ -95,6 +120,20 @@ pub struct Settings {
         help_heading = "Transfer account"
     )]
     pub transfer_key: Option<String>,
+}
+
+impl TransferAccount {
+    /// Put these settings into `s`.
+    pub fn apply(self, s: &mut Settings) {
+        s.transfer_base_url = self.transfer_base_url;
+        s.transfer_username = self.transfer_username;
+        s.transfer_key = self.transfer_key;
+    }
+}
+
+/// The collect account (collect, reconcile, journal).
+#[derive(Debug, Args)]
+pub struct CollectAccount {
     /// The hosted-collect service base URL.
     #[arg(
         long,
@@ -141,6 +180,22 @@ pub struct Settings {
         help_heading = "Collect account"
     )]
     pub collect_brand: Option<String>,
+}
+
+impl CollectAccount {
+    /// Put these settings into `s`.
+    pub fn apply(self, s: &mut Settings) {
+        s.collect_base_url = self.collect_base_url;
+        s.collect_channel = self.collect_channel;
+        s.collect_secret = self.collect_secret;
+        s.collect_website_url = self.collect_website_url;
+        s.collect_brand = self.collect_brand;
+    }
+}
+
+/// The top-up account (topup, journal).
+#[derive(Debug, Args)]
+pub struct TopupAccount {
     /// The top-up service base URL.
     #[arg(
         long,
@@ -178,6 +233,21 @@ pub struct Settings {
         help_heading = "Top-up account"
     )]
     pub topup_language: Option<String>,
+}
+
+impl TopupAccount {
+    /// Put these settings into `s`.
+    pub fn apply(self, s: &mut Settings) {
+        s.topup_base_url = self.topup_base_url;
+        s.topup_session_id = self.topup_session_id;
+        s.topup_token = self.topup_token;
+        s.topup_language = self.topup_language;
+    }
+}
+
+/// The settings of every service command: the User-Agent and the journal.
+#[derive(Debug, Args)]
+pub struct Common {
     /// The User-Agent the collect and top-up services require: `AppName/version (website;
     /// contact-email)`.
     #[arg(
@@ -201,23 +271,130 @@ pub struct Settings {
     pub journal: Option<String>,
 }
 
+impl Common {
+    /// Put these settings into `s`.
+    pub fn apply(self, s: &mut Settings) {
+        s.user_agent = self.user_agent;
+        s.journal = self.journal;
+    }
+}
+
+/// The settings of the transfer, locations and payouts commands.
+#[derive(Debug, Args)]
+pub struct TransferSettings {
+    #[command(flatten)]
+    transfer_account: TransferAccount,
+    #[command(flatten)]
+    common: Common,
+}
+
+impl From<TransferSettings> for Settings {
+    fn from(a: TransferSettings) -> Settings {
+        let mut s = Settings::default();
+        a.transfer_account.apply(&mut s);
+        a.common.apply(&mut s);
+        s
+    }
+}
+
+/// The settings of the collect commands.
+#[derive(Debug, Args)]
+pub struct CollectSettings {
+    #[command(flatten)]
+    collect_account: CollectAccount,
+    #[command(flatten)]
+    common: Common,
+}
+
+impl From<CollectSettings> for Settings {
+    fn from(a: CollectSettings) -> Settings {
+        let mut s = Settings::default();
+        a.collect_account.apply(&mut s);
+        a.common.apply(&mut s);
+        s
+    }
+}
+
+/// The settings of the top-up commands.
+#[derive(Debug, Args)]
+pub struct TopupSettings {
+    #[command(flatten)]
+    topup_account: TopupAccount,
+    #[command(flatten)]
+    common: Common,
+}
+
+impl From<TopupSettings> for Settings {
+    fn from(a: TopupSettings) -> Settings {
+        let mut s = Settings::default();
+        a.topup_account.apply(&mut s);
+        a.common.apply(&mut s);
+        s
+    }
+}
+
+/// The settings of reconcile: the transfer and collect accounts.
+#[derive(Debug, Args)]
+pub struct ReconcileSettings {
+    #[command(flatten)]
+    transfer_account: TransferAccount,
+    #[command(flatten)]
+    collect_account: CollectAccount,
+    #[command(flatten)]
+    common: Common,
+}
+
+impl From<ReconcileSettings> for Settings {
+    fn from(a: ReconcileSettings) -> Settings {
+        let mut s = Settings::default();
+        a.transfer_account.apply(&mut s);
+        a.collect_account.apply(&mut s);
+        a.common.apply(&mut s);
+        s
+    }
+}
+
+/// Every service's settings (the journal recovers entries of all three).
+#[derive(Debug, Args)]
+pub struct AllSettings {
+    #[command(flatten)]
+    transfer_account: TransferAccount,
+    #[command(flatten)]
+    collect_account: CollectAccount,
+    #[command(flatten)]
+    topup_account: TopupAccount,
+    #[command(flatten)]
+    common: Common,
+}
+
+impl From<AllSettings> for Settings {
+    fn from(a: AllSettings) -> Settings {
+        let mut s = Settings::default();
+        a.transfer_account.apply(&mut s);
+        a.collect_account.apply(&mut s);
+        a.topup_account.apply(&mut s);
+        a.common.apply(&mut s);
+        s
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Money transfers into Lebanon.
-    Transfer(ServiceArgs<TransferCmd>),
+    Transfer(ServiceArgs<TransferCmd, TransferSettings>),
     /// Cash-collection locations.
-    Locations(ServiceArgs<LocationsCmd>),
+    Locations(ServiceArgs<LocationsCmd, TransferSettings>),
     /// Hosted wallet-payment collection.
-    Collect(ServiceArgs<CollectCmd>),
+    Collect(ServiceArgs<CollectCmd, CollectSettings>),
     /// International top-up.
-    Topup(ServiceArgs<TopupCmd>),
+    Topup(ServiceArgs<TopupCmd, TopupSettings>),
     /// The journal of money-moving requests: list, show, recover.
-    Journal(ServiceArgs<JournalCmd>),
+    Journal(ServiceArgs<JournalCmd, AllSettings>),
     /// Payouts at scale: a file of transfers sent as one resumable, journaled batch; its
     /// follow-up; the cancel of what was not collected.
-    Payouts(ServiceArgs<PayoutsCmd>),
+    Payouts(ServiceArgs<PayoutsCmd, TransferSettings>),
     /// End-of-day reconciliation: the journal against the service's own records.
-    Reconcile(ServiceArgs<ReconcileCmd>),
+    Reconcile(ServiceArgs<ReconcileCmd, ReconcileSettings>),
     /// The local sandbox of all three services.
     #[command(subcommand)]
     Sandbox(SandboxCmd),

@@ -91,13 +91,13 @@ async fn run(cli: Cli) -> u8 {
         allow_local_callbacks: cli.global.allow_local_callbacks,
     };
     let done = match cli.command {
-        Command::Transfer(a) => transfer::run(&ctx(a.settings), a.command).await,
-        Command::Locations(a) => locations::locations(&ctx(a.settings), a.command).await,
-        Command::Collect(a) => collect::run(&ctx(a.settings), a.command).await,
-        Command::Topup(a) => topup::topup(&ctx(a.settings), a.command).await,
-        Command::Journal(a) => journal::run(&ctx(a.settings), a.command).await,
-        Command::Payouts(a) => payouts::run(&ctx(a.settings), a.command).await,
-        Command::Reconcile(a) => reconcile::run(&ctx(a.settings), a.command).await,
+        Command::Transfer(a) => transfer::run(&ctx(a.settings.into()), a.command).await,
+        Command::Locations(a) => locations::locations(&ctx(a.settings.into()), a.command).await,
+        Command::Collect(a) => collect::run(&ctx(a.settings.into()), a.command).await,
+        Command::Topup(a) => topup::topup(&ctx(a.settings.into()), a.command).await,
+        Command::Journal(a) => journal::run(&ctx(a.settings.into()), a.command).await,
+        Command::Payouts(a) => payouts::run(&ctx(a.settings.into()), a.command).await,
+        Command::Reconcile(a) => reconcile::run(&ctx(a.settings.into()), a.command).await,
         Command::Sandbox(SandboxCmd::Serve(args)) => serve(args).await,
         Command::Demo => demo::run(std::io::stdout().is_terminal()).await,
     };

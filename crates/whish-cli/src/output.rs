@@ -4,7 +4,13 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use whish::core::{Error, ErrorCode, Verdict};
+use whish::core::{Error, ErrorCode, ValidationKind, Verdict};
+
+/// A sum of `currency` (its code) as the command prints every sum: at the currency's precision,
+/// with exactly its decimals (`2481.00` USD, `150000` LBP).
+pub fn money(currency: &str, value: whish::Decimal) -> String {
+    whish::Currency::from_code(currency).money_text(value)
+}
 
 /// Exit statuses.
 pub const OK: u8 = 0;
@@ -79,7 +85,7 @@ impl Out {
     /// Print a failure object on stdout and one line on stderr; return `status`.
     pub fn failure(&self, v: &Value, hint: &str, status: u8) -> u8 {
         self.print(v);
-        eprintln!("whish: {}", printable(hint));
+        eprintln!("whish: {}", printable(&in_the_commands_words(hint)));
         status
     }
 }
@@ -91,9 +97,32 @@ pub type Done = Result<u8, u8>;
 pub fn usage(message: impl std::fmt::Display) -> u8 {
     eprintln!(
         "whish: {}; nothing was sent",
-        printable(&message.to_string())
+        printable(&in_the_commands_words(&message.to_string()))
     );
     USAGE
+}
+
+/// The library's words for a remedy (its Rust API) and the command's (its flags): a hint the
+/// command prints names what its user can type.
+const THE_COMMANDS_WORDS: &[(&str, &str)] = &[
+    (
+        "build the client with `ClientSettings::allow_local_callbacks()`",
+        "add --allow-local-callbacks",
+    ),
+    (
+        "ClientSettings::allow_local_callbacks",
+        "--allow-local-callbacks",
+    ),
+    (" (Batch::allow_repeats)", ""),
+    (" (or use Batch::with_format)", ""),
+    ("Clients::adopt_untargeted(true)", "--adopt-untargeted"),
+];
+
+/// `text` with every Rust API item of [`THE_COMMANDS_WORDS`] said as the command says it.
+pub fn in_the_commands_words(text: &str) -> String {
+    THE_COMMANDS_WORDS
+        .iter()
+        .fold(text.to_owned(), |t, (rust, ours)| t.replace(rust, ours))
 }
 
 /// The Unicode embeddings, overrides and isolates that reorder how a terminal shows text.
@@ -210,6 +239,12 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
             &format!("{}; {}", t.message, e.hint()),
             status,
         ),
+        Error::Validation(v) if matches!(v.kind, ValidationKind::NotPublicUrl { .. }) => {
+            usage(format!(
+                "{v}: the service cannot call it; use a public address (against the local sandbox: --allow-local-callbacks)"
+            ));
+            status
+        }
         Error::Validation(v) => {
             usage(v);
             status
@@ -280,6 +315,10 @@ fn scalar(v: &Value) -> String {
     }
 }
 
+/// The widest cell, in characters, of a column that is read as a name or a value; a column
+/// with a wider one is prose.
+const PROSE: usize = 48;
+
 /// A readable table: arrays of objects as columns, objects as key/value lines.
 pub fn table(v: &Value, indent: usize) -> String {
     let pad = " ".repeat(indent);
@@ -300,8 +339,12 @@ pub fn table(v: &Value, indent: usize) -> String {
                 rows.iter()
                     .any(|r| matches!(r[k], Value::Array(_) | Value::Object(_)))
             };
-            let (flat, deep): (Vec<&String>, Vec<&String>) =
+            let (mut flat, deep): (Vec<&String>, Vec<&String>) =
                 raw_keys.iter().partition(|k| !nested(k.as_str()));
+            // Prose (a column with a cell longer than PROSE) goes last, so that the short
+            // columns that name each row are read first, not pushed off the screen.
+            let long = |k: &str| rows.iter().any(|r| scalar(&r[k]).chars().count() > PROSE);
+            flat.sort_by_key(|k| long(k.as_str()));
             let keys: Vec<String> = flat.iter().map(|k| printable(k)).collect();
             let cells: Vec<Vec<String>> = rows
                 .iter()
@@ -396,6 +439,37 @@ pub fn table(v: &Value, indent: usize) -> String {
 #[cfg(test)]
 mod ids_tests {
     use super::*;
+
+    #[test]
+    fn a_table_puts_prose_after_the_columns_that_name_each_row() {
+        let about = "a".repeat(300);
+        let text = table(
+            &json!([{"about": about, "column": "reference", "required": false}]),
+            0,
+        );
+        let header = text.lines().next().expect("header");
+        assert!(header.starts_with("column"), "{header}");
+        assert!(header.trim_end().ends_with("about"), "{header}");
+    }
+
+    #[test]
+    fn a_hint_names_the_commands_flags_not_the_librarys_api() {
+        let hint = whish::core::Error::<whish::transfer::TransferCode>::Validation(
+            whish::core::ValidationError::new(
+                "callbackUrl",
+                whish::core::ValidationKind::NotPublicUrl {
+                    reason: "loopback".into(),
+                },
+            ),
+        )
+        .hint();
+        let said = in_the_commands_words(&hint);
+        assert!(said.contains("--allow-local-callbacks"), "{said}");
+        for (rust, _) in THE_COMMANDS_WORDS {
+            assert!(!said.contains(rust), "{said}");
+        }
+        assert!(!said.contains("::"), "{said}");
+    }
 
     #[test]
     fn integers_a_double_cannot_hold_are_printed_as_strings_and_the_rest_as_numbers() {

@@ -218,7 +218,7 @@ fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
         .map(|(c, t)| {
             (
                 c.clone(),
-                json!({"accepted": t.accepted, "amount": t.amount.to_string(), "fees": t.fees.to_string()}),
+                json!({"accepted": t.accepted, "amount": output::money(c, t.amount), "fees": output::money(c, t.fees)}),
             )
         })
         .collect();

@@ -41,11 +41,11 @@ pub async fn run(ctx: &Ctx, cmd: ReconcileCmd) -> Done {
                         code.clone(),
                         json!({
                             "created": t.created,
-                            "createdAmount": t.created_amount.to_string(),
+                            "createdAmount": output::money(code, t.created_amount),
                             "paid": t.paid,
-                            "paidAmount": t.paid_amount.to_string(),
+                            "paidAmount": output::money(code, t.paid_amount),
                             "refunded": t.refunded,
-                            "refundedAmount": t.refunded_amount.to_string(),
+                            "refundedAmount": output::money(code, t.refunded_amount),
                             "pending": t.pending,
                             "failed": t.failed,
                         }),
@@ -113,15 +113,15 @@ fn print(ctx: &Ctx, r: &TransferReport) {
                 code.clone(),
                 json!({
                     "sent": t.sent,
-                    "sentAmount": t.sent_amount.to_string(),
-                    "fees": t.fees.to_string(),
+                    "sentAmount": output::money(code, t.sent_amount),
+                    "fees": output::money(code, t.fees),
                     "collected": t.collected,
                     "cancelled": t.cancelled,
-                    "cancelledAmount": t.cancelled_amount.to_string(),
-                    "refunded": t.refunded.to_string(),
+                    "cancelledAmount": output::money(code, t.cancelled_amount),
+                    "refunded": output::money(code, t.refunded),
                     "matched": t.matched,
-                    "openingBalance": t.opening_balance.map(|b| b.to_string()),
-                    "closingBalance": t.closing_balance.map(|b| b.to_string()),
+                    "openingBalance": t.opening_balance.map(|b| output::money(code, b)),
+                    "closingBalance": t.closing_balance.map(|b| output::money(code, b)),
                     "statementLines": t.statement_lines,
                 }),
             )
@@ -163,7 +163,9 @@ fn write_csv(path: &Path, r: &TransferReport) -> std::io::Result<()> {
             v.to_owned()
         }
     };
-    let opt = |v: Option<whish::Decimal>| v.map(|b| b.to_string()).unwrap_or_default();
+    let opt = |code: &str, v: Option<whish::Decimal>| {
+        v.map(|b| output::money(code, b)).unwrap_or_default()
+    };
     writeln!(
         f,
         "record,currency,kind,request_id,transfer_id,journal,service,sent,sent_amount,fees,collected,cancelled,cancelled_amount,refunded,matched,opening_balance,closing_balance,message"
@@ -174,15 +176,15 @@ fn write_csv(path: &Path, r: &TransferReport) -> std::io::Result<()> {
             "total,{},,,,,,{},{},{},{},{},{},{},{},{},{},",
             field(code),
             t.sent,
-            t.sent_amount,
-            t.fees,
+            output::money(code, t.sent_amount),
+            output::money(code, t.fees),
             t.collected,
             t.cancelled,
-            t.cancelled_amount,
-            t.refunded,
+            output::money(code, t.cancelled_amount),
+            output::money(code, t.refunded),
             t.matched,
-            opt(t.opening_balance),
-            opt(t.closing_balance),
+            opt(code, t.opening_balance),
+            opt(code, t.closing_balance),
         )?;
     }
     for x in &r.findings {

@@ -68,6 +68,27 @@ impl Currency {
         }
     }
 
+    /// `value` written as money of this currency: rounded half away from zero to its smallest
+    /// unit, with exactly its decimals (`2481.00` USD, `150000` LBP). The one way to print a
+    /// sum, so that one amount never reads two ways (`2481.0` and `2481.00`).
+    ///
+    /// ```
+    /// use rust_decimal::Decimal;
+    /// use whish_core::Currency;
+    /// assert_eq!(Currency::Usd.money_text(Decimal::new(24810, 1)), "2481.00");
+    /// assert_eq!(Currency::Usd.money_text("10.280000000000001".parse().unwrap()), "10.28");
+    /// assert_eq!(Currency::Lbp.money_text(Decimal::new(1500005, 1)), "150001");
+    /// ```
+    pub fn money_text(&self, value: Decimal) -> String {
+        let decimals = self.decimals();
+        let mut v = value.round_dp_with_strategy(
+            decimals,
+            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+        );
+        v.rescale(decimals);
+        v.to_string()
+    }
+
     /// A currency from its code, case-insensitively; never fails (unknown codes are `Other`).
     pub fn from_code(code: &str) -> Currency {
         Currency::parse(code)

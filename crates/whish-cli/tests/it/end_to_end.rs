@@ -431,6 +431,10 @@ async fn collect_commands_end_to_end() {
         refused.code, 2,
         "local addresses need --allow-local-callbacks: {refused:?}"
     );
+    assert!(
+        refused.stderr.contains("--allow-local-callbacks") && !refused.stderr.contains("::"),
+        "the hint names the command's flag, not a Rust item: {refused:?}"
+    );
     let mut allowed = local.clone();
     allowed.push("--allow-local-callbacks".into());
     assert_eq!(whish(&strs(&allowed), &env).await.code, 0);

@@ -209,7 +209,7 @@ async fn collect_and_topup_results_carry_their_key_and_the_outcome() {
 }
 
 #[test]
-fn help_lists_the_commands_own_flags_first_then_the_settings_by_service_each_described() {
+fn help_lists_the_commands_own_flags_first_then_its_own_services_settings_each_described() {
     let run = whish_blocking(&["topup", "pay", "--help"], &[]);
     assert_eq!(run.code, 0, "{run:?}");
     let text = run.stdout;
@@ -217,13 +217,49 @@ fn help_lists_the_commands_own_flags_first_then_the_settings_by_service_each_des
         text.find(needle)
             .unwrap_or_else(|| panic!("{needle} missing from:\n{text}"))
     };
-    // The command's own flags, then the account settings per service, then global options.
-    assert!(at("--provider") < at("Transfer account:"), "{text}");
-    assert!(at("--option-id") < at("Transfer account:"));
-    assert!(at("Transfer account:") < at("Collect account:"));
-    assert!(at("Collect account:") < at("Top-up account:"));
+    // The command's own flags, then its own service's account settings, then global options.
+    assert!(at("--provider") < at("Top-up account:"), "{text}");
+    assert!(at("--option-id") < at("Top-up account:"));
     assert!(at("Top-up account:") < at("Global options:"));
-    assert!(at("--transfer-base-url") > at("Transfer account:"));
+    assert!(at("--topup-base-url") > at("Top-up account:"));
+    // Another service's settings are not this command's.
+    for (cmd, own, others) in [
+        (
+            &["topup", "pay"][..],
+            "--topup-token",
+            &["--transfer-key", "--collect-secret"][..],
+        ),
+        (
+            &["transfer", "fees"],
+            "--transfer-key",
+            &["--topup-token", "--collect-secret"],
+        ),
+        (
+            &["collect", "create"],
+            "--collect-secret",
+            &["--transfer-key", "--topup-token"],
+        ),
+        (
+            &["payouts", "send"],
+            "--transfer-key",
+            &["--topup-token", "--collect-secret"],
+        ),
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let help = whish_blocking(&args, &[]).stdout;
+        assert!(help.contains(own), "{cmd:?}: {help}");
+        for other in others {
+            assert!(!help.contains(other), "{cmd:?} lists {other}: {help}");
+        }
+    }
+    let recover = whish_blocking(&["journal", "recover", "--help"], &[]).stdout;
+    for every in ["--transfer-key", "--collect-secret", "--topup-token"] {
+        assert!(
+            recover.contains(every),
+            "recovery settles all three: {recover}"
+        );
+    }
     // Settings that come from the environment are not shown as required in the usage line.
     let usage = text
         .lines()
@@ -474,4 +510,41 @@ async fn verbose_prints_one_line_per_call_without_colour_in_a_pipe() {
         run.stderr
     );
     sb.shutdown().await;
+}
+
+/// The exit statuses a document lists: the numbers of its table rows `| N | ...`.
+fn exit_rows(text: &str) -> Vec<u8> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split_once(" |"))
+        .filter_map(|(n, _)| n.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn the_crate_readme_the_guide_and_the_help_list_the_same_exit_statuses() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let guide = std::fs::read_to_string(root.join("../../docs/cli.md")).expect("cli.md");
+    let guide = &guide[guide.find("## Output and exit status").expect("section")..];
+    let all: Vec<u8> = (0..=6).collect();
+    assert_eq!(exit_rows(&readme), all, "{readme}");
+    assert_eq!(exit_rows(guide), all);
+    let help = whish_blocking(&["--help"], &[]).stdout;
+    for code in all {
+        assert!(help.contains(&format!("\n  {code}  ")), "{code}: {help}");
+    }
+}
+
+#[test]
+fn the_columns_table_names_each_column_before_its_description() {
+    let run = whish_blocking(&["payouts", "columns", "--output", "table"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let header = run.stdout.lines().next().expect("header");
+    assert!(header.starts_with("column"), "{header}");
+    let first_row = run.stdout.lines().nth(1).expect("a row");
+    assert!(
+        first_row.len() < 400 && !first_row.starts_with(' '),
+        "{first_row}"
+    );
 }

@@ -127,6 +127,17 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
     assert_eq!(clean.code, 0, "{clean:?}");
     assert_eq!(clean.json()["matches"], true);
     assert_eq!(clean.json()["currencies"]["USD"]["matched"], ROWS);
+    // One sum, one spelling: the run's total and the reconciliation's, at the cent.
+    let (paid, reconciled) = (
+        summary["totals"]["USD"]["amount"].clone(),
+        clean.json()["currencies"]["USD"]["sentAmount"].clone(),
+    );
+    assert_eq!(paid, reconciled, "{summary} / {}", clean.stdout);
+    assert!(
+        paid.as_str()
+            .is_some_and(|a| a.split_once('.').is_some_and(|(_, c)| c.len() == 2)),
+        "{paid}"
+    );
 
     let body = temp_file("outside.json", &cash_body("33"))
         .display()
