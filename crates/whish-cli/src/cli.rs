@@ -453,6 +453,11 @@ pub enum TransferCmd {
         /// the total is still this amount.
         #[arg(long, value_name = "N")]
         quoted_total: Option<String>,
+        /// When the answer is Pending or the outcome unknown, follow the transfer up for up to
+        /// SECS (status by Request-id; a send that never arrived is sent again under its own
+        /// Request-id) and record what it became in the journal.
+        #[arg(long, value_name = "SECS")]
+        wait: Option<u64>,
     },
     /// Resend an earlier send whose outcome is unknown: the same body with the same Request-id.
     /// `transfer.already.done` is then a confirmation, read through status by requestId.
@@ -463,6 +468,9 @@ pub enum TransferCmd {
         /// The Request-id the earlier send was given.
         #[arg(long, value_name = "N", allow_negative_numbers = true)]
         request_id: i64,
+        /// As on `send`: follow a Pending or unknown outcome up for up to SECS, recorded.
+        #[arg(long, value_name = "SECS")]
+        wait: Option<u64>,
     },
     /// Read a transfer's status (authoritative), by one identifier or several at once (all
     /// sent together; a reply naming another transfer than one of them is an error, exit 4).

@@ -84,6 +84,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             body,
             request_id,
             quoted_total,
+            wait,
         } => {
             let mut request = parse_send(&read_body(&body)?)?;
             if let Some(n) = request_id {
@@ -100,14 +101,20 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             eprintln!(
                 "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
             );
-            let outcome = journal
-                .transfer(client)
-                .send(&prepared)
-                .await
-                .map_err(|e| report(&e))?;
-            Ok(send_outcome(&out, outcome, id))
+            let journaled = journal.transfer(client);
+            match (journaled.send(&prepared).await, wait) {
+                (Ok(outcome), _) => Ok(send_outcome(&out, outcome, id)),
+                (Err(e), Some(secs)) if e.is_pending() || e.outcome_unknown() => {
+                    follow_up(out, &journaled, &prepared, &e, secs).await
+                }
+                (Err(e), _) => Err(report(&e)),
+            }
         }
-        TransferCmd::Resend { body, request_id } => {
+        TransferCmd::Resend {
+            body,
+            request_id,
+            wait,
+        } => {
             let id = RequestId::new(request_id).map_err(usage)?;
             let request = parse_send(&read_body(&body)?)?.request_id(id);
             let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
@@ -120,12 +127,14 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                     other_state(&journal, &other).await
                 )));
             }
-            let outcome = journal
-                .transfer(client)
-                .resend(&prepared)
-                .await
-                .map_err(|e| report(&e))?;
-            Ok(send_outcome(&out, outcome, id))
+            let journaled = journal.transfer(client);
+            match (journaled.resend(&prepared).await, wait) {
+                (Ok(outcome), _) => Ok(send_outcome(&out, outcome, id)),
+                (Err(e), Some(secs)) if e.is_pending() || e.outcome_unknown() => {
+                    follow_up(out, &journaled, &prepared, &e, secs).await
+                }
+                (Err(e), _) => Err(report(&e)),
+            }
         }
         TransferCmd::Status {
             transfer_id,
@@ -219,6 +228,56 @@ async fn still_quoted(
         quote.total_amount, quote.fees
     );
     Ok(())
+}
+
+/// Follow a send that answered Pending (or whose outcome is unknown) up for `secs`, recorded in
+/// the journal, and report what its entry became: exit 0 accepted, 1 refused, 3 still pending,
+/// 4 still unknown or waiting for a person.
+async fn follow_up(
+    out: output::Out,
+    journaled: &whish::journal::JournaledTransfer,
+    prepared: &whish::transfer::PreparedTransfer,
+    first: &whish::transfer::Error,
+    secs: u64,
+) -> Done {
+    use whish::journal::State;
+    let id = prepared.request_id();
+    eprintln!(
+        "whish: Request-id {id}: {}; following it up for up to {secs} s (status by Request-id), recorded in the journal",
+        output::printable(&first.to_string())
+    );
+    let follow = whish::core::FollowUp::within(std::time::Duration::from_secs(secs));
+    let entry = journaled.await_final(prepared, follow).await.map_err(|e| {
+        eprintln!(
+            "whish: the follow-up could not use the journal ({}); the outcome of Request-id {id} is unknown: `whish transfer status --request-id {id}`",
+            output::printable(&e.to_string())
+        );
+        output::TRANSPORT
+    })?;
+    let r = &entry.references;
+    let v = json!({
+        "outcome": entry.state.as_str(),
+        "result": "followed-up",
+        "requestId": id.to_string(),
+        "transferId": r.transfer_id,
+        "ltnNumber": r.ltn_number,
+        "status": r.transfer_status,
+        "code": entry.outcome.as_ref().and_then(|o| o.code.clone()),
+        "message": entry.outcome.as_ref().and_then(|o| o.message.clone()),
+    });
+    let (status, hint) = match entry.state {
+        State::Accepted => return Ok(out.success(&v)),
+        State::Refused => (FAILED, "refused: final, nothing done"),
+        State::Pending => (
+            output::PENDING,
+            "still Pending at the end of the wait: not failed; follow it up again later",
+        ),
+        _ => (
+            output::TRANSPORT,
+            "still unknown at the end of the wait: keep the Request-id; resend or recover",
+        ),
+    };
+    Err(out.failure(&v, &format!("Request-id {id}: {hint}"), status))
 }
 
 /// Report a failed status read by what it asked about.

@@ -264,3 +264,34 @@ async fn a_callback_is_checked_from_the_shell_as_the_receiver_checks_it() {
         "{not_base64:?}"
     );
 }
+
+#[tokio::test]
+async fn a_pending_send_is_followed_to_its_end_with_wait_and_recorded() {
+    use whish_sandbox::{Endpoint, Fault};
+    let sb = funded_sandbox().await;
+    let mut env = sandbox_env(&sb);
+    let journal = temp_file("wait.sqlite", "");
+    let _ = std::fs::remove_file(&journal);
+    env.push(journal_at(&journal));
+    let body = temp_file("wait-body.json", &cash_body("31"))
+        .display()
+        .to_string();
+
+    sb.inject(Endpoint::TransferSend, Fault::Pending, 1);
+    let waited = whish(&["transfer", "send", "--body", &body, "--wait", "20"], &env).await;
+    assert_eq!(waited.code, 0, "{waited:?}");
+    let v = waited.json();
+    assert_eq!(v["outcome"], "accepted", "{v}");
+    assert!(v["ltnNumber"].is_string(), "{v}");
+    let id = v["requestId"].as_str().expect("id").to_owned();
+    let shown = whish(&["journal", "show", &id], &env).await;
+    assert!(shown.stdout.contains("\"accepted\""), "recorded: {shown:?}");
+
+    // Without --wait, Pending is exit 3 and the entry stays pending.
+    sb.inject(Endpoint::TransferSend, Fault::Pending, 1);
+    let other = temp_file("wait-body-2.json", &cash_body("32"))
+        .display()
+        .to_string();
+    let pending = whish(&["transfer", "send", "--body", &other], &env).await;
+    assert_eq!(pending.code, 3, "{pending:?}");
+}
