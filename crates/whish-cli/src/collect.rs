@@ -61,6 +61,7 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 "externalId": created.external_id,
                 "collectUrl": created.collect_url,
                 "retrieved": created.retrieved,
+                "dialog": created.dialog,
             })))
         }
         CollectCmd::Status {
@@ -96,6 +97,7 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 "outcome": "accepted",
                 "externalId": r.external_id,
                 "retrieved": r.retrieved,
+                "dialog": r.dialog,
             })))
         }
     }

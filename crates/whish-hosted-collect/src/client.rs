@@ -278,11 +278,13 @@ impl CollectClient {
             .refused_with(refused_with);
         let reply = self.transport.call::<Data, CollectCode>(req).await?;
         let retrieved = reply.retrieved == Some(true);
+        let dialog = reply.dialog.clone();
         let data = reply.require_data()?;
         Ok(CreatedPayment {
             collect_url: data.collect_url,
             external_id: prepared.external_id.clone(),
             retrieved,
+            dialog,
         })
     }
 
@@ -425,6 +427,7 @@ impl CollectClient {
         Ok(Refund {
             external_id: prepared.external_id.clone(),
             retrieved: reply.retrieved == Some(true),
+            dialog: reply.dialog,
         })
     }
 }

@@ -373,7 +373,7 @@ pub(crate) fn prepare(
 
 /// A created payment: the hosted page exists. **It does not mean the payer paid**: redirect the
 /// payer to `collect_url`, then confirm with status.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CreatedPayment {
     /// The hosted payment page; redirect the payer here.
@@ -382,4 +382,6 @@ pub struct CreatedPayment {
     pub external_id: ExternalId,
     /// True when the service replayed an earlier create with this externalId.
     pub retrieved: bool,
+    /// The display message the answer carried, if any (usually none on success).
+    pub dialog: Option<whish_core::Dialog>,
 }

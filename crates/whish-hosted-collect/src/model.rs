@@ -93,7 +93,7 @@ impl PaymentStatus {
 }
 
 /// An accepted refund.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Refund {
     /// The externalId of the refunded payment.
@@ -101,6 +101,8 @@ pub struct Refund {
     /// True when this refund had already been processed (a duplicate request): nothing was
     /// refunded twice.
     pub retrieved: bool,
+    /// The display message the answer carried, if any (usually none on success).
+    pub dialog: Option<whish_core::Dialog>,
 }
 
 #[cfg(test)]

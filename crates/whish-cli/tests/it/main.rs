@@ -16,6 +16,7 @@ mod inbox;
 mod mocked;
 mod operators;
 mod outcome_table;
+mod output_fields;
 mod payouts;
 mod recover_after_kill;
 mod recover_keys;
