@@ -516,12 +516,9 @@ pub enum TransferCmd {
         window: u64,
         /// The key the built-in sandbox signs with (`whish sandbox serve` prints it): verify
         /// the signature under the sandbox's HMAC-SHA256 scheme.
-        #[arg(
-            long,
-            env = "WHISH_SANDBOX_CALLBACK_KEY",
-            hide_env_values = true,
-            value_name = "KEY"
-        )]
+        /// Given explicitly only: a shell set up for the sandbox exports that variable, and a
+        /// production callback checked with it would read as rejected.
+        #[arg(long, value_name = "KEY")]
         sandbox_key: Option<String>,
     },
     /// The sending countries of the account.

@@ -178,7 +178,19 @@ pub fn read_error<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Value) -> u8 {
 }
 
 fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
-    let out = &Asking { out, asked };
+    // A read changes nothing: its remedy is to check what was asked and read again, never the
+    // resend advice a send's error carries. A failure code keeps its own handling.
+    let read_hint = match e {
+        Error::Failed(_) => None,
+        other => Some(format!(
+            "{other}: a read changes nothing; check what was asked, then read it again"
+        )),
+    };
+    let out = &Asking {
+        out,
+        asked,
+        read_hint,
+    };
     let verdict = e.verdict();
     let status = exit_code(verdict);
     match e {
@@ -253,10 +265,17 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
             usage(s);
             status
         }
-        Error::Record(r) => {
-            eprintln!("whish: {}", printable(&r.to_string()));
-            status
-        }
+        Error::Record(r) => out.failure(
+            &json!({
+                "outcome": verdict.as_str(),
+                "error": "journal",
+                "message": r.to_string(),
+                "endpoint": e.endpoint(),
+                "idempotencyKey": e.idempotency_key(),
+            }),
+            &r.to_string(),
+            status,
+        ),
         other => out.failure(
             &json!({
                 "outcome": verdict.as_str(),
@@ -273,6 +292,7 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
 struct Asking<'a> {
     out: &'a Out,
     asked: Option<Value>,
+    read_hint: Option<String>,
 }
 
 impl Asking<'_> {
@@ -280,6 +300,7 @@ impl Asking<'_> {
         let Some(asked) = &self.asked else {
             return self.out.failure(v, hint, status);
         };
+        let hint = self.read_hint.as_deref().unwrap_or(hint);
         let mut v = v.clone();
         if let Some(o) = v.as_object_mut() {
             o.remove("idempotencyKey");

@@ -193,11 +193,20 @@ impl Ctx {
     /// The environment of the base URLs set (see [`environment`]).
     pub fn environment(&self) -> &'static str {
         let s = &self.settings;
-        environment(&[
-            s.transfer_base_url.as_deref(),
-            s.collect_base_url.as_deref(),
-            s.topup_base_url.as_deref(),
-        ])
+        // Every service's base URL counts, the ones this command does not take included (read
+        // from their variables): a send and the recovery that settles it must name the same
+        // environment whichever settings each takes.
+        let var = |given: &Option<String>, name: &str| {
+            given
+                .clone()
+                .or_else(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        };
+        let urls = [
+            var(&s.transfer_base_url, "WHISH_TRANSFER_BASE_URL"),
+            var(&s.collect_base_url, "WHISH_COLLECT_BASE_URL"),
+            var(&s.topup_base_url, "WHISH_TOPUP_BASE_URL"),
+        ];
+        environment(&urls.iter().map(Option::as_deref).collect::<Vec<_>>())
     }
 
     /// The service's client when its base URL is set (a missing credential is still reported).

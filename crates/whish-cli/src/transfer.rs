@@ -91,7 +91,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 request = request.request_id(RequestId::new(n).map_err(usage)?);
             }
             if let Some(total) = quoted_total {
-                still_quoted(out, &client, &request, amount(&total)?).await?;
+                still_quoted(&client, &request, amount(&total)?).await?;
             }
             let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
             let id = prepared.request_id();
@@ -105,7 +105,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             match (journaled.send(&prepared).await, wait) {
                 (Ok(outcome), _) => Ok(send_outcome(&out, outcome, id)),
                 (Err(e), Some(secs)) if e.is_pending() || e.outcome_unknown() => {
-                    follow_up(out, &journaled, &prepared, &e, secs).await
+                    follow_up(out, &journal, &journaled, &prepared, &e, secs).await
                 }
                 (Err(e), _) => Err(report(&e)),
             }
@@ -131,7 +131,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             match (journaled.resend(&prepared).await, wait) {
                 (Ok(outcome), _) => Ok(send_outcome(&out, outcome, id)),
                 (Err(e), Some(secs)) if e.is_pending() || e.outcome_unknown() => {
-                    follow_up(out, &journaled, &prepared, &e, secs).await
+                    follow_up(out, &journal, &journaled, &prepared, &e, secs).await
                 }
                 (Err(e), _) => Err(report(&e)),
             }
@@ -208,16 +208,21 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
 /// Quote `request` on its own terms and go on only when the total is still `shown`, the total
 /// the customer agreed to (the service's rule: send what was quoted).
 async fn still_quoted(
-    out: output::Out,
     client: &whish::transfer::TransferClient,
     request: &SendRequest,
     shown: Amount,
 ) -> Result<(), u8> {
-    let quote = client.fees(&request.fee_request()).await.map_err(|e| {
-        eprintln!("whish: the send could not be quoted again; nothing was sent");
-        output::error(&out, &e)
+    let terms = request.fee_request();
+    // A quote is a read: whatever it answered, the send was not sent, and the quote's own key
+    // is nothing to follow up.
+    let quote = client.fees(&terms).await.map_err(|e| {
+        usage(format!(
+            "the send could not be quoted again ({}): the total the customer was shown is not confirmed",
+            e.verdict().as_str()
+        ))
     })?;
-    if quote.total_amount != shown {
+    // The service's amounts are doubles: the same money at the currency's precision.
+    if !quote.total_amount.is_same_sum(shown, terms.currency()) {
         return Err(usage(format!(
             "this send is quoted now at {} in all ({} fees), not the {shown} the customer was shown: quote again and show the new total",
             quote.total_amount, quote.fees
@@ -230,42 +235,72 @@ async fn still_quoted(
     Ok(())
 }
 
-/// Follow a send that answered Pending (or whose outcome is unknown) up for `secs`, recorded in
-/// the journal, and report what its entry became: exit 0 accepted, 1 refused, 3 still pending,
-/// 4 still unknown or waiting for a person.
+/// Follow a send that answered Pending (or whose outcome is unknown) up for at most `secs`,
+/// recorded in the journal, and report what its entry became, in the shape of a send: exit 0
+/// accepted, 1 refused, 3 still Pending, 4 still unknown or waiting for a person.
 async fn follow_up(
     out: output::Out,
+    journal: &whish::journal::Journal,
     journaled: &whish::journal::JournaledTransfer,
     prepared: &whish::transfer::PreparedTransfer,
     first: &whish::transfer::Error,
     secs: u64,
 ) -> Done {
-    use whish::journal::State;
+    use whish::journal::{Operation, Service, State};
     let id = prepared.request_id();
+    let key = id.to_string();
     eprintln!(
         "whish: Request-id {id}: {}; following it up for up to {secs} s (status by Request-id), recorded in the journal",
         output::printable(&first.to_string())
     );
-    let follow = whish::core::FollowUp::within(std::time::Duration::from_secs(secs));
-    let entry = journaled.await_final(prepared, follow).await.map_err(|e| {
+    let bound = std::time::Duration::from_secs(secs);
+    let follow = whish::core::FollowUp::within(bound);
+    // The wait is a bound on the whole follow-up, a status read that hangs included: at the
+    // bound the entry is read as it stands.
+    let journal_failed = |e: &dyn std::fmt::Display| {
         eprintln!(
             "whish: the follow-up could not use the journal ({}); the outcome of Request-id {id} is unknown: `whish transfer status --request-id {id}`",
             output::printable(&e.to_string())
         );
         output::TRANSPORT
-    })?;
+    };
+    let entry = match tokio::time::timeout(bound, journaled.await_final(prepared, follow)).await {
+        Ok(entry) => entry.map_err(|e| journal_failed(&e))?,
+        Err(_) => journal
+            .entry(Service::MoneyTransfer, Operation::Send, &key)
+            .await
+            .map_err(|e| journal_failed(&e))?
+            .ok_or_else(|| journal_failed(&"no entry under this Request-id"))?,
+    };
+    // A Pending answer stays Pending until a final one: a status read that failed since says
+    // nothing more of it.
+    let state = match entry.state {
+        State::MayHaveArrived if first.is_pending() => State::Pending,
+        s => s,
+    };
     let r = &entry.references;
+    let outcome = match state {
+        State::Accepted => "accepted",
+        State::Refused => "refused",
+        State::Pending => "pending",
+        _ => "unknown",
+    };
     let v = json!({
-        "outcome": entry.state.as_str(),
+        "outcome": outcome,
         "result": "followed-up",
-        "requestId": id.to_string(),
+        "requestId": id,
         "transferId": r.transfer_id,
         "ltnNumber": r.ltn_number,
         "status": r.transfer_status,
-        "code": entry.outcome.as_ref().and_then(|o| o.code.clone()),
-        "message": entry.outcome.as_ref().and_then(|o| o.message.clone()),
+        "charges": r.charges,
+        "collectionAmount": null,
+        "balance": null,
+        "transactionId": null,
+        "currency": null,
+        "receiverIdentity": null,
+        "dialog": null,
     });
-    let (status, hint) = match entry.state {
+    let (status, hint) = match state {
         State::Accepted => return Ok(out.success(&v)),
         State::Refused => (FAILED, "refused: final, nothing done"),
         State::Pending => (

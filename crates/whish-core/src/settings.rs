@@ -333,6 +333,7 @@ impl ClientSettings {
             budget: Arc::new(crate::retry::Bucket::new(self.retry_budget)),
             interceptors: self.interceptors.into(),
             dynamic: headers.dynamic.into(),
+            preferences: headers.preferences.into(),
         })
     }
 }
@@ -343,6 +344,9 @@ impl ClientSettings {
 pub struct ServiceHeaders {
     pub(crate) headers: HeaderMap,
     pub(crate) dynamic: Vec<crate::transport::DynamicHeader>,
+    /// The headers that say how to answer, not which account asks: left out of the account's
+    /// fingerprint ([`Transport::target`](crate::transport::Transport::target)).
+    pub(crate) preferences: Vec<HeaderName>,
     pub(crate) error: Option<SetupError>,
 }
 
@@ -384,6 +388,17 @@ impl ServiceHeaders {
             Some(_) => self.required(header, setting, value),
             None => self,
         }
+    }
+
+    /// An optional plain header that says how to answer, not which account asks (a display
+    /// language): sent like [`optional`](Self::optional), but not part of the account a journal
+    /// records beside each request, so that an entry recorded with it is still recovered
+    /// without it.
+    pub fn preference(mut self, header: &'static str, setting: &str, value: Option<&str>) -> Self {
+        if value.is_some() {
+            self.preferences.push(HeaderName::from_static(header));
+        }
+        self.optional(header, setting, value)
     }
 
     /// A secret header from the setting `setting`, required and not blank. It is marked

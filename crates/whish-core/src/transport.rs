@@ -47,6 +47,8 @@ pub struct Transport {
     pub(crate) interceptors: Arc<[Arc<dyn crate::intercept::Interceptor>]>,
     /// Secret headers read from their source before every attempt.
     pub(crate) dynamic: Arc<[DynamicHeader]>,
+    /// Headers that are not of the account (see [`ServiceHeaders::preference`]).
+    pub(crate) preferences: Arc<[HeaderName]>,
 }
 
 /// A secret header whose value comes from a [`SecretSource`](crate::credentials::SecretSource).
@@ -119,6 +121,7 @@ impl Transport {
                 !value.is_sensitive()
                     && *name != http::header::USER_AGENT
                     && *name != http::header::ACCEPT
+                    && !self.preferences.contains(name)
             })
             .map(|(name, value)| (name.as_str(), value.as_bytes()))
             .collect();
@@ -489,6 +492,12 @@ impl Transport {
         Ok(Transport {
             headers: all,
             dynamic: headers.dynamic.into(),
+            preferences: self
+                .preferences
+                .iter()
+                .chain(&headers.preferences)
+                .cloned()
+                .collect(),
             ..self.clone()
         })
     }

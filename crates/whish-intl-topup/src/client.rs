@@ -77,7 +77,7 @@ impl TopupClientBuilder {
                 self.session_id_source,
             )
             .secret_or_source("token", "token", self.token.as_ref(), self.token_source)
-            .optional("language", "language", self.language.as_deref())
+            .preference("language", "language", self.language.as_deref())
             .require("user_agent", self.settings.user_agent_value().is_some());
         Ok(TopupClient {
             transport: self.settings.build_transport("intl-topup", headers)?,
@@ -357,5 +357,30 @@ impl TopupClient {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_language_header_is_not_part_of_the_account_a_journal_records() {
+        let client = |language: Option<&str>| {
+            let settings = ClientSettings::new("http://127.0.0.1:9").user_agent(
+                "Shop/1.0 (https://shop.example.com; dev@shop.example.com)"
+                    .parse()
+                    .expect("ua"),
+            );
+            let mut b = TopupClient::builder(settings)
+                .session_id(SecretString::from("session".to_owned()))
+                .token(SecretString::from("token".to_owned()));
+            if let Some(l) = language {
+                b = b.language(l);
+            }
+            b.build().expect("client")
+        };
+        assert_eq!(client(Some("ar")).target(), client(None).target());
+        assert_eq!(client(Some("ar")).target(), client(Some("en")).target());
     }
 }

@@ -139,6 +139,19 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<ReceivedCallback, Callb
         path: format!("line {} column {}", e.line(), e.column()),
         message: e.to_string(),
     })?;
+    // What a create could have been given and answered: a positive Request-id, a transfer.
+    if b.external_id.get() <= 0 {
+        return Err(CallbackError::BadBody {
+            path: "externalId".into(),
+            message: "is not a positive Request-id".into(),
+        });
+    }
+    if b.transfer_id.trim().is_empty() {
+        return Err(CallbackError::BadBody {
+            path: "transferId".into(),
+            message: "is empty".into(),
+        });
+    }
     Ok(ReceivedCallback {
         date: b.date,
         external_id: b.external_id,

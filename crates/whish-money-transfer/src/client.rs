@@ -209,6 +209,10 @@ impl FeeRequest {
         self.phone_number = Some(phone.into());
         self
     }
+    /// The currency quoted: the one the quote's amounts are in.
+    pub fn currency(&self) -> &Currency {
+        &self.currency
+    }
 }
 
 /// Which transfer a status query is about: one identifier, or several at once.
@@ -750,13 +754,50 @@ impl TransferClient {
         let Some(body) = StatusBody::of(query) else {
             return Err(ValidationError::new("transferId", ValidationKind::Missing).into());
         };
+        let status = self.read_status(&body).await?;
+        // The reply names no Request-id: a Request-id asked beside another identifier is
+        // checked by a read of its own, which must name the same transfer.
+        if let (Some(request_id), true) = (
+            body.request_id,
+            body.transfer_id.is_some() || body.ltn_number.is_some(),
+        ) {
+            let alone = StatusBody {
+                transfer_id: None,
+                ltn_number: None,
+                request_id: Some(request_id),
+            };
+            let by_request_id = self.read_status(&alone).await?;
+            let same = |a: &Option<String>, b: &Option<String>| match (a, b) {
+                (Some(a), Some(b)) => a.trim() == b.trim(),
+                _ => true,
+            };
+            if !same(&by_request_id.transfer_id, &status.transfer_id)
+                || !same(&by_request_id.ltn_number, &status.ltn_number)
+            {
+                return Err(Error::Decode(whish_core::DecodeError::new(
+                    "data.transferId",
+                    format!(
+                        "Request-id {request_id} names another transfer than the other identifiers asked for"
+                    ),
+                    200,
+                    "transfer.status",
+                    None,
+                )));
+            }
+        }
+        Ok(status)
+    }
+
+    /// One status read of `body`, refused when the reply names another transfer than one the
+    /// body asks by.
+    async fn read_status(&self, body: &StatusBody<'_>) -> Result<StatusResult, Error> {
         let req = self
             .request(
                 "transfer.status",
                 Method::POST,
                 "/api/woo/send/money/status",
             )
-            .json(&body)?
+            .json(body)?
             .resend(Resend::Read);
         let status = self
             .transport

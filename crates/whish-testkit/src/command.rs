@@ -4,7 +4,7 @@ use std::process::Command;
 
 /// The environment variables a test run of the `whish` command must not inherit from the
 /// developer's shell: proxies and every setting the command reads.
-pub const SETTINGS_VARS: [&str; 21] = [
+pub const SETTINGS_VARS: [&str; 24] = [
     "HTTPS_PROXY",
     "https_proxy",
     "HTTP_PROXY",
@@ -23,6 +23,9 @@ pub const SETTINGS_VARS: [&str; 21] = [
     "WHISH_TOPUP_BASE_URL",
     "WHISH_TOPUP_SESSION_ID",
     "WHISH_TOPUP_TOKEN",
+    "WHISH_TOPUP_LANGUAGE",
+    "WHISH_COLLECT_BRAND",
+    "WHISH_SANDBOX_CALLBACK_KEY",
     "WHISH_USER_AGENT",
     "WHISH_JOURNAL",
     "RUST_LOG",

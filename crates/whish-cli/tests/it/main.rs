@@ -23,4 +23,5 @@ mod recover_keys;
 mod recover_other_service;
 mod replays;
 mod retry_needs_operator;
+mod sharp_edges;
 mod spec_reach;

@@ -151,7 +151,7 @@ async fn collect_and_topup_results_carry_their_key_and_the_outcome() {
         let v = run.json();
         assert_eq!(
             keys(&v),
-            ["collectUrl", "externalId", "outcome", "retrieved"]
+            ["collectUrl", "dialog", "externalId", "outcome", "retrieved"]
                 .map(String::from)
                 .into(),
             "{v}"
@@ -175,7 +175,7 @@ async fn collect_and_topup_results_carry_their_key_and_the_outcome() {
     assert_eq!(refund.code, 0, "{refund:?}");
     assert_eq!(
         keys(&refund.json()),
-        ["externalId", "outcome", "retrieved"]
+        ["dialog", "externalId", "outcome", "retrieved"]
             .map(String::from)
             .into()
     );

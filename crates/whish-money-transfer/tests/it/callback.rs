@@ -164,6 +164,26 @@ fn malformed_input_is_refused() {
         parse(&headers(&NOW.to_string(), "c2ln"), quoted).expect_err("externalId must be a number"),
         CallbackError::BadBody { .. }
     ));
+    // No create could have had these: a Request-id is positive, a transfer has an id.
+    for (body, path) in [
+        (
+            &br#"{"date":"x","externalId":-5,"transferId":"T","status":"RECEIVED"}"#[..],
+            "externalId",
+        ),
+        (
+            br#"{"date":"x","externalId":0,"transferId":"T","status":"RECEIVED"}"#,
+            "externalId",
+        ),
+        (
+            br#"{"date":"x","externalId":7,"transferId":" ","status":"RECEIVED"}"#,
+            "transferId",
+        ),
+    ] {
+        match parse(&headers(&NOW.to_string(), "c2ln"), body).expect_err(path) {
+            CallbackError::BadBody { path: p, .. } => assert_eq!(p, path),
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[test]

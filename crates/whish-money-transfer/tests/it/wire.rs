@@ -235,10 +235,18 @@ async fn status_by_each_identifier() {
 
 #[tokio::test]
 async fn status_by_several_identifiers_sends_them_together_and_refuses_another_transfer() {
+    let another = fixture("money-transfer/status.sent.success.json")
+        .replace("TR-20260821-000123", "TR-20260821-000999")
+        .replace("48213590", "48219999");
     let server = ScriptedServer::start(vec![
+        // Asked by all three: the read by all, then the Request-id's own read.
         Step::json(fixture("money-transfer/status.sent.success.json")),
         Step::json(fixture("money-transfer/status.sent.success.json")),
         Step::json(fixture("money-transfer/status.sent.success.json")),
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+        // A Request-id of another transfer beside this transfer's id.
+        Step::json(fixture("money-transfer/status.sent.success.json")),
+        Step::json(another),
     ])
     .await;
     let c = client(&server.base, 0);
@@ -265,7 +273,19 @@ async fn status_by_several_identifiers_sends_them_together_and_refuses_another_t
         .await
         .expect_err("another transfer");
     assert!(e.to_string().contains("transferId"), "{e}");
+    let mixed = StatusQuery::Several {
+        transfer_id: Some("TR-20260821-000123".into()),
+        ltn_number: None,
+        request_id: Some(rid(1755770400000999)),
+    };
+    let e = c.status(&mixed).await.expect_err("two transfers");
+    assert!(e.to_string().contains("Request-id 1755770400000999"), "{e}");
     let bodies: Vec<serde_json::Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies[1],
+        serde_json::json!({"requestId": 1755770400000001_i64}),
+        "the Request-id is read alone"
+    );
     assert_eq!(
         bodies[0],
         serde_json::json!({"transferId": "TR-20260821-000123", "ltnNumber": "48213590",
@@ -284,7 +304,7 @@ async fn status_by_several_identifiers_sends_them_together_and_refuses_another_t
     );
     assert_eq!(
         server.requests().len(),
-        3,
+        6,
         "a query with no identifier is not sent"
     );
 }
