@@ -292,9 +292,15 @@ async fn measure(name: &str, url: &str, client: &TransferClient, sb: &Sandbox) {
         .map(|(p, j)| (j - p) / write_median)
         .collect();
     let (lo, hi) = spread(&multiples);
+    let cost = (journal_median - plain_median) / write_median;
     println!(
-        "{name:<10} (b) journaled minus plain = {:.2} x one journal write (rounds {lo:.2}..{hi:.2}; goal: at most 1.2)",
-        (journal_median - plain_median) / write_median,
+        "{name:<10} (b) journaled minus plain = {cost:.2} x one journal write (rounds {lo:.2}..{hi:.2}; goal: at most 1.2)",
+    );
+    whish_testkit::budget::record(
+        "whish-journal",
+        &format!("{name}: journaled send minus plain, in journal writes"),
+        cost,
+        whish_testkit::budget::Goal::AtMost(1.2),
     );
     // WHISH_BENCH_ONLY=ab: (a) and (b) alone (a quick look at one send's cost).
     if ab_only() {

@@ -5,7 +5,7 @@
 //! interleaved rounds (plain first in even rounds, the batch first in odd ones).
 //!
 //! `cargo bench -p whish-payouts --bench batch [-- ROWS ROUNDS [LATENCY_MS]]` prints the median
-//! of the per-round throughput ratios batch/plain (goal: at least 0.8) with their spread, and
+//! of the per-round throughput ratios batch/plain (goal: at least 0.9) with their spread, and
 //! the same against the unjournaled file loop.
 //! LATENCY_MS makes the sandbox answer every send that much later, as a real service over the
 //! network does (default 0: the loopback sandbox answers at once).
@@ -249,13 +249,25 @@ fn main() {
         file_ratios.sort_by(|a, b| a.total_cmp(b));
         let per_s = |d: Duration| (rows * rounds) as f64 / d.as_secs_f64();
         println!(
-            "batch of {rows} rows at {IN_FLIGHT} in flight, sends answered after {} ms: plain {:.0} rows/s, journaled batch {:.0} rows/s; throughput ratio batch/plain median {:.2} (spread {:.2}..{:.2}, {rounds} interleaved rounds; goal at least 0.8)",
+            "batch of {rows} rows at {IN_FLIGHT} in flight, sends answered after {} ms: plain {:.0} rows/s, journaled batch {:.0} rows/s; throughput ratio batch/plain median {:.2} (spread {:.2}..{:.2}, {rounds} interleaved rounds; goal at least 0.9)",
             latency.as_millis(),
             per_s(p_total),
             per_s(b_total),
             ratios[ratios.len() / 2],
             ratios[0],
             ratios[ratios.len() - 1],
+        );
+        whish_testkit::budget::record(
+            "whish-payouts",
+            &format!("journaled batch / plain, answered after {} ms", latency.as_millis()),
+            ratios[ratios.len() / 2],
+            // Against a service that answers at once the two cores, not the journal, are the
+            // limit (docs/performance.md): the goal is the batch against a 2 ms service.
+            if latency.is_zero() {
+                whish_testkit::budget::Goal::None
+            } else {
+                whish_testkit::budget::Goal::AtLeast(0.9)
+            },
         );
         println!(
             "the same file sent without a journal (read, parsed, sent at {IN_FLIGHT} in flight): {:.0} rows/s; throughput ratio journaled batch/unjournaled median {:.2} (spread {:.2}..{:.2})",

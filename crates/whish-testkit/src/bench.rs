@@ -19,34 +19,7 @@ use std::time::{Duration, Instant};
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region};
 
-/// What a figure must be to meet its goal.
-#[derive(Debug, Clone, Copy)]
-pub enum Goal {
-    /// The ratio is at most this (SDK time / baseline time).
-    AtMost(f64),
-    /// The ratio is at least this (throughput: baseline time / SDK time).
-    AtLeast(f64),
-    /// Shown for information, no goal.
-    None,
-}
-
-impl Goal {
-    fn met(self, ratio: f64) -> Option<bool> {
-        match self {
-            Goal::AtMost(g) => Some(ratio <= g),
-            Goal::AtLeast(g) => Some(ratio >= g),
-            Goal::None => None,
-        }
-    }
-
-    fn text(self) -> String {
-        match self {
-            Goal::AtMost(g) => format!("<= {g}"),
-            Goal::AtLeast(g) => format!(">= {g}"),
-            Goal::None => "-".to_owned(),
-        }
-    }
-}
+pub use crate::budget::Goal;
 
 /// How a pair is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,8 +200,12 @@ impl Report {
         self.notes.push(line.into());
     }
 
-    /// Print the table: every figure next to its goal.
+    /// Print the table: every figure next to its goal; and record each figure for the budget
+    /// check ([`crate::budget::record`]).
     pub fn print(&self) {
+        for f in &self.figures {
+            crate::budget::record(&self.title, &f.label, f.ratio(), f.goal);
+        }
         println!(
             "\n{} (interleaved rounds, median of per-round ratios)",
             self.title

@@ -17,6 +17,7 @@
 pub mod arbitrary;
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod budget;
 mod code;
 mod command;
 mod disk;
