@@ -67,6 +67,11 @@ const OWED: &[(&str, f64)] = &[
         "whish-journal: sqlite: journaled send minus plain, in journal writes",
         1.62,
     ),
+    // The top-up client's CPU per pay: 1.13 on 2026-11-27 (IQR 1.08-1.15).
+    (
+        "whish-intl-topup: pay, client CPU per call, SDK/baseline",
+        1.14,
+    ),
     // A 400-row batch against a 2 ms service: 0.75 and 0.79 on 2026-11-27.
     (
         "whish-payouts: journaled batch / plain, answered after 2 ms",
@@ -87,8 +92,17 @@ pub fn run(root: &Path, args: &[String]) -> Result<(), String> {
         .filter(|w| w[0] == "--features")
         .map(|w| w[1].clone())
         .collect();
+    // `--only PACKAGE`: that package's benches alone (a quick look at one service).
+    let only: Vec<&String> = args
+        .windows(2)
+        .filter(|w| w[0] == "--only")
+        .map(|w| &w[1])
+        .collect();
     let mut over = Vec::new();
-    for bench in BENCHES {
+    for bench in BENCHES
+        .iter()
+        .filter(|b| only.is_empty() || only.iter().any(|o| *o == b.package))
+    {
         let first = run_bench(root, bench, &features)?;
         let late: Vec<&String> = first
             .iter()

@@ -5,7 +5,8 @@
 //! - `cargo xtask codegen --check`: fail when any generated file is stale.
 //! - `cargo xtask public-api [--check]`: the public surface of every published crate, kept in
 //!   `crates/NAME/public-api.txt`; `--check` fails when it is stale (CI runs it).
-//! - `cargo xtask bench-budget [--features F]`: a short run of every bench; fails when a figure
+//! - `cargo xtask bench-budget [--only PACKAGE] [--features F]`: a short run of every bench
+//!   (or one package's); fails when a figure
 //!   is more than 10 % past its goal in two runs (see `budget.rs`). CI runs it.
 //! - `cargo xtask features`: the facade builds with no feature and each feature alone, and a
 //!   single-service build contains only that service crate and whish-core (CI runs it).
@@ -28,7 +29,7 @@ mod footprint;
 mod model;
 mod public_api;
 
-const USAGE: &str = "usage: cargo xtask codegen [--check] | bench-budget [--features F] | public-api [--check] | features | footprint [--no-build] | model [--large] [--lie NAME | --list-lies | --every-lie] | soak (--ops N --seed S [--workers W] | --crash K ... | --batch N ... | --callbacks N [--journal URL] [--outage SECS] | --slowloris N) [--release]";
+const USAGE: &str = "usage: cargo xtask codegen [--check] | bench-budget [--only PACKAGE] [--features F] | public-api [--check] | features | footprint [--no-build] | model [--large] [--lie NAME | --list-lies | --every-lie] | soak (--ops N --seed S [--workers W] | --crash K ... | --batch N ... | --callbacks N [--journal URL] [--outage SECS] | --slowloris N) [--release]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

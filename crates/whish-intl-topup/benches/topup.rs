@@ -219,6 +219,39 @@ fn main() {
             })
         },
     );
+    // The client's own CPU per call, on clients of their own against a server on another
+    // thread: the figure a few microseconds of work added to a call shows in.
+    let cpu_base = whish_testkit::bench::serve_elsewhere(|path| {
+        if path.ends_with("/fetch") {
+            replies().0
+        } else {
+            replies().1
+        }
+    });
+    let cpu_sdk = TopupClient::builder(
+        whish_core::ClientSettings::new(cpu_base.clone())
+            .user_agent(UA.parse().expect("user agent")),
+    )
+    .session_id(SecretString::from("topup-session"))
+    .token(SecretString::from("topup-token"))
+    .language("en")
+    .build()
+    .expect("client");
+    let cpu_baseline = Baseline {
+        http: baseline_client(),
+        url: format!("{cpu_base}/v2/example-provider/pay"),
+        next: AtomicU64::new(1),
+    };
+    report.pair_cpu(
+        "pay, client CPU per call, SDK/baseline",
+        Goal::AtMost(1.02),
+        || async {
+            sdk_pay(&cpu_sdk, &option).await;
+        },
+        || async {
+            cpu_baseline.pay().await;
+        },
+    );
     let body = replies().1.as_bytes();
     report.pair(
         "decode one pay reply, SDK/baseline",

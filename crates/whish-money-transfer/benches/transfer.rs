@@ -228,6 +228,11 @@ fn memory(which: &str) -> Option<(u64, u64)> {
 
 // ---- the run ----
 
+/// The client's CPU per call, SDK over baseline: the SDK's checks, exact amounts, spans and
+/// resend machinery against a bare reqwest call, held to the latency goal (what a user did not
+/// install costs nothing).
+const CPU_GOAL: f64 = 1.02;
+
 fn main() {
     if let Ok(which) = std::env::var("WHISH_BENCH_MEMORY") {
         measure_memory_child(&which);
@@ -330,6 +335,32 @@ fn main() {
         (CONCURRENT * 16) as u64,
         || concurrently(CONCURRENT, || sdk_calls(16)),
         || concurrently(CONCURRENT, || baseline_calls(16)),
+    );
+    // The client's own CPU per call, on clients of their own against a server on another
+    // thread: the figure a few microseconds of work added to a call shows in.
+    let cpu_base = format!(
+        "{}/api",
+        whish_testkit::bench::serve_elsewhere(|_| FEES_BODY)
+    );
+    let cpu_sdk = TransferClient::builder(cpu_base.clone())
+        .username(USER)
+        .key(SecretString::from(KEY))
+        .build()
+        .expect("client");
+    let cpu_baseline = Baseline {
+        http: baseline_client(),
+        url: format!("{cpu_base}/api/woo/send/money/fees"),
+        next_id: AtomicI64::new(1),
+    };
+    report.pair_cpu(
+        "fee quote, client CPU per call, SDK/baseline",
+        Goal::AtMost(CPU_GOAL),
+        || async {
+            cpu_sdk.fees(&request).await.expect("quote");
+        },
+        || async {
+            cpu_baseline.quote().await;
+        },
     );
     report.pair(
         "decode one fee reply, SDK/baseline",

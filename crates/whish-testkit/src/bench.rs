@@ -182,6 +182,59 @@ impl Report {
         Some(self.push(figure))
     }
 
+    /// Measure the **CPU time the calling thread spends** on one call of each side, one call at
+    /// a time on a single-threaded runtime of its own (its connections, parsing and system
+    /// calls included), while the server runs elsewhere: the client's own work, without the
+    /// round trip's waiting and the server's share, which make wall-clock figures noisy. Build
+    /// the clients for it apart from those of the other figures (a connection belongs to the
+    /// runtime that opened it). The time is the scheduler's account of the thread
+    /// (`/proc/thread-self/schedstat`, in nanoseconds); where it cannot be read, wall time.
+    pub fn pair_cpu<S, SF, B, BF>(
+        &mut self,
+        label: &str,
+        goal: Goal,
+        mut sdk: S,
+        mut baseline: B,
+    ) -> Option<&Figure>
+    where
+        S: FnMut() -> SF,
+        SF: Future<Output = ()>,
+        B: FnMut() -> BF,
+        BF: Future<Output = ()>,
+    {
+        if !selected(label) {
+            return None;
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let origin = Instant::now();
+        let clock = move || thread_cpu().unwrap_or_else(|| origin.elapsed());
+        let figure = measure_by(
+            &clock,
+            label,
+            Compare::Latency,
+            goal,
+            1,
+            |n| {
+                rt.block_on(async {
+                    for _ in 0..n {
+                        sdk().await;
+                    }
+                })
+            },
+            |n| {
+                rt.block_on(async {
+                    for _ in 0..n {
+                        baseline().await;
+                    }
+                })
+            },
+        );
+        Some(self.push(figure))
+    }
+
     fn push(&mut self, figure: Figure) -> &Figure {
         eprintln!(
             "  {:<48} median ratio {:.3} (IQR {:.3}-{:.3}) over {} rounds",
@@ -252,14 +305,36 @@ fn measure(
     compare: Compare,
     goal: Goal,
     ops_per_call: u64,
+    sdk: impl FnMut(u64),
+    baseline: impl FnMut(u64),
+) -> Figure {
+    let origin = Instant::now();
+    measure_by(
+        &|| origin.elapsed(),
+        label,
+        compare,
+        goal,
+        ops_per_call,
+        sdk,
+        baseline,
+    )
+}
+
+/// [`measure`] on `clock` (wall time, or this thread's CPU time).
+fn measure_by(
+    clock: &dyn Fn() -> Duration,
+    label: &str,
+    compare: Compare,
+    goal: Goal,
+    ops_per_call: u64,
     mut sdk: impl FnMut(u64),
     mut baseline: impl FnMut(u64),
 ) -> Figure {
     let target = Duration::from_millis(25);
     let time = |f: &mut dyn FnMut(u64), n: u64| {
-        let started = Instant::now();
+        let started = clock();
         f(n);
-        started.elapsed()
+        clock().saturating_sub(started)
     };
     // Calibrate on the baseline: the smallest power of two whose batch takes `target`.
     let mut n = 1u64;
@@ -342,6 +417,31 @@ pub fn baseline_client() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")
+}
+
+/// The CPU time the calling thread has run, as the scheduler accounts it (nanoseconds, the
+/// first field of `/proc/thread-self/schedstat`); `None` where that file does not exist.
+pub fn thread_cpu() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// [`serve`] on a thread and a single-threaded runtime of its own, for figures that measure
+/// the client's thread alone ([`Report::pair_cpu`]); returns its base URL.
+pub fn serve_elsewhere(reply: fn(&str) -> &'static str) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("server runtime");
+        rt.block_on(async move {
+            tx.send(serve(reply).await).expect("base");
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().expect("server started")
 }
 
 /// A loopback HTTP server answering every request with the body `reply(path)` chooses (JSON),
