@@ -344,10 +344,15 @@ impl Transport {
             );
             #[cfg(feature = "metrics")]
             let attempt_started = Instant::now();
-            let attempt = self
-                .attempt(request, timeout, attempts)
-                .instrument(span.clone())
-                .await;
+            // Instrumented only when a subscriber wants the span: entering and leaving a
+            // disabled span on every poll is work no one asked for.
+            let attempt = if span.is_disabled() {
+                self.attempt(request, timeout, attempts).await
+            } else {
+                self.attempt(request, timeout, attempts)
+                    .instrument(span.clone())
+                    .await
+            };
             #[cfg(feature = "metrics")]
             {
                 let result = match &attempt {

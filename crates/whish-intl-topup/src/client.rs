@@ -221,6 +221,7 @@ impl TopupClient {
                 id: o.id,
                 display_name: o.display_name,
                 amount: o.amount,
+                wire_amount: o.amount.to_json_number(),
                 price: o.price,
                 currency: o.currency,
                 metadata: o.metadata.filter(|m| !m.is_null()),

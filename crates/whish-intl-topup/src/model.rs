@@ -82,16 +82,35 @@ impl ProviderId {
 
 /// One option on offer. It can only come from a fetch, which is what lets pay send its amount
 /// exactly as the service gave it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct TopupOption {
     pub(crate) provider: String,
     pub(crate) target: String,
     pub(crate) id: String,
     pub(crate) display_name: Option<String>,
     pub(crate) amount: Amount,
+    /// The JSON number that carries `amount` back exactly, worked out once when the option is
+    /// read (`None`: no number can); each pay of the option sends it.
+    pub(crate) wire_amount: Option<serde_json::Number>,
     pub(crate) price: Option<Amount>,
     pub(crate) currency: Option<Currency>,
     pub(crate) metadata: Option<Value>,
+}
+
+/// The option as the service gave it (the number worked out for pay is not the service's).
+impl std::fmt::Debug for TopupOption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TopupOption")
+            .field("provider", &self.provider)
+            .field("target", &self.target)
+            .field("id", &self.id)
+            .field("display_name", &self.display_name)
+            .field("amount", &self.amount)
+            .field("price", &self.price)
+            .field("currency", &self.currency)
+            .field("metadata", &self.metadata)
+            .finish()
+    }
 }
 
 impl TopupOption {

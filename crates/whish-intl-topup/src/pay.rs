@@ -168,7 +168,10 @@ pub(crate) fn prepare(request: PayRequest<'_>) -> Result<PreparedPay, whish_core
     whish_core::path::segment(&option.provider, "provider")?;
     // The amount goes back exactly as fetched, as a JSON number: one that no JSON number can
     // carry exactly (a reply may send more digits than a double holds) is refused, not rounded.
-    let amount = option.amount.check_exact_json_number("amount")?;
+    let amount = match &option.wire_amount {
+        Some(number) => number.clone(),
+        None => option.amount.check_exact_json_number("amount")?,
+    };
     let external_id = request.external_id.unwrap_or_else(ExternalId::generate);
     let target = match request.target {
         Some(t) => crate::client::check_target(&t)?,
