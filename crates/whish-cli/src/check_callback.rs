@@ -9,7 +9,7 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 use whish::transfer::callback::{CallbackError, CallbackReceiver, SignedInput};
 
-use crate::output::{FAILED, Out, usage};
+use crate::output::{Out, REFUSED, usage};
 
 /// The inputs of one check.
 pub struct Check<'a> {
@@ -57,7 +57,7 @@ pub fn run(out: Out, c: &Check<'_>) -> Result<u8, u8> {
         Err(e) => Err(out.failure(
             &json!({"outcome": "would be refused", "reason": reason(&e), "message": e.to_string()}),
             &format!("{e}: a receiver answers non-200 and records nothing"),
-            FAILED,
+            REFUSED,
         )),
     }
 }

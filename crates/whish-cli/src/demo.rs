@@ -39,6 +39,11 @@ struct Clients {
     topup: TopupClient,
 }
 
+/// Colour on a terminal unless `NO_COLOR` is set to anything (no-color.org).
+fn colour() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 struct Progress {
     tty: bool,
     total: usize,
@@ -52,15 +57,19 @@ impl Progress {
         let n = format!("[{:>2}/{}]", self.done, self.total);
         match result {
             Ok(proof) => {
-                if self.tty {
+                if self.tty && colour() {
                     println!("{n} \x1b[32m✓\x1b[0m {name}\n        \x1b[2m{proof}\x1b[0m");
+                } else if self.tty {
+                    println!("{n} ✓ {name}\n        {proof}");
                 } else {
                     println!("{n} ok   {name}: {proof}");
                 }
             }
             Err(why) => {
-                if self.tty {
+                if self.tty && colour() {
                     println!("{n} \x1b[31m✗\x1b[0m {name}\n        {why}");
+                } else if self.tty {
+                    println!("{n} ✗ {name}\n        {why}");
                 } else {
                     println!("{n} FAIL {name}: {why}");
                 }
@@ -322,7 +331,7 @@ pub async fn run(tty: bool) -> Done {
             p.done,
             p.failed.join(", ")
         );
-        Err(output::FAILED)
+        Err(output::REFUSED)
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use whish::journal::{Abandoned, Clients, Entry, Recovery};
 
 use crate::cli::JournalCmd;
-use crate::output::{Done, FAILED, OK, PENDING, TRANSPORT, USAGE, printable, usage};
+use crate::output::{Done, NOT_SENT, OK, PENDING, REFUSED, UNKNOWN, printable, usage};
 use crate::settings::Ctx;
 
 fn line(e: &Entry) -> Value {
@@ -72,7 +72,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
             "whish: journal: {}; recovery stopped: the entries it worked on before may have been sent; run `whish journal recover` again",
             printable(&e.to_string())
         );
-        TRANSPORT
+        UNKNOWN
     };
     match cmd {
         JournalCmd::List {
@@ -237,8 +237,8 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                 .map_err(failed)?;
             let (outcome, said, code) = match &done {
                 Abandoned::Recorded { checked } => ("abandoned", checked.clone(), OK),
-                Abandoned::Received { status } => ("received", status.clone(), FAILED),
-                Abandoned::NoAnswer { why } => ("no-answer", why.clone(), TRANSPORT),
+                Abandoned::Received { status } => ("received", status.clone(), REFUSED),
+                Abandoned::NoAnswer { why } => ("no-answer", why.clone(), UNKNOWN),
                 Abandoned::HeldElsewhere { holder } => (
                     "held-elsewhere",
                     format!(
@@ -247,12 +247,12 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                     ),
                     PENDING,
                 ),
-                Abandoned::Unchecked { why } => ("unchecked", why.clone(), USAGE),
+                Abandoned::Unchecked { why } => ("unchecked", why.clone(), NOT_SENT),
                 Abandoned::NotWaiting { state } => {
-                    ("not-waiting", format!("the entry is {state} now"), USAGE)
+                    ("not-waiting", format!("the entry is {state} now"), NOT_SENT)
                 }
                 // Found just above; gone meanwhile (pruned).
-                _ => ("not-waiting", "the entry is gone".to_owned(), USAGE),
+                _ => ("not-waiting", "the entry is gone".to_owned(), NOT_SENT),
             };
             ctx.out.print(&json!({
                 "key": entry.key,
@@ -419,7 +419,7 @@ pub async fn run(ctx: &Ctx, cmd: JournalCmd) -> Done {
                     "whish: {} entries could not reach their service; run recover again",
                     report.unreachable
                 );
-                TRANSPORT
+                UNKNOWN
             } else if !report.held_elsewhere.is_empty()
                 || !report.unreadable.is_empty()
                 || !report.other_service.is_empty()

@@ -34,7 +34,7 @@ fn main() -> ExitCode {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     ExitCode::SUCCESS
                 }
-                _ => output::exit(output::USAGE),
+                _ => output::exit(output::NOT_SENT),
             };
         }
     };
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("whish: cannot start the async runtime: {e}");
-            return output::exit(output::TRANSPORT);
+            return output::exit(output::UNKNOWN);
         }
     };
     let status = runtime.block_on(run(cli));

@@ -13,12 +13,19 @@ pub fn money(currency: &str, value: whish::Decimal) -> String {
 }
 
 /// Exit statuses.
+/// The service accepted or confirmed it.
 pub const OK: u8 = 0;
-pub const FAILED: u8 = 1;
-pub const USAGE: u8 = 2;
+/// The service refused it: final, nothing done.
+pub const REFUSED: u8 = 1;
+/// Nothing was sent: bad usage, configuration or input.
+pub const NOT_SENT: u8 = 2;
+/// Pending: the outcome is unknown, not failed.
 pub const PENDING: u8 = 3;
-pub const TRANSPORT: u8 = 4;
+/// The outcome is unknown: the request may have been applied.
+pub const UNKNOWN: u8 = 4;
+/// A payouts run stopped before its end.
 pub const STOPPED: u8 = 5;
+/// A reconciliation found differences.
 pub const DIFFERENCES: u8 = 6;
 
 /// Where and how results go.
@@ -99,7 +106,7 @@ pub fn usage(message: impl std::fmt::Display) -> u8 {
         "whish: {}; nothing was sent",
         printable(&in_the_commands_words(&message.to_string()))
     );
-    USAGE
+    NOT_SENT
 }
 
 /// The library's words for a remedy (its Rust API) and the command's (its flags): a hint the
@@ -158,10 +165,10 @@ pub fn printable(text: &str) -> String {
 pub fn exit_code(verdict: Verdict) -> u8 {
     match verdict {
         Verdict::Accepted => OK,
-        Verdict::Refused => FAILED,
-        Verdict::NothingSent => USAGE,
+        Verdict::Refused => REFUSED,
+        Verdict::NothingSent => NOT_SENT,
         Verdict::Pending => PENDING,
-        _ => TRANSPORT,
+        _ => UNKNOWN,
     }
 }
 
@@ -336,6 +343,11 @@ fn scalar(v: &Value) -> String {
     }
 }
 
+/// The terminal columns `text` takes: combining marks none, wide characters two.
+fn columns(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
 /// The widest cell, in characters, of a column that is read as a name or a value; a column
 /// with a wider one is prose.
 const PROSE: usize = 48;
@@ -385,19 +397,22 @@ pub fn table(v: &Value, indent: usize) -> String {
                 .map(|(i, k)| {
                     cells
                         .iter()
-                        .map(|c| c[i].chars().count())
+                        .map(|c| columns(&c[i]))
                         .max()
                         .unwrap_or(0)
-                        .max(k.chars().count())
+                        .max(columns(k))
                 })
                 .collect();
             let line = |vals: Vec<&str>| {
                 let mut l = pad.clone();
                 for (i, v) in vals.iter().enumerate() {
+                    // Padded by terminal columns: `{:<w$}` counts characters, and a name with
+                    // combining marks would push every cell after it out of line.
+                    let fill = " ".repeat(widths[i].saturating_sub(columns(v)));
                     if numeric[i] {
-                        let _ = write!(l, "{:>w$}  ", v, w = widths[i]);
+                        let _ = write!(l, "{fill}{v}  ");
                     } else {
-                        let _ = write!(l, "{:<w$}  ", v, w = widths[i]);
+                        let _ = write!(l, "{v}{fill}  ");
                     }
                 }
                 l.trim_end().to_owned() + "\n"
@@ -460,6 +475,31 @@ pub fn table(v: &Value, indent: usize) -> String {
 #[cfg(test)]
 mod ids_tests {
     use super::*;
+
+    #[test]
+    fn a_table_lines_up_arabic_names_with_combining_marks_by_terminal_columns() {
+        // "Muhammad" with its harakat: 11 characters, 6 of them combining marks.
+        let voweled = "\u{645}\u{64f}\u{62d}\u{64e}\u{645}\u{651}\u{64e}\u{62f}\u{652}";
+        let text = table(
+            &json!([
+                {"name": voweled, "where": "Beirut"},
+                {"name": "Rami", "where": "Tripoli"},
+                {"name": "\u{5f20}\u{4f1f}", "where": "Saida"},
+            ]),
+            0,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        // Every row's second column starts at the same terminal column.
+        assert!(lines[0].starts_with("name"), "{text}");
+        let city_at = |l: &str| {
+            let cut = l.rfind("  ").expect("two columns") + 2;
+            columns(&l[..cut])
+        };
+        let at = city_at(lines[1]);
+        for l in &lines[1..] {
+            assert_eq!(city_at(l), at, "{text}");
+        }
+    }
 
     #[test]
     fn a_table_puts_prose_after_the_columns_that_name_each_row() {

@@ -13,7 +13,7 @@ use whish::payouts::{
 use whish::transfer::{CountryId, Customer, DateOfBirth, FirstName, Identity, LastName};
 
 use crate::cli::{BatchArgs, PayoutsCmd};
-use crate::output::{self, Done, FAILED, OK, PENDING, STOPPED, USAGE, usage};
+use crate::output::{self, Done, NOT_SENT, OK, PENDING, REFUSED, STOPPED, usage};
 use crate::settings::Ctx;
 
 pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
@@ -45,7 +45,7 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                     report.errors.len(),
                     report.rows
                 );
-                Ok(USAGE)
+                Ok(NOT_SENT)
             } else {
                 Ok(OK)
             }
@@ -270,7 +270,7 @@ fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
             s.count(RowOutcome::Refused),
             path.display()
         );
-        FAILED
+        REFUSED
     } else {
         OK
     }
@@ -368,7 +368,7 @@ async fn follow(
             cancels.refused_waiting,
             path.display()
         );
-        return Ok(FAILED);
+        return Ok(REFUSED);
     }
     Ok(OK)
 }
@@ -413,65 +413,71 @@ fn failed_run(e: BatchError, sent: &str) -> u8 {
 }
 
 /// Follow-up rows as CSV or JSON lines, flushed one by one.
-struct FollowWriter {
-    file: std::io::BufWriter<std::fs::File>,
-    format: ResultFormat,
+enum FollowWriter {
+    Csv(Box<csv::Writer<std::fs::File>>),
+    JsonLines(std::io::BufWriter<std::fs::File>),
 }
 
 impl FollowWriter {
-    const HEADER: &'static str = "line,reference,request_id,collection,status,ltn_number,transfer_id,sent_at,cancelled_now,cancel,source,message";
+    const HEADER: [&'static str; 12] = [
+        "line",
+        "reference",
+        "request_id",
+        "collection",
+        "status",
+        "ltn_number",
+        "transfer_id",
+        "sent_at",
+        "cancelled_now",
+        "cancel",
+        "source",
+        "message",
+    ];
 
     fn new(file: std::fs::File, format: ResultFormat) -> std::io::Result<FollowWriter> {
-        let mut w = FollowWriter {
-            file: std::io::BufWriter::new(file),
-            format,
-        };
-        if format == ResultFormat::Csv {
-            writeln!(w.file, "{}", Self::HEADER)?;
+        if format != ResultFormat::Csv {
+            return Ok(FollowWriter::JsonLines(std::io::BufWriter::new(file)));
         }
-        Ok(w)
+        let mut w = csv::Writer::from_writer(file);
+        w.write_record(Self::HEADER)?;
+        w.flush()?;
+        Ok(FollowWriter::Csv(Box::new(w)))
     }
 
     fn write(&mut self, r: &FollowUpRow) -> std::io::Result<()> {
-        match self.format {
-            ResultFormat::JsonLines => {
-                serde_json::to_writer(&mut self.file, r).map_err(std::io::Error::other)?;
-                writeln!(self.file)?;
+        match self {
+            FollowWriter::JsonLines(file) => {
+                serde_json::to_writer(&mut *file, r).map_err(std::io::Error::other)?;
+                writeln!(file)?;
+                file.flush()
             }
-            _ => {
-                let field = |v: Option<String>| csv_field(&v.unwrap_or_default());
-                writeln!(
-                    self.file,
-                    "{},{},{},{},{},{},{},{},{},{},{},{}",
-                    r.line,
-                    field(r.reference.clone()),
+            FollowWriter::Csv(w) => {
+                let text = |v: &Option<String>| v.clone().unwrap_or_default();
+                w.write_record([
+                    r.line.to_string(),
+                    text(&r.reference),
                     r.request_id.map(|i| i.to_string()).unwrap_or_default(),
-                    r.collection,
-                    field(r.status.clone()),
-                    field(r.ltn_number.clone()),
-                    field(r.transfer_id.clone()),
+                    r.collection.to_string(),
+                    text(&r.status),
+                    text(&r.ltn_number),
+                    text(&r.transfer_id),
                     r.sent_at
-                        .and_then(|t| t
-                            .format(&time::format_description::well_known::Rfc3339)
-                            .ok())
+                        .and_then(|t| {
+                            t.format(&time::format_description::well_known::Rfc3339)
+                                .ok()
+                        })
                         .unwrap_or_default(),
-                    r.cancelled_now,
-                    r.cancel.map(RowOutcome::as_str).unwrap_or_default(),
-                    r.source,
-                    field(r.message.clone()),
-                )?;
+                    r.cancelled_now.to_string(),
+                    r.cancel
+                        .map(RowOutcome::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    r.source.to_string(),
+                    text(&r.message),
+                ])?;
+                w.flush()
             }
         }
-        self.file.flush()
-    }
-}
-
-/// One CSV field, quoted when it must be (RFC 4180).
-fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", v.replace('"', "\"\""))
-    } else {
-        v.to_owned()
     }
 }
 

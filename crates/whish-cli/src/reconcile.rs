@@ -1,7 +1,6 @@
 //! `whish reconcile ...`: the journal against the service's own records, with a documented exit
 //! status (0 everything matches, 6 something does not).
 
-use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -155,50 +154,65 @@ fn print(ctx: &Ctx, r: &TransferReport) {
 /// One table: a `total` line per currency, then a `finding` line per difference; each column
 /// is empty where it does not apply.
 fn write_csv(path: &Path, r: &TransferReport) -> std::io::Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let field = |v: &str| {
-        if v.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", v.replace('"', "\"\""))
-        } else {
-            v.to_owned()
-        }
-    };
+    let mut f = csv::Writer::from_path(path)?;
     let opt = |code: &str, v: Option<whish::Decimal>| {
         v.map(|b| output::money(code, b)).unwrap_or_default()
     };
-    writeln!(
-        f,
-        "record,currency,kind,request_id,transfer_id,journal,service,sent,sent_amount,fees,collected,cancelled,cancelled_amount,refunded,matched,opening_balance,closing_balance,message"
-    )?;
+    f.write_record([
+        "record",
+        "currency",
+        "kind",
+        "request_id",
+        "transfer_id",
+        "journal",
+        "service",
+        "sent",
+        "sent_amount",
+        "fees",
+        "collected",
+        "cancelled",
+        "cancelled_amount",
+        "refunded",
+        "matched",
+        "opening_balance",
+        "closing_balance",
+        "message",
+    ])?;
     for (code, t) in &r.currencies {
-        writeln!(
-            f,
-            "total,{},,,,,,{},{},{},{},{},{},{},{},{},{},",
-            field(code),
-            t.sent,
+        f.write_record([
+            "total".to_owned(),
+            code.clone(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            t.sent.to_string(),
             output::money(code, t.sent_amount),
             output::money(code, t.fees),
-            t.collected,
-            t.cancelled,
+            t.collected.to_string(),
+            t.cancelled.to_string(),
             output::money(code, t.cancelled_amount),
             output::money(code, t.refunded),
-            t.matched,
+            t.matched.to_string(),
             opt(code, t.opening_balance),
             opt(code, t.closing_balance),
-        )?;
+            String::new(),
+        ])?;
     }
     for x in &r.findings {
-        writeln!(
-            f,
-            "finding,{},{},{},{},{},{},,,,,,,,,,,{}",
-            field(&x.currency),
-            x.kind,
+        let mut record = vec![
+            "finding".to_owned(),
+            x.currency.clone(),
+            x.kind.to_string(),
             x.request_id.map(|i| i.to_string()).unwrap_or_default(),
-            field(x.transfer_id.as_deref().unwrap_or_default()),
-            field(x.journal.as_deref().unwrap_or_default()),
-            field(x.service.as_deref().unwrap_or_default()),
-            field(&x.message),
-        )?;
+            x.transfer_id.clone().unwrap_or_default(),
+            x.journal.clone().unwrap_or_default(),
+            x.service.clone().unwrap_or_default(),
+        ];
+        record.extend(std::iter::repeat_n(String::new(), 10));
+        record.push(x.message.clone());
+        f.write_record(&record)?;
     }
     f.flush()
 }

@@ -10,7 +10,7 @@ use whish::transfer::{
 use whish::{Amount, Currency, RequestId};
 
 use crate::cli::{Mode, Report, TransferCmd};
-use crate::output::{self, Done, FAILED, usage};
+use crate::output::{self, Done, REFUSED, usage};
 use crate::settings::Ctx;
 
 pub fn currency(c: crate::cli::Cur) -> Currency {
@@ -194,7 +194,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                         return Err(out.failure(
                             &json!({"statement": to_json(&statements), "balanceRule": format!("{b:?}")}),
                             &format!("the statement breaks balance = previous + debit - credit: {b}"),
-                            FAILED,
+                            REFUSED,
                         ));
                     }
                 }
@@ -262,7 +262,7 @@ async fn follow_up(
             "whish: the follow-up could not use the journal ({}); the outcome of Request-id {id} is unknown: `whish transfer status --request-id {id}`",
             output::printable(&e.to_string())
         );
-        output::TRANSPORT
+        output::UNKNOWN
     };
     let entry = match tokio::time::timeout(bound, journaled.await_final(prepared, follow)).await {
         Ok(entry) => entry.map_err(|e| journal_failed(&e))?,
@@ -302,13 +302,13 @@ async fn follow_up(
     });
     let (status, hint) = match state {
         State::Accepted => return Ok(out.success(&v)),
-        State::Refused => (FAILED, "refused: final, nothing done"),
+        State::Refused => (REFUSED, "refused: final, nothing done"),
         State::Pending => (
             output::PENDING,
             "still Pending at the end of the wait: not failed; follow it up again later",
         ),
         _ => (
-            output::TRANSPORT,
+            output::UNKNOWN,
             "still unknown at the end of the wait: keep the Request-id; resend or recover",
         ),
     };
@@ -453,7 +453,7 @@ fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 
             return out.failure(
                 &json!({"outcome": "unknown", "requestId": request_id, "result": format!("{other:?}")}),
                 "an outcome this version does not know: read the status by the Request-id",
-                output::TRANSPORT,
+                output::UNKNOWN,
             );
         }
     }

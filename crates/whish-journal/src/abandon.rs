@@ -9,7 +9,7 @@
 #[cfg(feature = "money-transfer")]
 use whish_money_transfer::{Held, PreparedCancel, StatusQuery, TransferStatus};
 
-use crate::entry::{Operation, Outcome, Service, State};
+use crate::entry::{Operation, RecordedOutcome, Service, State};
 use crate::recover::Clients;
 use crate::store::millis;
 use crate::{Journal, JournalError};
@@ -201,7 +201,7 @@ impl Journal {
         }
         match check {
             Check::NeverTookEffect(checked) => {
-                let mut outcome = Outcome::new(ABANDONED);
+                let mut outcome = RecordedOutcome::new(ABANDONED);
                 outcome.message = Some(format!(
                     "abandoned by a person: {why}; when checked, {checked}"
                 ));

@@ -185,7 +185,7 @@ pub struct References {
 /// What the service answered last, in a few words.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Outcome {
+pub struct RecordedOutcome {
     /// `accepted`, `confirmed`, `refused`, `not-sent`, `pending`, `unknown`, `challenge`,
     /// `abandoned` (closed by a person: [`Journal::abandon`](crate::Journal::abandon)).
     pub result: String,
@@ -200,11 +200,11 @@ pub struct Outcome {
     pub retrieved: bool,
 }
 
-impl Outcome {
-    pub(crate) fn new(result: &str) -> Outcome {
-        Outcome {
+impl RecordedOutcome {
+    pub(crate) fn new(result: &str) -> RecordedOutcome {
+        RecordedOutcome {
             result: result.to_owned(),
-            ..Outcome::default()
+            ..RecordedOutcome::default()
         }
     }
 }
@@ -243,7 +243,7 @@ pub struct Entry {
     #[serde(with = "time::serde::rfc3339")]
     pub updated: OffsetDateTime,
     /// The last answer, summarized.
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<RecordedOutcome>,
     /// What confirms it with the service.
     pub references: References,
     /// The service and account it was recorded for: the base URL and a fingerprint of the

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
-use crate::entry::{Operation, Outcome, References, Service, State};
+use crate::entry::{Operation, RecordedOutcome, References, Service, State};
 use crate::store::{Lease, Request, insert_token, millis};
 use crate::{Journal, JournalError};
 
@@ -153,7 +153,7 @@ impl Journal {
                     lease: c.lease,
                 }),
                 Err(e) => {
-                    let mut outcome = Outcome::new("unreadable");
+                    let mut outcome = RecordedOutcome::new("unreadable");
                     outcome.message = Some(e.to_string());
                     self.inner
                         .db
@@ -197,7 +197,7 @@ impl Journal {
                 taken.lease,
                 self.inner.owner.as_str(),
                 State::HandedOn,
-                &Outcome::new("handed-on"),
+                &RecordedOutcome::new("handed-on"),
                 &References::default(),
             )
             .await?;
@@ -232,7 +232,7 @@ impl Journal {
         };
         let recorded = (recorded.unix_timestamp_nanos() / 1_000_000) as i64;
         let now = self.inner.db.now().await?;
-        let mut outcome = Outcome::new("failed");
+        let mut outcome = RecordedOutcome::new("failed");
         outcome.message = Some(error.to_owned());
         let owner = self.inner.owner.as_str();
         let to = crate::lifecycle::after_hand_on_failure(crate::lifecycle::overdue(
@@ -302,7 +302,7 @@ impl Journal {
         else {
             return Ok(false);
         };
-        let mut outcome = Outcome::new("failed");
+        let mut outcome = RecordedOutcome::new("failed");
         outcome.message = Some("a person asked to hand it on again".to_owned());
         // A lease already over: the next worker takes it at once, even in this millisecond.
         self.inner

@@ -6,7 +6,7 @@
 use whish_core::{Error, RecordError};
 
 use crate::Journal;
-use crate::entry::{Outcome, References, State};
+use crate::entry::{RecordedOutcome, References, State};
 pub(crate) use crate::store::Request;
 use crate::store::{Lease, millis};
 
@@ -44,21 +44,21 @@ pub(crate) struct Held {
 }
 
 /// Where an answer leaves an entry: a new state (`None`: leave it as it was) and its summary.
-pub(crate) struct Verdict {
+pub(crate) struct Recording {
     pub state: Option<State>,
-    pub outcome: Outcome,
+    pub outcome: RecordedOutcome,
     pub refs: References,
 }
 
-impl Verdict {
-    pub(crate) fn accepted(result: &str, refs: References) -> Verdict {
+impl Recording {
+    pub(crate) fn accepted(result: &str, refs: References) -> Recording {
         debug_assert_eq!(
             State::of_verdict(whish_core::Verdict::Accepted),
             State::Accepted
         );
-        Verdict {
+        Recording {
             state: Some(State::Accepted),
-            outcome: Outcome::new(result),
+            outcome: RecordedOutcome::new(result),
             refs,
         }
     }
@@ -67,17 +67,17 @@ impl Verdict {
     /// ([`whish_core::verdict`]) and nothing else, so the journal, the client's predicates and
     /// the command's exit code cannot disagree. Nothing sent is final for a first send, and
     /// changes nothing for a resend (an earlier send may still have arrived).
-    pub(crate) fn of_error<C: whish_core::ErrorCode>(e: &Error<C>, resend: bool) -> Verdict {
+    pub(crate) fn of_error<C: whish_core::ErrorCode>(e: &Error<C>, resend: bool) -> Recording {
         let verdict = e.verdict();
         let state = crate::lifecycle::state_after(verdict, resend);
         let result = verdict.as_str();
-        let mut outcome = Outcome::new(result);
+        let mut outcome = RecordedOutcome::new(result);
         if let Error::Failed(f) = e {
             outcome.code = Some(f.raw.clone());
             outcome.retrieved = f.retrieved == Some(true);
         }
         outcome.message = Some(e.to_string());
-        Verdict {
+        Recording {
             state,
             outcome,
             refs: References::default(),
@@ -135,7 +135,7 @@ impl Journal {
                 {
                     return Err(record(e.to_string(), Some(e)));
                 }
-                let mut outcome = Outcome::new("not-sent");
+                let mut outcome = RecordedOutcome::new("not-sent");
                 outcome.message = Some(format!(
                     "the journal's write of this request failed ({e}); it was not sent"
                 ));
@@ -365,7 +365,7 @@ impl Journal {
     /// must then not report its own answer as the request's outcome. A write that fails is
     /// logged, not returned: the entry stays open and the next recovery reads it again with the
     /// same key.
-    pub(crate) async fn settle(&self, held: &Held, verdict: Verdict) -> Settled {
+    pub(crate) async fn settle(&self, held: &Held, verdict: Recording) -> Settled {
         let owner = self.inner.owner.as_str();
         let result = match verdict.state {
             Some(state) => {
@@ -388,7 +388,7 @@ impl Journal {
 
     /// Record an answer without waiting for it (see the `background` module): on SQLite handed
     /// to the journal's writer, elsewhere written by a task of its own.
-    fn settle_in_background(&self, held: Held, verdict: Verdict) {
+    fn settle_in_background(&self, held: Held, verdict: Recording) {
         let done = self.inner.background.begin();
         let done = match verdict.state {
             Some(state) => match self.inner.db.finish_later(
@@ -443,7 +443,7 @@ impl Journal {
         &self,
         request: Request<'_>,
         call: impl FnOnce(bool) -> Fut,
-        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Verdict,
+        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Recording,
     ) -> Result<T, Error<C>>
     where
         C: whish_core::ErrorCode,
@@ -459,7 +459,7 @@ impl Journal {
         held: Held,
         request: Request<'_>,
         call: impl FnOnce(bool) -> Fut,
-        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Verdict,
+        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Recording,
     ) -> Result<T, Error<C>>
     where
         C: whish_core::ErrorCode,

@@ -14,8 +14,8 @@ use whish_money_transfer::{
     Held, PreparedCancel, PreparedTransfer, StatusQuery, TransferClient, TransferStatus,
 };
 
-use crate::entry::{Entry, Operation, Outcome, Service, State};
-use crate::journaled::Verdict;
+use crate::entry::{Entry, Operation, RecordedOutcome, Service, State};
+use crate::journaled::Recording;
 #[cfg(feature = "intl-topup")]
 use crate::journaled::pay_verdict;
 #[cfg(feature = "money-transfer")]
@@ -213,7 +213,7 @@ pub struct Change {
     /// The state after.
     pub to: State,
     /// The answer that moved it.
-    pub outcome: Outcome,
+    pub outcome: RecordedOutcome,
 }
 
 /// What one [`Journal::recover`] did.
@@ -588,7 +588,7 @@ impl Journal {
             let mut outcome = entry
                 .outcome
                 .clone()
-                .unwrap_or_else(|| Outcome::new("unknown"));
+                .unwrap_or_else(|| RecordedOutcome::new("unknown"));
             outcome.message = Some(format!(
                 "still {} after the recovery deadline; nothing was sent by this recovery",
                 entry.state
@@ -663,7 +663,7 @@ fn overdue(entry: &Entry, deadline: Duration, now: i64) -> bool {
     crate::lifecycle::overdue(created_ms, millis(deadline), now)
 }
 
-fn change(entry: &Entry, to: State, verdict: Verdict) -> Change {
+fn change(entry: &Entry, to: State, verdict: Recording) -> Change {
     Change {
         service: entry.service,
         operation: entry.operation,
@@ -674,10 +674,10 @@ fn change(entry: &Entry, to: State, verdict: Verdict) -> Change {
     }
 }
 
-fn unreadable(what: &str, e: impl std::fmt::Display) -> Verdict {
-    let mut outcome = Outcome::new("unreadable");
+fn unreadable(what: &str, e: impl std::fmt::Display) -> Recording {
+    let mut outcome = RecordedOutcome::new("unreadable");
     outcome.message = Some(format!("the stored {what} cannot be rebuilt: {e}"));
-    Verdict {
+    Recording {
         state: Some(State::NeedsOperator),
         outcome,
         refs: Default::default(),
@@ -686,7 +686,7 @@ fn unreadable(what: &str, e: impl std::fmt::Display) -> Verdict {
 
 /// Work one entry with its service; `None` when no client was given for it.
 #[allow(unreachable_code)]
-async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
+async fn drive(clients: &Clients, entry: &Entry) -> Option<Recording> {
     let body = entry.request.clone();
     Some(match (entry.service, entry.operation) {
         #[cfg(feature = "money-transfer")]
@@ -710,21 +710,21 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                     // Maybe someone else's transfer under the same Request-id: nothing is
                     // settled (the next recovery reads it again).
                     Held::MaybeSomeoneElses(_) => {
-                        let mut outcome = Outcome::new("unknown");
+                        let mut outcome = RecordedOutcome::new("unknown");
                         outcome.message = Some(format!(
                             "the service holds a transfer under Request-id {}, and the activity log lists it with another amount or currency than this request, or could not be read to tell: not confirmed, and not sent again; recovery reads it again, and a person must look if it stays so",
                             prepared.request_id()
                         ));
-                        return Some(Verdict {
+                        return Some(Recording {
                             state: None,
                             outcome,
                             refs: crate::entry::References::default(),
                         });
                     }
                     Held::This(status) => {
-                        return Some(Verdict::accepted("confirmed", status_refs(&status)));
+                        return Some(Recording::accepted("confirmed", status_refs(&status)));
                     }
-                    Held::Unknown(e) => return Some(Verdict::of_error(&e, true).keep_open()),
+                    Held::Unknown(e) => return Some(Recording::of_error(&e, true).keep_open()),
                     // Not held: sent again with its own Request-id.
                     _ => {}
                 }
@@ -743,7 +743,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
             let query = StatusQuery::LtnNumber(prepared.ltn_number().to_owned());
             match client.status(&query).await {
                 Ok(s) if s.status == TransferStatus::CanceledFull => {
-                    Verdict::accepted("confirmed", status_refs(&s))
+                    Recording::accepted("confirmed", status_refs(&s))
                 }
                 Ok(s) if s.status == TransferStatus::Sent => {
                     cancel_verdict(&client.cancel(&prepared).await, true)
@@ -751,7 +751,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 Ok(s) => {
                     // RECEIVED (or a status this version does not know): the cancel did not
                     // and cannot apply.
-                    let mut v = Verdict::accepted("refused", status_refs(&s));
+                    let mut v = Recording::accepted("refused", status_refs(&s));
                     v.state = Some(State::Refused);
                     v.outcome.message = Some(format!("the transfer is {}", s.status));
                     v
@@ -759,7 +759,7 @@ async fn drive(clients: &Clients, entry: &Entry) -> Option<Verdict> {
                 // A status read that did not answer says nothing of the cancel (a code such
                 // as `api.account.invalid_request` is the status read's own refusal): the
                 // entry stays where it was.
-                Err(e) => Verdict::of_error(&e, true).keep_open(),
+                Err(e) => Recording::of_error(&e, true).keep_open(),
             }
         }
         #[cfg(feature = "hosted-collect")]
@@ -810,10 +810,10 @@ pub(crate) fn request_id(key: &str) -> Result<RequestId, String> {
 }
 
 #[cfg(feature = "money-transfer")]
-impl Verdict {
+impl Recording {
     /// A status read that did not answer proves nothing about the request: the entry stays
     /// where it was.
-    fn keep_open(mut self) -> Verdict {
+    fn keep_open(mut self) -> Recording {
         if !self.state.is_some_and(State::is_open) {
             self.state = None;
         }

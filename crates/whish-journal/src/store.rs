@@ -2,23 +2,17 @@
 //! PostgreSQL read `$1`-style parameters, `ON CONFLICT` and `RETURNING`; only the row lease of
 //! a recovery differs (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite has one writer).
 //!
-//! **A write is read to its end** (`fetch_all`, `execute`), never with `fetch_optional` or
-//! `fetch_one`. A write outside a transaction commits when its statement finishes; with
-//! `RETURNING`, SQLite makes its changes at the first step, and sqlx's `fetch_optional` stops
-//! there and resets the statement, ignoring what the reset returns. On a full disk that reset's
-//! commit failed and was rolled back, and the write was reported done: an intent reported
-//! recorded was not, and its request was sent (found by the seventh review, on a small tmpfs).
+//! Two rules every write keeps:
 //!
-//! **A connection whose write transaction failed is closed**, never returned to the pool. What
-//! we saw on a full disk: a run that hung, and intents reported recorded, sent, and absent from
-//! the file after the process was killed. How, as read from SQLite's documentation and sqlx's
-//! source: on SQLITE_FULL (and I/O errors) SQLite may roll the whole transaction back by itself; sqlx's
-//! ROLLBACK then fails, it still counts the transaction open, and the next `begin` on that
-//! connection is a SAVEPOINT whose failed commit is undone with `ROLLBACK TO`, which leaves the
-//! transaction open. That connection, back in the pool, held the write lock (every other write
-//! waited out the busy timeout: a run hung) and took the next writes into a transaction never
-//! committed (intents reported recorded, sent, and lost with the process). Closing the
-//! connection rolls back whatever it held.
+//! - **A write is read to its end** (`fetch_all`, `execute`), never with `fetch_optional` or
+//!   `fetch_one`. With `RETURNING`, SQLite makes its changes at the statement's first step and
+//!   commits when the statement is reset; a reader that stops after the first row does not see
+//!   a commit that failed (a full disk), and would report unwritten as written.
+//! - **A connection whose write transaction failed is closed**, never returned to the pool. On
+//!   `SQLITE_FULL` or an I/O error SQLite may roll the transaction back by itself, while sqlx
+//!   still counts it open: the next `begin` on that connection would be a savepoint inside a
+//!   transaction that never commits, holding the write lock. Closing the connection rolls back
+//!   whatever it held.
 
 #[cfg(feature = "postgres")]
 use std::borrow::Cow;
@@ -41,7 +35,7 @@ use sqlx::sqlite::{
 };
 use time::OffsetDateTime;
 
-use crate::entry::{Entry, Operation, Outcome, References, Service, State};
+use crate::entry::{Entry, Operation, RecordedOutcome, References, Service, State};
 use crate::error::JournalError;
 
 /// Run `body` on a connection of `pool`, and close that connection instead of returning it to

@@ -4,17 +4,17 @@ use whish_hosted_collect::{
     CollectClient, CreatedPayment, PreparedPayment, PreparedRefund, Refund,
 };
 
-use super::{Request, Verdict};
+use super::{Recording, Request};
 use crate::Journal;
 use crate::entry::{Operation, References, Service};
 
 pub(crate) fn create_verdict(
     result: &Result<CreatedPayment, whish_hosted_collect::Error>,
     resend: bool,
-) -> Verdict {
+) -> Recording {
     match result {
         Ok(c) => {
-            let mut v = Verdict::accepted(
+            let mut v = Recording::accepted(
                 "accepted",
                 References {
                     collect_url: Some(c.collect_url.clone()),
@@ -24,21 +24,21 @@ pub(crate) fn create_verdict(
             v.outcome.retrieved = c.retrieved;
             v
         }
-        Err(e) => Verdict::of_error(e, resend),
+        Err(e) => Recording::of_error(e, resend),
     }
 }
 
 pub(crate) fn refund_verdict(
     result: &Result<Refund, whish_hosted_collect::Error>,
     resend: bool,
-) -> Verdict {
+) -> Recording {
     match result {
         Ok(r) => {
-            let mut v = Verdict::accepted("accepted", References::default());
+            let mut v = Recording::accepted("accepted", References::default());
             v.outcome.retrieved = r.retrieved;
             v
         }
-        Err(e) => Verdict::of_error(e, resend),
+        Err(e) => Recording::of_error(e, resend),
     }
 }
 

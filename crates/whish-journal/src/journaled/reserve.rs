@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use whish_core::{Error, RecordError};
 
-use super::{Held, Request, Verdict};
-use crate::entry::{Outcome, References, State};
+use super::{Held, Recording, Request};
+use crate::entry::{RecordedOutcome, References, State};
 use crate::store::{Lease, insert_token, millis};
 use crate::{Journal, JournalError};
 
@@ -94,7 +94,7 @@ impl Journal {
         request: Request<'_>,
         reservation: Reservation,
         call: impl FnOnce(bool) -> Fut,
-        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Verdict,
+        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Recording,
     ) -> Result<T, Error<C>>
     where
         C: whish_core::ErrorCode,
@@ -155,7 +155,7 @@ impl Journal {
         reservation: Reservation,
     ) -> Result<Unreserved, JournalError> {
         let owner = self.inner.owner.as_str();
-        let mut outcome = Outcome::new("not-sent");
+        let mut outcome = RecordedOutcome::new("not-sent");
         outcome.message = Some("reserved ahead of its send, then given back unsent".into());
         match reservation {
             Reservation::Held { lease, .. } => {
@@ -207,7 +207,7 @@ impl Journal {
         requests: &[Request<'_>],
         why: &str,
     ) -> Result<Vec<Unreserved>, JournalError> {
-        let mut outcome = Outcome::new("not-sent");
+        let mut outcome = RecordedOutcome::new("not-sent");
         outcome.message = Some(why.to_owned());
         let recorded = self.inner.db.record_unsent(requests, &outcome).await?;
         Ok(recorded

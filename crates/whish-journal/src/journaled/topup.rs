@@ -2,17 +2,17 @@
 
 use whish_intl_topup::{PayOutcome, PreparedPay, TopupClient};
 
-use super::{Request, Verdict};
+use super::{Recording, Request};
 use crate::Journal;
-use crate::entry::{Operation, Outcome, References, Service, State};
+use crate::entry::{Operation, RecordedOutcome, References, Service, State};
 
 pub(crate) fn pay_verdict(
     result: &Result<PayOutcome, whish_intl_topup::Error>,
     resend: bool,
-) -> Verdict {
+) -> Recording {
     match result {
         Ok(PayOutcome::Paid(p)) => {
-            let mut v = Verdict::accepted(
+            let mut v = Recording::accepted(
                 "accepted",
                 References {
                     sold_item_ids: p
@@ -29,20 +29,20 @@ pub(crate) fn pay_verdict(
         // A challenge is final for this externalId (a replay answers the same) and charged
         // nothing.
         Ok(PayOutcome::Challenge(c)) => {
-            let mut outcome = Outcome::new("challenge");
+            let mut outcome = RecordedOutcome::new("challenge");
             outcome.code = Some(c.code.as_str().to_owned());
-            Verdict {
+            Recording {
                 state: Some(State::Refused),
                 outcome,
                 refs: References::default(),
             }
         }
-        Ok(_) => Verdict {
+        Ok(_) => Recording {
             state: Some(State::Refused),
-            outcome: Outcome::new("challenge"),
+            outcome: RecordedOutcome::new("challenge"),
             refs: References::default(),
         },
-        Err(e) => Verdict::of_error(e, resend),
+        Err(e) => Recording::of_error(e, resend),
     }
 }
 

@@ -4,7 +4,7 @@ use whish_money_transfer::{
     Cancellation, PreparedCancel, PreparedTransfer, SendOutcome, StatusResult, TransferClient,
 };
 
-use super::{Request, Reservation, Unreserved, Verdict};
+use super::{Recording, Request, Reservation, Unreserved};
 use crate::entry::{Operation, References, Service};
 use crate::{Journal, JournalError};
 
@@ -39,20 +39,20 @@ pub(crate) fn status_refs(status: &StatusResult) -> References {
 pub(crate) fn send_verdict(
     result: &Result<SendOutcome, whish_money_transfer::Error>,
     resend: bool,
-) -> Verdict {
+) -> Recording {
     match result {
-        Ok(o @ SendOutcome::Confirmed { .. }) => Verdict::accepted("confirmed", transfer_refs(o)),
-        Ok(o) => Verdict::accepted("accepted", transfer_refs(o)),
-        Err(e) => Verdict::of_error(e, resend),
+        Ok(o @ SendOutcome::Confirmed { .. }) => Recording::accepted("confirmed", transfer_refs(o)),
+        Ok(o) => Recording::accepted("accepted", transfer_refs(o)),
+        Err(e) => Recording::of_error(e, resend),
     }
 }
 
 pub(crate) fn cancel_verdict(
     result: &Result<Cancellation, whish_money_transfer::Error>,
     resend: bool,
-) -> Verdict {
+) -> Recording {
     match result {
-        Ok(c) => Verdict::accepted(
+        Ok(c) => Recording::accepted(
             "accepted",
             References {
                 ltn_number: c.ltn_number.clone(),
@@ -61,7 +61,7 @@ pub(crate) fn cancel_verdict(
                 ..References::default()
             },
         ),
-        Err(e) => Verdict::of_error(e, resend),
+        Err(e) => Recording::of_error(e, resend),
     }
 }
 

@@ -7,7 +7,7 @@
 use super::Request;
 use super::tests::sqlite;
 use super::*;
-use crate::entry::{Operation, Outcome, References, Service};
+use crate::entry::{Operation, RecordedOutcome, References, Service};
 use crate::lifecycle::{Mark, Row, Step, apply};
 use sqlx::Row as _;
 
@@ -46,7 +46,7 @@ fn mark_of(outcome: Option<&str>) -> Mark {
     let Some(text) = outcome else {
         return Mark::None;
     };
-    let outcome: Outcome = serde_json::from_str(text).expect("an outcome");
+    let outcome: RecordedOutcome = serde_json::from_str(text).expect("an outcome");
     match outcome.result.as_str() {
         "not-sent" => Mark::NotSent,
         crate::entry::ABANDONED => Mark::Abandoned,
@@ -87,16 +87,16 @@ async fn seen_db(db: &Db) -> (Seen, Option<i64>) {
     })
 }
 
-fn outcome_of(state: State, mark: Mark) -> Outcome {
+fn outcome_of(state: State, mark: Mark) -> RecordedOutcome {
     match mark {
-        Mark::NotSent => Outcome::new("not-sent"),
-        Mark::Abandoned => Outcome::new(crate::entry::ABANDONED),
+        Mark::NotSent => RecordedOutcome::new("not-sent"),
+        Mark::Abandoned => RecordedOutcome::new(crate::entry::ABANDONED),
         Mark::RetryUnderNewKey => {
-            let mut o = Outcome::new("refused");
+            let mut o = RecordedOutcome::new("refused");
             o.code = Some(crate::RETRY_UNDER_NEW_KEY[0].to_owned());
             o
         }
-        Mark::None => Outcome::new(state.as_str()),
+        Mark::None => RecordedOutcome::new(state.as_str()),
     }
 }
 
@@ -196,7 +196,7 @@ async fn apply_db(db: &Db, id: Option<i64>, step: &Step<String>) -> bool {
             .expect("insert")
             .is_some(),
         Step::SettleLostInsert { holder, token } => db
-            .settle_lost_insert(&request, holder, *token, &Outcome::new("not-sent"))
+            .settle_lost_insert(&request, holder, *token, &RecordedOutcome::new("not-sent"))
             .await
             .expect("settle"),
         Step::Record {
@@ -255,7 +255,7 @@ async fn apply_db(db: &Db, id: Option<i64>, step: &Step<String>) -> bool {
             .expect("claim")
             .is_some(),
         Step::ToOperator { holder, token } => db
-            .mark_needs_operator(lease(*token), holder, &Outcome::new("unknown"))
+            .mark_needs_operator(lease(*token), holder, &RecordedOutcome::new("unknown"))
             .await
             .expect("to the operator"),
         Step::Defer {
@@ -263,7 +263,12 @@ async fn apply_db(db: &Db, id: Option<i64>, step: &Step<String>) -> bool {
             token,
             backoff,
         } => db
-            .defer(lease(*token), holder, &Outcome::new("failed"), *backoff)
+            .defer(
+                lease(*token),
+                holder,
+                &RecordedOutcome::new("failed"),
+                *backoff,
+            )
             .await
             .expect("defer"),
         Step::TakeWaiting {

@@ -18,8 +18,8 @@
 //! it taken wait in the queue and go in the next group.
 //!
 //! Failure is all or nothing: when a group's statement or commit fails, every request in it is
-//! answered with the error. An intent's caller then records its request as never sent (the
-//! journal's `abandon`), exactly as when its own insert failed; an outcome's caller leaves its
+//! answered with the error. An intent's caller then records its request as never sent
+//! (`settle_lost_insert`), exactly as when its own insert failed; an outcome's caller leaves its
 //! entry open for recovery, exactly as when its own update failed. A caller whose future is
 //! dropped while its request waits changes nothing for the group: its request is written with
 //! the others (an intent then stays open for recovery, as after a crash), its answer dropped.
@@ -79,12 +79,12 @@ enum Work {
     /// An outcome. One nobody waits for (its `done` is set) lets the writer wait up to
     /// [`LINGER`] for more before it writes, so that a batch's outcomes go a group to a
     /// statement instead of one each.
-    Outcome(Finish, oneshot::Sender<Finished>),
+    RecordedOutcome(Finish, oneshot::Sender<Finished>),
 }
 
 /// An outcome nobody waits for.
 fn is_detached(w: &Work) -> bool {
-    matches!(w, Work::Outcome(f, _) if f.done.is_some())
+    matches!(w, Work::RecordedOutcome(f, _) if f.done.is_some())
 }
 
 /// How long the writer gathers outcomes nobody waits for before it writes them.
@@ -167,9 +167,9 @@ impl Writer {
     pub(crate) async fn finish(&self, finish: Finish) -> Result<Finished, Finish> {
         let (answer, answered) = oneshot::channel();
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        match self.queue.send(Work::Outcome(finish, answer)) {
+        match self.queue.send(Work::RecordedOutcome(finish, answer)) {
             Ok(()) => Ok(answered.await.unwrap_or_else(|_| Err(stopped()))),
-            Err(mpsc::error::SendError(Work::Outcome(finish, ..))) => {
+            Err(mpsc::error::SendError(Work::RecordedOutcome(finish, ..))) => {
                 self.waiting.fetch_sub(1, Ordering::SeqCst);
                 Err(finish)
             }
@@ -183,9 +183,9 @@ impl Writer {
     pub(crate) fn finish_detached(&self, finish: Finish) -> Result<(), Finish> {
         let (answer, _) = oneshot::channel();
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        match self.queue.send(Work::Outcome(finish, answer)) {
+        match self.queue.send(Work::RecordedOutcome(finish, answer)) {
             Ok(()) => Ok(()),
-            Err(mpsc::error::SendError(Work::Outcome(finish, ..))) => {
+            Err(mpsc::error::SendError(Work::RecordedOutcome(finish, ..))) => {
                 self.waiting.fetch_sub(1, Ordering::SeqCst);
                 Err(finish)
             }
@@ -287,7 +287,7 @@ impl Task {
                 };
                 match w {
                     Work::Intent(j, a) if intents.len() < GROUP => intents.push((j, a)),
-                    Work::Outcome(o, a) if outcomes.len() < GROUP => outcomes.push((o, a)),
+                    Work::RecordedOutcome(o, a) if outcomes.len() < GROUP => outcomes.push((o, a)),
                     full => {
                         held.push_front(full);
                         break;
@@ -536,7 +536,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::entry::{Operation, Outcome, References, Service, State};
+    use crate::entry::{Operation, RecordedOutcome, References, Service, State};
     use crate::store::Db;
     use crate::store::Request;
 
@@ -739,7 +739,7 @@ mod tests {
                     lease,
                     "me",
                     state,
-                    &Outcome::new(state.as_str()),
+                    &RecordedOutcome::new(state.as_str()),
                     &References::default(),
                 )
                 .await

@@ -7,7 +7,7 @@ use sqlx::Row;
 use super::Request;
 use super::{Db, Lease, closed_on_failure, insert_many_sql, placeholder, pow2_chunks};
 use crate::JournalError;
-use crate::entry::Outcome;
+use crate::entry::RecordedOutcome;
 
 /// The most intents one statement of a reservation carries (seven parameters each); a
 /// reservation's statements are each a power of two long (see `pow2_chunks`).
@@ -71,7 +71,7 @@ impl Db {
     pub(crate) async fn record_unsent(
         &self,
         requests: &[Request<'_>],
-        outcome: &Outcome,
+        outcome: &RecordedOutcome,
     ) -> Result<Vec<bool>, JournalError> {
         if requests.is_empty() {
             return Ok(Vec::new());

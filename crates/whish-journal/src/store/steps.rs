@@ -182,7 +182,7 @@ impl Db {
         request: &Request<'_>,
         owner: &str,
         token: i64,
-        outcome: &Outcome,
+        outcome: &RecordedOutcome,
     ) -> Result<bool, JournalError> {
         let now = self.now_sql();
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
@@ -320,7 +320,7 @@ impl Db {
         lease: Lease,
         owner: &str,
         state: State,
-        outcome: &Outcome,
+        outcome: &RecordedOutcome,
         refs: &References,
     ) -> Result<bool, JournalError> {
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
@@ -372,7 +372,7 @@ impl Db {
         lease: Lease,
         owner: &str,
         state: State,
-        outcome: &Outcome,
+        outcome: &RecordedOutcome,
         refs: &References,
         done: crate::background::Done,
     ) -> Result<(), crate::background::Done> {
@@ -590,7 +590,7 @@ impl Db {
         owner: &str,
         reason: &str,
     ) -> Result<bool, JournalError> {
-        let mut outcome = Outcome::new(crate::entry::UNREADABLE);
+        let mut outcome = RecordedOutcome::new(crate::entry::UNREADABLE);
         outcome.message = Some(reason.to_owned());
         self.mark_needs_operator(lease, owner, &outcome).await
     }
@@ -603,7 +603,7 @@ impl Db {
         &self,
         lease: Lease,
         owner: &str,
-        outcome: &Outcome,
+        outcome: &RecordedOutcome,
         backoff_ms: i64,
     ) -> Result<bool, JournalError> {
         let updated = self.now_sql();
@@ -636,7 +636,7 @@ impl Db {
         &self,
         lease: Lease,
         owner: &str,
-        outcome: &Outcome,
+        outcome: &RecordedOutcome,
     ) -> Result<bool, JournalError> {
         let now = self.now_sql();
         let sql = format!(

@@ -351,7 +351,7 @@ async fn sync_makes_relaxed_writes_durable_and_leaves_nothing() {
                 lease,
                 "me",
                 State::Accepted,
-                &Outcome::new("accepted"),
+                &RecordedOutcome::new("accepted"),
                 &References::default(),
             )
             .await
