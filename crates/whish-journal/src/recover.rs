@@ -324,6 +324,26 @@ impl Journal {
     /// [`RecoveryReport::held_elsewhere`], never hidden. A row that cannot be read goes to
     /// `needs-operator` with the reason, and the rest proceeds.
     ///
+    /// # Examples
+    ///
+    /// At start-up, before new work, with a client of every service the journal holds entries
+    /// for:
+    ///
+    /// ```no_run
+    /// # async fn run(client: whish_money_transfer::TransferClient) -> Result<(), whish_journal::JournalError> {
+    /// use std::time::Duration;
+    /// use whish_journal::{Clients, Journal, Recovery};
+    /// let journal = Journal::open("sqlite:/var/lib/shop/whish-journal.sqlite").await?;
+    /// let report = journal
+    ///     .recover(
+    ///         &Clients::new().transfer(client),
+    ///         &Recovery::new().deadline(Duration::from_secs(24 * 3600)),
+    ///     )
+    ///     .await?;
+    /// println!("{} settled, {} still open", report.changes.len(), report.still_open);
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// Only when the journal itself cannot be read or written before or between entries; the

@@ -499,6 +499,23 @@ impl Batch {
     /// reference used twice, and a row changed since an earlier run recorded it under its
     /// Request-id. Reads the file once, as a stream; keeps 8 bytes a row to find duplicates.
     ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run(
+    /// #     journal: whish_journal::Journal,
+    /// #     client: whish_money_transfer::TransferClient,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// use whish_payouts::{Batch, Defaults};
+    /// let batch = Batch::new("aid-2026-11-24", "aid-2026-11-24.csv", Defaults::new())?;
+    /// let report = batch.check(&journal, &client).await?;
+    /// for bad in &report.errors {
+    ///     eprintln!("{bad}");
+    /// }
+    /// println!("{} rows, {} bad: nothing was sent", report.rows, report.errors.len());
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// A `BatchError` when the file cannot be read or the journal cannot be reached (bad rows

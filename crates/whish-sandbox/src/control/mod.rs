@@ -413,6 +413,21 @@ impl Sandbox {
     }
 
     /// The next `count` requests to `endpoint` suffer `fault`, after any faults already queued.
+    ///
+    /// # Examples
+    ///
+    /// A reply lost after the transfer was made, to test that your code resends with the same
+    /// Request-id rather than paying twice:
+    ///
+    /// ```no_run
+    /// # async fn run() -> std::io::Result<()> {
+    /// use whish_sandbox::{Endpoint, Fault, Sandbox};
+    /// let sb = Sandbox::start().await?;
+    /// sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    /// // ... run your code against sb.transfer_base_url(), then:
+    /// assert!(sb.transfers().len() <= 1);
+    /// # Ok(()) }
+    /// ```
     pub fn inject(&self, endpoint: Endpoint, fault: Fault, count: u32) {
         if count > 0 {
             let mut faults = lock(&self.shared.faults);
