@@ -194,6 +194,31 @@ fn main() {
             })
         },
     );
+    // The client's own CPU per call, on clients of their own against a server on another
+    // thread: the figure a few microseconds of work added to a call shows in.
+    let cpu_base = whish_testkit::bench::serve_elsewhere(|_| reply());
+    let cpu_sdk = CollectClient::builder(
+        whish_core::ClientSettings::new(cpu_base.clone())
+            .user_agent(UA.parse().expect("user agent")),
+    )
+    .channel("chan-42")
+    .secret(SecretString::from("collect-secret"))
+    .website_url("shop.example.com")
+    .build()
+    .expect("client");
+    let cpu_baseline = Baseline {
+        http: baseline_client(),
+        url: format!("{cpu_base}/payment/whish"),
+        next: AtomicU64::new(1),
+    };
+    report.pair_cpu(
+        "create, client CPU per call, SDK/baseline",
+        Goal::AtMost(1.02),
+        || sdk_create(&cpu_sdk, &urls),
+        || async {
+            cpu_baseline.create().await;
+        },
+    );
     let body = reply().as_bytes();
     report.pair(
         "decode one create reply, SDK/baseline",
