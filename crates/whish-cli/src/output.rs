@@ -187,9 +187,9 @@ pub fn read_error<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Value) -> u8 {
 fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
     // A read changes nothing: its remedy is to check what was asked and read again, never the
     // resend advice a send's error carries. A failure code keeps its own handling.
-    let read_hint = match e {
-        Error::Failed(_) => None,
-        other => Some(format!(
+    let read_hint = match (e, &asked) {
+        (Error::Failed(_), _) | (_, None) => None,
+        (other, Some(_)) => Some(format!(
             "{other}: a read changes nothing; check what was asked, then read it again"
         )),
     };
@@ -227,9 +227,9 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
                 "endpoint": p.endpoint,
                 "idempotencyKey": p.idempotency_key,
             }),
-            &match (&out.asked, &p.idempotency_key) {
-                (None, Some(key)) => format!("Pending (key {key}): {}", e.hint()),
-                _ => format!("Pending: {}", e.hint()),
+            &match &p.idempotency_key {
+                Some(key) => format!("Pending (key {key}): {}", e.hint()),
+                None => format!("Pending: {}", e.hint()),
             },
             status,
         ),

@@ -102,13 +102,8 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
             );
             let journaled = journal.transfer(client);
-            match (journaled.send(&prepared).await, wait) {
-                (Ok(outcome), _) => Ok(send_outcome(&out, outcome, id)),
-                (Err(e), Some(secs)) if e.is_pending() || e.outcome_unknown() => {
-                    follow_up(out, &journal, &journaled, &prepared, &e, secs).await
-                }
-                (Err(e), _) => Err(report(&e)),
-            }
+            let answer = journaled.send(&prepared).await;
+            answered(out, &journal, &journaled, &prepared, answer, wait).await
         }
         TransferCmd::Resend {
             body,
@@ -128,13 +123,8 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 )));
             }
             let journaled = journal.transfer(client);
-            match (journaled.resend(&prepared).await, wait) {
-                (Ok(outcome), _) => Ok(send_outcome(&out, outcome, id)),
-                (Err(e), Some(secs)) if e.is_pending() || e.outcome_unknown() => {
-                    follow_up(out, &journal, &journaled, &prepared, &e, secs).await
-                }
-                (Err(e), _) => Err(report(&e)),
-            }
+            let answer = journaled.resend(&prepared).await;
+            answered(out, &journal, &journaled, &prepared, answer, wait).await
         }
         TransferCmd::Status {
             transfer_id,
@@ -233,6 +223,25 @@ async fn still_quoted(
         quote.total_amount, quote.fees
     );
     Ok(())
+}
+
+/// Report the answer of a journaled send or resend: followed up for `wait` seconds first when
+/// it is Pending or unknown and a wait was asked for.
+async fn answered(
+    out: output::Out,
+    journal: &whish::journal::Journal,
+    journaled: &whish::journal::JournaledTransfer,
+    prepared: &whish::transfer::PreparedTransfer,
+    answer: Result<SendOutcome, whish::transfer::Error>,
+    wait: Option<u64>,
+) -> Done {
+    match (answer, wait) {
+        (Ok(outcome), _) => Ok(send_outcome(&out, outcome, prepared.request_id())),
+        (Err(e), Some(secs)) if e.is_pending() || e.outcome_unknown() => {
+            follow_up(out, journal, journaled, prepared, &e, secs).await
+        }
+        (Err(e), _) => Err(output::error(&out, &e)),
+    }
 }
 
 /// Follow a send that answered Pending (or whose outcome is unknown) up for at most `secs`,

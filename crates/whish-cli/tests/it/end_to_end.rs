@@ -15,20 +15,7 @@ async fn transfer_commands_end_to_end() {
     let body = temp_file("send.json", &cash_body("100"));
     let body = body.display().to_string();
 
-    let fees = whish(
-        &[
-            "transfer",
-            "fees",
-            "--from-country",
-            "1",
-            "--currency",
-            "USD",
-            "--amount",
-            "100",
-        ],
-        &env,
-    )
-    .await;
+    let fees = whish(&QUOTE_100_USD, &env).await;
     assert_eq!(fees.code, 0, "{fees:?}");
     assert_eq!(fees.json()["totalAmount"], 105);
 

@@ -43,17 +43,7 @@ async fn every_documented_field_of_every_answer_is_printed() {
     let sent = whish(&["transfer", "send", "--body", &body], &env).await;
     assert_eq!(sent.code, 0, "{sent:?}");
     let ltn = sent.json()["ltnNumber"].as_str().expect("ltn").to_owned();
-    let fees = [
-        "transfer",
-        "fees",
-        "--from-country",
-        "1",
-        "--currency",
-        "USD",
-        "--amount",
-        "100",
-    ];
-    check(&env, &fees, "", &["fees", "amount", "totalAmount"]).await;
+    check(&env, &QUOTE_100_USD, "", &["fees", "amount", "totalAmount"]).await;
     let status = ["transfer", "status", "--ltn", &ltn];
     let four = ["ltnNumber", "transferId", "status", "receiverIdentity"];
     check(&env, &status, "", &four).await;

@@ -68,20 +68,7 @@ async fn a_send_goes_out_only_while_its_quote_is_the_total_the_customer_was_show
     let body = temp_file("quoted-body.json", &cash_body("100"))
         .display()
         .to_string();
-    let quote = whish(
-        &[
-            "transfer",
-            "fees",
-            "--from-country",
-            "1",
-            "--currency",
-            "USD",
-            "--amount",
-            "100",
-        ],
-        &env,
-    )
-    .await;
+    let quote = whish(&QUOTE_100_USD, &env).await;
     assert_eq!(quote.code, 0, "{quote:?}");
     let total = quote.json()["totalAmount"].to_string();
 

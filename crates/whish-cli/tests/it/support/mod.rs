@@ -12,6 +12,18 @@ pub mod ops;
 
 pub use whish_testkit::{Run, tmpfs};
 
+/// `whish transfer fees` of 100 USD sent from Lebanon (country 1).
+pub const QUOTE_100_USD: [&str; 8] = [
+    "transfer",
+    "fees",
+    "--from-country",
+    "1",
+    "--currency",
+    "USD",
+    "--amount",
+    "100",
+];
+
 /// The settings of a sandbox as `(variable, value)` pairs.
 pub fn sandbox_env(sb: &Sandbox) -> Vec<(String, String)> {
     sb.env_exports()
