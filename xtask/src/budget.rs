@@ -160,11 +160,10 @@ fn past(f: &Figure) -> bool {
 }
 
 fn budget_text(goal: whish_testkit::budget::Goal) -> String {
-    use whish_testkit::budget::{Goal, SLACK};
-    match goal {
-        Goal::AtMost(g) => format!("<= {:.3}", g * (1.0 + SLACK)),
-        Goal::AtLeast(g) => format!(">= {:.3}", g * (1.0 - SLACK)),
-        Goal::None => "-".into(),
+    match goal.budget() {
+        whish_testkit::budget::Goal::AtMost(b) => format!("<= {b:.3}"),
+        whish_testkit::budget::Goal::AtLeast(b) => format!(">= {b:.3}"),
+        whish_testkit::budget::Goal::None => "-".into(),
     }
 }
 

@@ -147,8 +147,8 @@ impl Report {
         compare: Compare,
         goal: Goal,
         ops_per_call: u64,
-        mut sdk: S,
-        mut baseline: B,
+        sdk: S,
+        baseline: B,
     ) -> Option<&Figure>
     where
         S: FnMut() -> SF,
@@ -164,20 +164,8 @@ impl Report {
             compare,
             goal,
             ops_per_call,
-            |n| {
-                rt.block_on(async {
-                    for _ in 0..n {
-                        sdk().await;
-                    }
-                })
-            },
-            |n| {
-                rt.block_on(async {
-                    for _ in 0..n {
-                        baseline().await;
-                    }
-                })
-            },
+            in_turn(rt, sdk),
+            in_turn(rt, baseline),
         );
         Some(self.push(figure))
     }
@@ -193,8 +181,8 @@ impl Report {
         &mut self,
         label: &str,
         goal: Goal,
-        mut sdk: S,
-        mut baseline: B,
+        sdk: S,
+        baseline: B,
     ) -> Option<&Figure>
     where
         S: FnMut() -> SF,
@@ -217,20 +205,8 @@ impl Report {
             Compare::Latency,
             goal,
             1,
-            |n| {
-                rt.block_on(async {
-                    for _ in 0..n {
-                        sdk().await;
-                    }
-                })
-            },
-            |n| {
-                rt.block_on(async {
-                    for _ in 0..n {
-                        baseline().await;
-                    }
-                })
-            },
+            in_turn(&rt, sdk),
+            in_turn(&rt, baseline),
         );
         Some(self.push(figure))
     }
@@ -417,6 +393,21 @@ pub fn baseline_client() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")
+}
+
+/// A batch of `n` calls of `call`, one after another on `rt`.
+fn in_turn<'a, C, F>(rt: &'a tokio::runtime::Runtime, mut call: C) -> impl FnMut(u64) + 'a
+where
+    C: FnMut() -> F + 'a,
+    F: Future<Output = ()>,
+{
+    move |n| {
+        rt.block_on(async {
+            for _ in 0..n {
+                call().await;
+            }
+        })
+    }
 }
 
 /// The CPU time the calling thread has run, as the scheduler accounts it (nanoseconds, the

@@ -30,13 +30,18 @@ impl Goal {
         }
     }
 
-    /// Whether `value` is within the budget: the goal with [`SLACK`] (`None`: no goal).
-    pub fn within_budget(self, value: f64) -> Option<bool> {
+    /// The budget: the goal moved [`SLACK`] of itself the lenient way.
+    pub fn budget(self) -> Goal {
         match self {
-            Goal::AtMost(g) => Some(value <= g * (1.0 + SLACK)),
-            Goal::AtLeast(g) => Some(value >= g * (1.0 - SLACK)),
-            Goal::None => None,
+            Goal::AtMost(g) => Goal::AtMost(g * (1.0 + SLACK)),
+            Goal::AtLeast(g) => Goal::AtLeast(g * (1.0 - SLACK)),
+            Goal::None => Goal::None,
         }
+    }
+
+    /// Whether `value` is within the [`budget`](Self::budget) (`None`: no goal).
+    pub fn within_budget(self, value: f64) -> Option<bool> {
+        self.budget().met(value)
     }
 
     /// The goal as text: `<= 1.02`, `>= 0.98`, `-`.
