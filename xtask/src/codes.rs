@@ -352,7 +352,7 @@ pub fn render_rust(file: &CodeFile) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "impl<'de> serde::Deserialize<'de> for {e} {{\n    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {{\n        whish_core::de::with_str(d, \"a string\", |s| Ok::<_, std::convert::Infallible>(<Self as whish_core::ErrorCode>::parse(s)))\n    }}\n}}\n"
+        "impl<'de> serde::Deserialize<'de> for {e} {{\n    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {{\n        whish_core::runtime::with_str(d, \"a string\", |s| Ok::<_, std::convert::Infallible>(<Self as whish_core::ErrorCode>::parse(s)))\n    }}\n}}\n"
     );
     let _ = writeln!(
         s,

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use whish::core::{Error, ErrorCode, ValidationKind, Verdict};
+use whish::core::{Error, ErrorCode, ValidationKind, verdict::Verdict};
 
 /// A sum of `currency` (its code) as the command prints every sum: at the currency's precision,
 /// with exactly its decimals (`2481.00` USD, `150000` LBP).

@@ -24,7 +24,7 @@ impl BaseUrl {
     /// or a fragment are refused.
     ///
     /// ```
-    /// use whish_core::address::BaseUrl;
+    /// use whish_core::BaseUrl;
     /// let b = BaseUrl::parse("https://h/x/api", "base_url").unwrap();
     /// assert_eq!(b.join("/api/woo/send/money"), "https://h/x/api/api/woo/send/money");
     /// assert!(BaseUrl::parse("http://example.com", "base_url").is_err());
@@ -187,7 +187,7 @@ impl CallbackAddresses {
     /// Check one callback or redirect address under this rule.
     ///
     /// ```
-    /// use whish_core::address::CallbackAddresses;
+    /// use whish_core::CallbackAddresses;
     /// assert!(CallbackAddresses::PublicOnly.check("http://127.0.0.1:9/cb", "callbackUrl").is_err());
     /// assert!(CallbackAddresses::AllowLocal.check("http://127.0.0.1:9/cb", "callbackUrl").is_ok());
     /// assert!(CallbackAddresses::AllowLocal.check("ftp://127.0.0.1/cb", "callbackUrl").is_err());
@@ -236,7 +236,7 @@ impl CallbackAddresses {
 /// locally gives a clear error and sends nothing.
 ///
 /// ```
-/// use whish_core::address::check_public_url;
+/// use whish_core::check_public_url;
 /// assert!(check_public_url("https://shop.example.com/cb?order=1", "successCallbackUrl").is_ok());
 /// assert!(check_public_url("http://127.0.0.1/cb", "successCallbackUrl").is_err());
 /// ```

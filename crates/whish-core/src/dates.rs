@@ -1,8 +1,4 @@
-//! The date formats of the services, held as `time` values and read and written by hand (two
-//! fixed-width formats do not need `time`'s format interpreter, which would add its parsing and
-//! formatting code to every build): `yyyy-MM-dd HH:mm:ss` (activity, statement), `dd-MM-yyyy`
-//! (dateBirth) and epoch milliseconds (sending countries' dateCreation, the callback's timestamp
-//! header).
+//! The date formats of the services.
 
 use std::fmt;
 use std::str::FromStr;
@@ -41,6 +37,12 @@ fn write_year(f: &mut fmt::Formatter<'_>, year: i32) -> fmt::Result {
 
 /// A `yyyy-MM-dd HH:mm:ss` time, as used by activity and statement. The services do not state a
 /// zone; the value is kept as the service's local time.
+///
+/// The date formats of the services, held as `time` values and read and written by hand (two
+/// fixed-width formats do not need `time`'s format interpreter, which would add its parsing and
+/// formatting code to every build): `yyyy-MM-dd HH:mm:ss` (activity, statement), `dd-MM-yyyy`
+/// (dateBirth) and epoch milliseconds (sending countries' dateCreation, the callback's timestamp
+/// header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DateTime(pub PrimitiveDateTime);
 

@@ -18,7 +18,7 @@ use serde::de::{self, Visitor};
 /// struct Upper(String);
 /// impl<'de> Deserialize<'de> for Upper {
 ///     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-///         whish_core::de::with_str(d, "a string", |s| Ok::<_, String>(Upper(s.to_uppercase())))
+///         whish_core::runtime::with_str(d, "a string", |s| Ok::<_, String>(Upper(s.to_uppercase())))
 ///     }
 /// }
 /// let u: Upper = serde_json::from_str("\"usd\"").unwrap();

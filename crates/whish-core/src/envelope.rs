@@ -1,11 +1,4 @@
 //! The envelope every service answers with.
-//!
-//! All three services answer HTTP 200 with the same outer object:
-//! `status` says whether the *call* worked, `code` is null on success, an error identifier on
-//! failure, or the value 500 meaning **Pending** (outcome unknown, never a failure). `data` carries
-//! the payload, `dialog` an optional display message, `extra` and `actions` are reserved, and the
-//! idempotent operations of the collect and top-up services add `retrieved` (true when the reply
-//! replays an already-processed request).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -239,6 +232,13 @@ pub enum Outcome {
 /// ignored. `data` is decoded into `T` only when it is present and not null; on a failed or
 /// pending reply a `data` that does not fit `T` is dropped rather than failing the decode, since
 /// the code is what the caller needs there.
+///
+/// All three services answer HTTP 200 with the same outer object:
+/// `status` says whether the *call* worked, `code` is null on success, an error identifier on
+/// failure, or the value 500 meaning **Pending** (outcome unknown, never a failure). `data` carries
+/// the payload, `dialog` an optional display message, `extra` and `actions` are reserved, and the
+/// idempotent operations of the collect and top-up services add `retrieved` (true when the reply
+/// replays an already-processed request).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope<T> {
     /// True when the call worked. A different field from any `data.status`.
@@ -335,7 +335,8 @@ impl<D> Envelope<D> {
 }
 
 /// Why a body could not be read as an envelope.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("at `{path}`: {message}")]
 #[non_exhaustive]
 pub struct EnvelopeDecodeError {
     /// The JSON path that failed (`data.list[3].amount`), `.` for the whole body.
@@ -347,17 +348,11 @@ pub struct EnvelopeDecodeError {
     pub not_an_envelope: bool,
 }
 
-impl fmt::Display for EnvelopeDecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at `{}`: {}", self.path, self.message)
-    }
-}
-
 impl<T: DeserializeOwned> Envelope<T> {
     /// Decode a reply body.
     ///
     /// ```
-    /// use whish_core::envelope::{Envelope, Outcome};
+    /// use whish_core::{Envelope, Outcome};
     /// let e: Envelope<serde_json::Value> =
     ///     Envelope::from_slice(br#"{"status":false,"code":500,"dialog":null}"#).unwrap();
     /// assert_eq!(e.outcome(), Outcome::Pending);
@@ -373,11 +368,10 @@ impl<T: DeserializeOwned> Envelope<T> {
         {
             return Ok(envelope);
         }
-        let mut de = serde_json::Deserializer::from_slice(body);
         let raw: Wire<&RawValue> =
-            serde_path_to_error::deserialize(&mut de).map_err(|e| EnvelopeDecodeError {
-                path: e.path().to_string(),
-                message: e.inner().to_string(),
+            serde_json::from_slice(body).map_err(|e| EnvelopeDecodeError {
+                path: crate::json_path::of_error(body, &e),
+                message: e.to_string(),
                 not_an_envelope: true,
             })?;
         let Some(raw) = raw.into_envelope() else {
@@ -390,11 +384,10 @@ impl<T: DeserializeOwned> Envelope<T> {
         let data = raw.data;
         let mut envelope = raw.with_data(None);
         if let Some(data) = data {
-            let mut de = serde_json::Deserializer::from_str(data.get());
-            match serde_path_to_error::deserialize::<_, T>(&mut de) {
+            match serde_json::from_str::<T>(data.get()) {
                 Ok(v) => envelope.data = Some(v),
                 Err(e) if envelope.outcome() == Outcome::Success => {
-                    let inner = e.path().to_string();
+                    let inner = crate::json_path::of_error(data.get().as_bytes(), &e);
                     let path = if inner == "." {
                         "data".to_owned()
                     } else {
@@ -402,7 +395,7 @@ impl<T: DeserializeOwned> Envelope<T> {
                     };
                     return Err(EnvelopeDecodeError {
                         path,
-                        message: e.into_inner().to_string(),
+                        message: e.to_string(),
                         not_an_envelope: false,
                     });
                 }

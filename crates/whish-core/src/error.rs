@@ -1,13 +1,4 @@
 //! The one error type of every client.
-//!
-//! It keeps apart what the caller must handle differently: a documented failure code, Pending
-//! (outcome unknown), a transport failure (and whether the request may have reached the service),
-//! an HTTP reply that is not the envelope, a reply whose data did not decode, a request that was
-//! refused locally before anything was sent, and a client that could not be set up.
-//!
-//! `Display` is one line: the endpoint, what happened, the code and the service's message. What to
-//! do next is [`Error::hint`]; the underlying cause, where there is one, is
-//! [`source`](std::error::Error::source).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -38,26 +29,44 @@ fn history(may_have_arrived: bool) -> History {
 /// | [`is_pending`](Self::is_pending) | code 500: outcome unknown, **not failed** | keep the key; follow up with status |
 /// | [`outcome_unknown`](Self::outcome_unknown) | the request may have been applied | resend the same prepared request, then status |
 /// | [`nothing_sent`](Self::nothing_sent) | nothing reached the service | fix the input or retry freely |
-#[derive(Debug, Clone, PartialEq)]
+///
+/// It keeps apart what the caller must handle differently: a documented failure code, Pending
+/// (outcome unknown), a transport failure (and whether the request may have reached the service),
+/// an HTTP reply that is not the envelope, a reply whose data did not decode, a request that was
+/// refused locally before anything was sent, and a client that could not be set up.
+///
+/// `Display` is one line: the endpoint, what happened, the code and the service's message. What to
+/// do next is [`Error::hint`]; the underlying cause, where there is one, is
+/// [`source`](std::error::Error::source).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error<C> {
     /// The service answered `status: false` with a failure code.
+    #[error(transparent)]
     Failed(Box<Failure<C>>),
     /// The service answered code 500: the outcome is unknown, it is **not** a failure.
+    #[error(transparent)]
     Pending(Box<PendingReply>),
     /// The request did not complete at the transport level.
+    #[error(transparent)]
     Transport(TransportError),
     /// The service (or a proxy in front of it) answered something other than the envelope.
+    #[error(transparent)]
     Http(HttpError),
     /// A reply arrived but it was not the documented envelope or data.
+    #[error(transparent)]
     Decode(DecodeError),
-    /// The SDK refused the request before sending anything.
+    /// The SDK refused the request before sending anything. The text is this error's own: it
+    /// has no `source`.
+    #[error("refused before sending: {0}")]
     Validation(ValidationError),
     /// The HTTP client or the request could not be set up; nothing was sent.
-    Setup(SetupError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     /// The durable record of the request (a journal) could not be written before sending, or
     /// refused the request; nothing was sent.
-    Record(RecordError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
 }
 
 /// A documented (or new) failure code.
@@ -86,7 +95,12 @@ pub struct Failure<C> {
 }
 
 /// A Pending reply (code 500).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{endpoint}: pending (code 500) after {attempts} {}, outcome unknown{}",
+    attempts_word(*attempts),
+    key_suffix(idempotency_key)
+)]
 #[non_exhaustive]
 pub struct PendingReply {
     /// The service's display message.
@@ -118,6 +132,17 @@ pub enum TransportErrorKind {
 }
 
 impl TransportErrorKind {
+    /// What happened, as the error's text says it.
+    fn what(self) -> &'static str {
+        match self {
+            TransportErrorKind::Connect => "could not connect",
+            TransportErrorKind::Tls => "tls handshake failed",
+            TransportErrorKind::Timeout => "timed out",
+            TransportErrorKind::Io => "connection failed",
+            TransportErrorKind::ReplyTooLarge => "reply too large",
+        }
+    }
+
     /// The name the spans and metrics use: `connect`, `tls`, `timeout`, `io`,
     /// `reply_too_large`.
     pub fn as_str(self) -> &'static str {
@@ -132,7 +157,13 @@ impl TransportErrorKind {
 }
 
 /// A request that did not complete.
-#[derive(Clone)]
+#[derive(Clone, thiserror::Error)]
+#[error(
+    "{endpoint}: {} after {attempts} {}{}",
+    kind.what(),
+    attempts_word(*attempts),
+    if *may_have_reached { ", the request may have been applied" } else { "" }
+)]
 #[non_exhaustive]
 pub struct TransportError {
     /// What failed.
@@ -153,6 +184,7 @@ pub struct TransportError {
 
 impl TransportError {
     /// A transport error without an underlying cause (for tests and for other transports).
+    #[doc(hidden)]
     pub fn new(
         kind: TransportErrorKind,
         may_have_reached: bool,
@@ -197,7 +229,11 @@ impl PartialEq for TransportError {
 
 /// An HTTP reply that is not the envelope, such as the collect service's 403 for non-public
 /// callback addresses or a proxy's HTML 502.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{endpoint}: http {status} without the service envelope{}",
+    if *after_possible_delivery { " after an attempt that may have arrived, outcome unknown" } else { "" }
+)]
 #[non_exhaustive]
 pub struct HttpError {
     /// The HTTP status.
@@ -223,6 +259,7 @@ pub const BODY_PREFIX_LIMIT: usize = 512;
 
 impl HttpError {
     /// Keep at most [`BODY_PREFIX_LIMIT`] bytes of `body`, cut on a character boundary.
+    #[doc(hidden)]
     pub fn prefix_of(body: &[u8]) -> String {
         let cut = &body[..body.len().min(BODY_PREFIX_LIMIT)];
         // A cut through a multi-byte character ends in U+FFFD; that is fine, and still bounded.
@@ -237,7 +274,8 @@ impl HttpError {
 }
 
 /// A reply that arrived but is not the documented envelope or data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{endpoint}: unreadable reply at `{path}`: {message}")]
 #[non_exhaustive]
 pub struct DecodeError {
     /// The JSON path that failed, e.g. `data.list[3].amount`.
@@ -258,6 +296,7 @@ pub const DECODE_MESSAGE_LIMIT: usize = 160;
 
 impl DecodeError {
     /// A decode error; `message` is cut to [`DECODE_MESSAGE_LIMIT`] characters.
+    #[doc(hidden)]
     pub fn new(
         path: impl Into<String>,
         message: impl Into<String>,
@@ -277,7 +316,8 @@ impl DecodeError {
 
 /// A client or a request that could not be set up: a missing or invalid setting, or an HTTP
 /// client the TLS stack could not build. Nothing was sent.
-#[derive(Clone)]
+#[derive(Clone, thiserror::Error)]
+#[error("setting `{setting}` {reason}")]
 #[non_exhaustive]
 pub struct SetupError {
     /// The setting, as the builder names it (`base_url`, `username`, `proxy`).
@@ -334,20 +374,6 @@ impl PartialEq for SetupError {
     }
 }
 
-impl fmt::Display for SetupError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "setting `{}` {}", self.setting, self.reason)
-    }
-}
-
-impl std::error::Error for SetupError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
 /// At most `limit` characters of `text`, control characters escaped, `…` when cut.
 pub(crate) fn excerpt(text: &str, limit: usize) -> String {
     let mut out = String::new();
@@ -370,7 +396,7 @@ impl<C: ErrorCode> Error<C> {
     /// The predicates below read it.
     ///
     /// ```
-    /// use whish_core::{Error, HttpError, Verdict};
+    /// use whish_core::{Error, HttpError, verdict::Verdict};
     /// # use whish_core::ErrorCode;
     /// # fn page<C: ErrorCode>(e: &Error<C>) {
     /// match e.verdict() {
@@ -634,7 +660,12 @@ impl<C> From<ValidationError> for Error<C> {
 
 /// A durable record of a request (the journal) that could not be written before sending, or
 /// that refused the request (its key already names a different request). Nothing was sent.
-#[derive(Clone)]
+#[derive(Clone, thiserror::Error)]
+#[error(
+    "journal: {message}{}; {}",
+    key_suffix(idempotency_key),
+    if *outcome_unknown { "the outcome is unknown" } else { "nothing was sent" }
+)]
 #[non_exhaustive]
 pub struct RecordError {
     /// What went wrong, in one line; never carries a credential or a request body.
@@ -654,6 +685,7 @@ pub struct RecordError {
 
 impl RecordError {
     /// The journal holds this request as refused by the service: it is not sent again.
+    #[doc(hidden)]
     pub fn already_refused(
         message: impl Into<String>,
         idempotency_key: Option<String>,
@@ -668,6 +700,7 @@ impl RecordError {
     }
 
     /// The journal cannot tell whether the request was, or will be, sent.
+    #[doc(hidden)]
     pub fn outcome_unknown(
         message: impl Into<String>,
         idempotency_key: Option<String>,
@@ -683,6 +716,7 @@ impl RecordError {
     }
 
     /// A record error for the request with this key, with its cause.
+    #[doc(hidden)]
     pub fn new(
         message: impl Into<String>,
         idempotency_key: Option<String>,
@@ -718,42 +752,16 @@ impl PartialEq for RecordError {
     }
 }
 
-impl fmt::Display for RecordError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "journal: {}", self.message)?;
-        if let Some(k) = &self.idempotency_key {
-            write!(f, ", idempotency key {k}")?;
-        }
-        if self.outcome_unknown {
-            f.write_str("; the outcome is unknown")
-        } else {
-            f.write_str("; nothing was sent")
-        }
-    }
-}
-
-impl std::error::Error for RecordError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl<C> From<RecordError> for Error<C> {
-    fn from(e: RecordError) -> Self {
-        Error::Record(e)
-    }
-}
-
-impl<C> From<SetupError> for Error<C> {
-    fn from(e: SetupError) -> Self {
-        Error::Setup(e)
-    }
-}
-
-fn attempts(n: u32) -> &'static str {
+fn attempts_word(n: u32) -> &'static str {
     if n == 1 { "attempt" } else { "attempts" }
+}
+
+/// `, idempotency key K` when there is a key, nothing otherwise.
+fn key_suffix(key: &Option<String>) -> impl fmt::Display + '_ {
+    fmt::from_fn(move |f| match key {
+        Some(k) => write!(f, ", idempotency key {k}"),
+        None => Ok(()),
+    })
 }
 
 impl<C: ErrorCode> fmt::Display for Failure<C> {
@@ -794,105 +802,4 @@ impl<C: ErrorCode> fmt::Display for Failure<C> {
     }
 }
 
-impl fmt::Display for PendingReply {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: pending (code 500) after {} {}, outcome unknown",
-            self.endpoint,
-            self.attempts,
-            attempts(self.attempts)
-        )?;
-        if let Some(k) = &self.idempotency_key {
-            write!(f, ", idempotency key {k}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for TransportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match self.kind {
-            TransportErrorKind::Connect => "could not connect",
-            TransportErrorKind::Tls => "tls handshake failed",
-            TransportErrorKind::Timeout => "timed out",
-            TransportErrorKind::Io => "connection failed",
-            TransportErrorKind::ReplyTooLarge => "reply too large",
-        };
-        write!(
-            f,
-            "{}: {what} after {} {}",
-            self.endpoint,
-            self.attempts,
-            attempts(self.attempts)
-        )?;
-        if self.may_have_reached {
-            f.write_str(", the request may have been applied")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for HttpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: http {} without the service envelope",
-            self.endpoint, self.status
-        )?;
-        if self.after_possible_delivery {
-            f.write_str(" after an attempt that may have arrived, outcome unknown")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: unreadable reply at `{}`: {}",
-            self.endpoint, self.path, self.message
-        )
-    }
-}
-
-impl std::error::Error for TransportError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-impl std::error::Error for HttpError {}
-impl std::error::Error for DecodeError {}
-impl std::error::Error for PendingReply {}
 impl<C: ErrorCode> std::error::Error for Failure<C> {}
-
-impl<C: ErrorCode> fmt::Display for Error<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Failed(x) => x.fmt(f),
-            Error::Pending(p) => p.fmt(f),
-            Error::Transport(t) => t.fmt(f),
-            Error::Http(h) => h.fmt(f),
-            Error::Decode(d) => d.fmt(f),
-            Error::Validation(v) => write!(f, "refused before sending: {v}"),
-            Error::Setup(s) => s.fmt(f),
-            Error::Record(r) => r.fmt(f),
-        }
-    }
-}
-
-impl<C: ErrorCode> std::error::Error for Error<C> {
-    /// The underlying error: the I/O or TLS error of a transport failure, the cause of a setup
-    /// failure. The variants' own text is already this error's `Display`.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Transport(t) => std::error::Error::source(t),
-            Error::Setup(s) => std::error::Error::source(s),
-            Error::Record(r) => std::error::Error::source(r),
-            _ => None,
-        }
-    }
-}

@@ -1,11 +1,13 @@
-//! Following up an unknown outcome: ask again, with backoff, until the answer is final or a
-//! deadline passes. The service crates build their `await_final` helpers on it (transfer status
-//! by Request-id, collect status by externalId, a top-up pay replayed with its externalId).
+//! Following up an unknown outcome.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 /// How a follow-up paces itself: the first wait, doubling up to `max_wait`, with full jitter.
+///
+/// Following up an unknown outcome: ask again, with backoff, until the answer is final or a
+/// deadline passes. The service crates build their `await_final` helpers on it (transfer status
+/// by Request-id, collect status by externalId, a top-up pay replayed with its externalId).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FollowUp {
@@ -51,7 +53,7 @@ impl FollowUp {
                 return answer;
             }
             let left = self.deadline - elapsed;
-            let pause = wait.mul_f64(fastrand::f64()).min(left);
+            let pause = wait.mul_f64(crate::ids::unit_random()).min(left);
             tracing::debug!(
                 wait_ms = pause.as_millis() as u64,
                 "outcome not final yet; asking again"

@@ -1,9 +1,5 @@
 //! Idempotency keys: the transfer service's numeric `Request-id` and the collect and top-up
 //! services' string `externalId`.
-//!
-//! The caller stores the key **before** the request goes out; every resend of that request
-//! carries the same key. The clients generate one when the caller gives none and hand it back
-//! before sending.
 
 use std::fmt;
 use std::str::FromStr;
@@ -22,6 +18,10 @@ use crate::validation::ValidationError;
 ///
 /// The Request-id of a create is what later identifies the transfer as `requestId` in status,
 /// activity and statement, and as `externalId` in callbacks.
+///
+/// The caller stores the key **before** the request goes out; every resend of that request
+/// carries the same key. The clients generate one when the caller gives none and hand it back
+/// before sending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(into = "i64")]
 pub struct RequestId(i64);
@@ -201,6 +201,13 @@ impl ExternalId {
     }
 }
 
+/// A uniform draw in `[0, 1)` for jitter, from the same source as a generated externalId: no
+/// system call, and no random-number crate in the build.
+pub(crate) fn unit_random() -> f64 {
+    // The top 53 bits: every value is exact in an f64.
+    (random_u128() >> 75) as f64 / (1u64 << 53) as f64
+}
+
 fn random_u128() -> u128 {
     use std::collections::hash_map::RandomState;
     use std::hash::{BuildHasher, Hasher};
@@ -268,6 +275,18 @@ impl fmt::Display for ExternalId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jitter_draw_is_in_the_unit_interval_and_spread_over_it() {
+        let draws: Vec<f64> = (0..4000).map(|_| unit_random()).collect();
+        assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
+        // Each tenth of the interval holds about 400 draws; none is empty or holds half.
+        for tenth in 0..10 {
+            let lo = f64::from(tenth) / 10.0;
+            let n = draws.iter().filter(|d| (lo..lo + 0.1).contains(*d)).count();
+            assert!((200..800).contains(&n), "tenth {tenth}: {n}");
+        }
+    }
 
     #[test]
     fn a_request_id_read_from_a_reply_is_any_long_and_one_we_make_is_positive() {

@@ -155,13 +155,6 @@ pub struct AfterAttempt<'a> {
 }
 
 /// A header an interceptor may not add.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("interceptor: {0}")]
 pub struct InterceptError(String);
-
-impl fmt::Display for InterceptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "interceptor: {}", self.0)
-    }
-}
-
-impl std::error::Error for InterceptError {}

@@ -4,16 +4,19 @@
 //! (`whish-money-transfer`, `whish-locations`, `whish-hosted-collect`, `whish-intl-topup`) build on
 //! it. It holds:
 //!
-//! - [`envelope`]: the reply envelope every service answers with (`code` 500 is **Pending**,
+//! - [`Envelope`]: the reply envelope every service answers with (`code` 500 is **Pending**,
 //!   never a failure);
-//! - [`error`]: the one error type, which keeps a failure code, Pending, transport failures, non-
+//! - [`Error`]: the one error type, which keeps a failure code, Pending, transport failures, non-
 //!   envelope replies, decode errors, local validation and setup failures apart;
-//! - [`settings`]: the one settings builder every client wraps (base URL, policy, User-Agent,
-//!   proxy, root certificates, pool, reply cap);
-//! - [`request`], [`transport`] and [`retry`]: HTTPS transport with bounded, jittered resends of
-//!   safe requests carrying the same idempotency key;
-//! - [`open_enum!`]: the one pattern for the services' open string sets;
-//! - [`ids`], [`money`], [`dates`], [`address`], [`user_agent`]: the typed values of the specs.
+//! - [`ClientSettings`]: the one settings builder every client wraps (base URL, [`Policy`],
+//!   User-Agent, proxy, root certificates, pool, reply cap);
+//! - [`verdict`]: the one answer to "did the service act on this request?";
+//! - [`intercept`], [`credentials`] and [`metrics`]: the extension points;
+//! - [`Amount`], [`Currency`], [`RequestId`], [`ExternalId`], [`DateTime`], [`BaseUrl`],
+//!   [`UserAgent`]: the typed values of the specs.
+//!
+//! The request, the transport and the serde helpers the service crates share are in a hidden
+//! `runtime` module with no semver promise: applications never need them.
 //!
 //! Credentials are [`secrecy::SecretString`]; no `Debug`, `Display`, error or tracing field shows
 //! one.
@@ -37,57 +40,71 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod address;
-pub mod code;
+mod address;
+mod code;
 pub mod credentials;
-pub mod dates;
-pub mod de;
-pub mod envelope;
-pub mod error;
-pub mod follow_up;
-pub mod ids;
+mod dates;
+mod de;
+mod envelope;
+mod error;
+mod follow_up;
+mod ids;
 pub mod intercept;
+mod json_path;
+#[doc(hidden)]
 pub mod lies;
 pub mod metrics;
-pub mod money;
+mod money;
 mod open_enum;
-pub mod path;
-pub mod request;
-pub mod retry;
-pub mod settings;
+mod path;
+mod request;
+mod retry;
+mod settings;
 mod stack_text;
 pub mod tls;
-pub mod transport;
-pub mod user_agent;
-pub mod validation;
+mod transport;
+mod user_agent;
+mod validation;
 pub mod verdict;
 
 pub use address::{BaseUrl, CallbackAddresses, check_public, check_public_url};
 pub use code::ErrorCode;
 pub use dates::{DateTime, DayMonthYear, EpochMillis};
-pub use envelope::{Code, Dialog, Envelope, Outcome};
+pub use envelope::{Code, Dialog, Envelope, EnvelopeDecodeError, Outcome};
 pub use error::{
     DecodeError, Error, Failure, HttpError, PendingReply, RecordError, SetupError, TransportError,
     TransportErrorKind,
 };
 pub use follow_up::FollowUp;
 pub use ids::{ExternalId, RequestId};
-pub use money::{Amount, Currency};
-pub use request::{CallOptions, Policy, Reply, Request};
-pub use retry::{Resend, RetryBudget, RetryPolicy, Timeouts};
+pub use money::{Amount, AmountParseError, Currency};
+pub use request::{CallOptions, Policy};
+pub use retry::{RetryBudget, RetryPolicy, Timeouts};
 pub use rust_decimal::Decimal;
 pub use secrecy::{ExposeSecret, SecretString};
-pub use settings::{ClientSettings, ServiceHeaders};
-pub use transport::Transport;
-
-#[doc(hidden)]
-pub mod __private {
-    //! What the exported macros expand to; not part of the API.
-    pub use serde;
-}
+pub use settings::{ClientSettings, DEFAULT_MAX_REPLY_BYTES, ServiceHeaders};
 pub use user_agent::{UserAgent, UserAgentParts};
 pub use validation::{ValidationError, ValidationKind};
-pub use verdict::{DeliveryMark, Verdict};
+
+/// What the service crates of this workspace build on: the request and the transport, the
+/// resend rule, the serde helpers and the limits. **No semver promise**: anything here may
+/// change in any release. Applications use the service clients instead.
+#[doc(hidden)]
+pub mod runtime {
+    pub use crate::address::{non_public_ip, non_public_v4, non_public_v6};
+    pub use crate::dates::today_utc;
+    pub use crate::de::with_str;
+    pub use crate::error::{BODY_PREFIX_LIMIT, DECODE_MESSAGE_LIMIT};
+    pub use crate::ids::EXTERNAL_ID_MAX_LEN;
+    pub use crate::money::as_string as amount_as_string;
+    pub use crate::path::segment as path_segment;
+    pub use crate::request::{Bytes, HeaderName, HeaderValue, Method, Reply, Request};
+    pub use crate::retry::{
+        AttemptOutcome, Decision, Resend, decide, is_retryable, parse_retry_after,
+    };
+    pub use crate::transport::Transport;
+    pub use serde;
+}
 
 /// The examples of this crate's README, compiled as doctests.
 #[cfg(doctest)]

@@ -74,6 +74,7 @@ pub(crate) fn attempt(
 }
 
 /// Set the journal's gauges (the journal calls it after a recovery run).
+#[doc(hidden)]
 pub fn journal_gauges(open: usize, needs_operator: usize) {
     #[cfg(feature = "metrics")]
     {
@@ -85,6 +86,7 @@ pub fn journal_gauges(open: usize, needs_operator: usize) {
 }
 
 /// Count one callback (the receiver calls it).
+#[doc(hidden)]
 pub fn callback(kind: &'static str, result: &'static str) {
     #[cfg(feature = "metrics")]
     ::metrics::counter!(names::CALLBACKS, "kind" => kind, "result" => result).increment(1);

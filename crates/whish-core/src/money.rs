@@ -1,8 +1,4 @@
 //! Money: currencies and exact amounts.
-//!
-//! Amounts are [`rust_decimal::Decimal`], never `f64`. The services send amounts as JSON numbers
-//! (doubles on their side) or, in the collect service, as JSON strings; both are read exactly:
-//! `12.34` is 12.34, never 12.339999. Writing gives the shortest exact form.
 
 use std::fmt;
 use std::str::FromStr;
@@ -115,6 +111,10 @@ impl Currency {
 ///
 /// Reads a JSON number or a numeric string exactly and writes the shortest exact form.
 /// Serializes as a JSON number; use [`as_string`] for fields the service wants as a string.
+///
+/// Amounts are [`rust_decimal::Decimal`], never `f64`. The services send amounts as JSON numbers
+/// (doubles on their side) or, in the collect service, as JSON strings; both are read exactly:
+/// `12.34` is 12.34, never 12.339999. Writing gives the shortest exact form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Amount(Decimal);
 
@@ -399,21 +399,10 @@ fn is_plain_decimal_text(t: &str) -> bool {
 }
 
 /// Text that is not a decimal number (kept as given; `Display` shows at most 40 characters).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{}` is not a decimal amount", crate::error::excerpt(.0, 40))]
 #[non_exhaustive]
 pub struct AmountParseError(pub String);
-
-impl fmt::Display for AmountParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "`{}` is not a decimal amount",
-            crate::error::excerpt(&self.0, 40)
-        )
-    }
-}
-
-impl std::error::Error for AmountParseError {}
 
 /// `[+-]digits[.digits][(e|E)[+-]digits]`, or `[+-].digits` / `digits.`.
 fn is_decimal_text(t: &str) -> bool {
@@ -497,7 +486,7 @@ impl<'de> Deserialize<'de> for Amount {
     }
 }
 
-/// `#[serde(with = "whish_core::money::as_string")]`: an [`Amount`] written as a JSON string
+/// `#[serde(with = "whish_core::runtime::amount_as_string")]`: an [`Amount`] written as a JSON string
 /// (the collect service's `amount`), read from a string or a number.
 pub mod as_string {
     use super::*;

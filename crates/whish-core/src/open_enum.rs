@@ -24,6 +24,7 @@
 /// assert_eq!(c.to_string(), "GREEN");
 /// ```
 #[macro_export]
+#[doc(hidden)]
 macro_rules! open_enum {
     (
         $(#[$m:meta])*
@@ -76,6 +77,7 @@ macro_rules! open_enum {
 /// types with their own parsing rule (such as a shop type whose branch value carries a brand)
 /// share.
 #[macro_export]
+#[doc(hidden)]
 macro_rules! string_enum_impls {
     ($name:ident) => {
         impl ::std::fmt::Display for $name {
@@ -91,8 +93,8 @@ macro_rules! string_enum_impls {
             }
         }
 
-        impl $crate::__private::serde::Serialize for $name {
-            fn serialize<S: $crate::__private::serde::Serializer>(
+        impl $crate::runtime::serde::Serialize for $name {
+            fn serialize<S: $crate::runtime::serde::Serializer>(
                 &self,
                 s: S,
             ) -> Result<S::Ok, S::Error> {
@@ -100,11 +102,11 @@ macro_rules! string_enum_impls {
             }
         }
 
-        impl<'de> $crate::__private::serde::Deserialize<'de> for $name {
-            fn deserialize<D: $crate::__private::serde::Deserializer<'de>>(
+        impl<'de> $crate::runtime::serde::Deserialize<'de> for $name {
+            fn deserialize<D: $crate::runtime::serde::Deserializer<'de>>(
                 d: D,
             ) -> Result<Self, D::Error> {
-                $crate::de::with_str(d, "a string", |s| {
+                $crate::runtime::with_str(d, "a string", |s| {
                     Ok::<_, ::std::convert::Infallible>($name::parse(s))
                 })
             }

@@ -8,7 +8,7 @@ use crate::validation::{ValidationError, ValidationKind};
 /// "this" and "parent" segments.
 ///
 /// ```
-/// use whish_core::path::segment;
+/// use whish_core::runtime::path_segment as segment;
 /// assert_eq!(segment("a/b c", "provider").unwrap(), "a%2Fb%20c");
 /// assert!(segment("..", "provider").is_err());
 /// ```

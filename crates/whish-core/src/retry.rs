@@ -1,14 +1,14 @@
 //! Retry policy and the retry decision, as pure functions.
-//!
-//! Only requests marked safe are resent, and only for a connect failure, a timeout, a broken
-//! connection, an HTTP 5xx/429 reply without an envelope, and Pending: on a read (which changes
-//! nothing, so Pending there is a server that could not answer yet) and where the service defines
-//! a resend with the same idempotency key as the way to reconcile. A resend carries the same bytes
-//! and the same key.
 
 use std::time::Duration;
 
 /// How many resends, and how long to wait between them.
+///
+/// Only requests marked safe are resent, and only for a connect failure, a timeout, a broken
+/// connection, an HTTP 5xx/429 reply without an envelope, and Pending: on a read (which changes
+/// nothing, so Pending there is a server that could not answer yet) and where the service defines
+/// a resend with the same idempotency key as the way to reconcile. A resend carries the same bytes
+/// and the same key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Resends after the first attempt (0 = never resend).

@@ -1,28 +1,6 @@
 //! The settings every client shares, in one builder: base URL, retry and timeout policy,
 //! User-Agent, local callback addresses (sandbox only), and the HTTP settings (proxy, extra root
 //! certificates, pool, reply size cap, or your own `reqwest::ClientBuilder`).
-//!
-//! Each service builder wraps a [`ClientSettings`] and adds its own credentials:
-//!
-//! ```
-//! use std::time::Duration;
-//! use whish_core::{ClientSettings, Policy, UserAgent};
-//!
-//! let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
-//! let settings = ClientSettings::new("https://collect.example.com/api")
-//!     .user_agent(ua)
-//!     .policy(Policy::default())
-//!     // The collect refund accepts only registered source addresses: leave through a
-//!     // fixed-egress proxy.
-//!     .proxy("http://egress.internal:3128")
-//!     .pool_idle_timeout(Duration::from_secs(30));
-//! # let _ = settings;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! Whatever you set, three rules hold: no redirect is followed (it would carry the credential
-//! headers to another host), plain `http://` is refused except to loopback, and no reply body is
-//! read past [`max_reply_bytes`](ClientSettings::max_reply_bytes).
 
 use std::fmt;
 use std::sync::Arc;
@@ -57,7 +35,31 @@ enum ProxySetting {
     None,
 }
 
-/// The settings every client shares. See the [module documentation](self).
+/// The settings every client shares, in one builder: base URL, retry and timeout policy,
+/// User-Agent, local callback addresses (sandbox only), and the HTTP settings (proxy, extra root
+/// certificates, pool, reply size cap, or your own `reqwest::ClientBuilder`).
+///
+/// Each service builder wraps a [`ClientSettings`] and adds its own credentials:
+///
+/// ```
+/// use std::time::Duration;
+/// use whish_core::{ClientSettings, Policy, UserAgent};
+///
+/// let ua: UserAgent = "MyShop/1.0 (https://shop.example.com; dev@shop.example.com)".parse()?;
+/// let settings = ClientSettings::new("https://collect.example.com/api")
+///     .user_agent(ua)
+///     .policy(Policy::default())
+///     // The collect refund accepts only registered source addresses: leave through a
+///     // fixed-egress proxy.
+///     .proxy("http://egress.internal:3128")
+///     .pool_idle_timeout(Duration::from_secs(30));
+/// # let _ = settings;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Whatever you set, three rules hold: no redirect is followed (it would carry the credential
+/// headers to another host), plain `http://` is refused except to loopback, and no reply body is
+/// read past [`max_reply_bytes`](ClientSettings::max_reply_bytes).
 #[derive(Clone)]
 pub struct ClientSettings {
     base_url: String,
@@ -260,6 +262,7 @@ impl ClientSettings {
     /// A `SetupError` when a required setting is missing or a setting is invalid (the base URL, a
     /// credential, `https://` with no TLS stack built in, local callbacks with a base URL that is
     /// not loopback).
+    #[doc(hidden)]
     pub fn build_transport(
         self,
         service: &'static str,

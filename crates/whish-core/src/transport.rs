@@ -17,9 +17,7 @@ use http::header::{CONTENT_TYPE, HeaderMap};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
-pub use crate::request::{
-    Bytes, CallOptions, HeaderName, HeaderValue, Method, Policy, Reply, Request,
-};
+use crate::request::{Bytes, HeaderName, HeaderValue, Policy, Reply, Request};
 
 use crate::address::{BaseUrl, CallbackAddresses};
 use crate::code::ErrorCode;
@@ -188,7 +186,7 @@ impl Transport {
 
     /// Send `request` (resending it as allowed) and sort the reply.
     ///
-    /// A request that carries a [`DeliveryMark`](crate::DeliveryMark) has it set before the
+    /// A request that carries a [`DeliveryMark`](crate::verdict::DeliveryMark) has it set before the
     /// first byte of any attempt leaves, so dropping this future mid-call leaves the mark set;
     /// once the call completes, the mark keeps what the call proved (see
     /// [`crate::verdict`]).
@@ -239,7 +237,7 @@ impl Transport {
             Box::pin(async move {
                 let result = inner.await;
                 let verdict = match &result {
-                    Ok(_) => crate::Verdict::Accepted,
+                    Ok(_) => crate::verdict::Verdict::Accepted,
                     Err(e) => e.verdict(),
                 };
                 crate::metrics::call(service, operation, verdict.as_str(), started.elapsed());
@@ -265,7 +263,7 @@ impl Transport {
             },
         };
         let verdict = match &result {
-            Ok(_) => crate::Verdict::Accepted,
+            Ok(_) => crate::verdict::Verdict::Accepted,
             Err(e) => e.verdict(),
         };
         span.record("whish.outcome", verdict.as_str());
@@ -298,7 +296,7 @@ impl Transport {
         let prior = request
             .delivery
             .as_ref()
-            .is_some_and(crate::DeliveryMark::may_have_arrived);
+            .is_some_and(crate::verdict::DeliveryMark::may_have_arrived);
         Error::Transport(TransportError {
             kind: TransportErrorKind::Timeout,
             may_have_reached: prior || progress.may_have_left.load(Ordering::SeqCst),
@@ -325,7 +323,7 @@ impl Transport {
         // In flight from before the first byte leaves: a future dropped from here on leaves the
         // mark set, and other calls of the same request read their answers as after a
         // possible delivery.
-        let in_flight = mark.map(crate::DeliveryMark::enter);
+        let in_flight = mark.map(crate::verdict::DeliveryMark::enter);
         let mut earlier_may_have_reached = false;
         let mut attempts = 0u32;
         loop {
@@ -383,7 +381,7 @@ impl Transport {
             }
             // What other calls of the same prepared request may have delivered (an earlier
             // call, a dropped one, one in flight beside this one), read when this answer is.
-            let others = mark.is_some_and(crate::DeliveryMark::others_may_have_arrived);
+            let others = mark.is_some_and(crate::verdict::DeliveryMark::others_may_have_arrived);
             let reached = match &attempt {
                 Attempt::Body { .. } => true,
                 Attempt::Failed {
@@ -404,7 +402,13 @@ impl Transport {
                 attempts,
                 earlier_may_have_reached || others,
             );
-            let mut decision = decide(&policy, request.resend, attempts, outcome, fastrand::f64());
+            let mut decision = decide(
+                &policy,
+                request.resend,
+                attempts,
+                outcome,
+                crate::ids::unit_random(),
+            );
             if let Decision::RetryAfter(wait) = decision {
                 decision = self.listen(&policy, outcome, wait, retry_after);
             }
@@ -417,7 +421,7 @@ impl Transport {
                         // The mark keeps what the call proved: applied or maybe applied sets
                         // it; a refusal or nothing sent leaves it as it is.
                         let verdict = match &result {
-                            Ok(_) => crate::Verdict::Accepted,
+                            Ok(_) => crate::verdict::Verdict::Accepted,
                             Err(e) => e.verdict(),
                         };
                         guard.finish(verdict.may_have_acted());

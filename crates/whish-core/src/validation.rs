@@ -45,8 +45,10 @@ pub enum ValidationKind {
     },
 }
 
-/// A request the SDK refused to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A request the SDK refused to send. `Display` is one line: the field as the service names it,
+/// and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{field}` {kind}")]
 #[non_exhaustive]
 pub struct ValidationError {
     /// The field, as the service names it (`receiver.identity.dateBirth`).
@@ -105,12 +107,3 @@ impl fmt::Display for ValidationKind {
         }
     }
 }
-
-impl fmt::Display for ValidationError {
-    /// One line: the field as the service names it, and what is wrong with it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` {}", self.field, self.kind)
-    }
-}
-
-impl std::error::Error for ValidationError {}

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls;
-use whish_core::transport::{Method, Request};
+use whish_core::runtime::{Method, Request};
 use whish_core::{ClientSettings, Error, ServiceHeaders};
 use whish_testkit::TestCode;
 

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
+use whish_core::CallOptions;
 use whish_core::credentials::SecretSource;
-use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Request, Transport};
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request, Transport};
 use whish_core::{
     ClientSettings, Currency, ExternalId, FollowUp, SecretString, ServiceHeaders, SetupError,
     ValidationError,
@@ -79,7 +80,7 @@ impl CollectClientBuilder {
     /// not loopback).
     pub fn build(self) -> Result<CollectClient, SetupError> {
         let brand = self.brand.trim();
-        if whish_core::path::segment(brand, "brand")? != brand {
+        if whish_core::runtime::path_segment(brand, "brand")? != brand {
             return Err(SetupError::invalid(
                 "brand",
                 "must be one path segment of letters, digits, `-`, `.`, `_` or `~`",
@@ -120,7 +121,7 @@ struct ByExternalId<'a> {
 impl CollectClient {
     /// The service and account this client sends to, as a journal records it beside each
     /// request (base URL and a fingerprint of the account's plain settings, never a secret):
-    /// see [`Transport::target`](whish_core::transport::Transport::target).
+    /// see [`Transport::target`](whish_core::runtime::Transport::target).
     pub fn target(&self) -> String {
         self.transport.target()
     }
@@ -382,7 +383,7 @@ impl CollectClient {
             external_id: external_id.clone(),
             currency,
             body: body.into(),
-            delivery: whish_core::DeliveryMark::new(),
+            delivery: whish_core::verdict::DeliveryMark::new(),
         })
     }
 

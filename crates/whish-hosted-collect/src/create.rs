@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use url::Url;
-use whish_core::transport::Bytes;
+use whish_core::runtime::Bytes;
 use whish_core::{Amount, CallbackAddresses, Currency, ExternalId, ValidationError};
 
 macro_rules! address {
@@ -181,8 +181,8 @@ pub struct PreparedPayment {
     pub(crate) currency: Currency,
     pub(crate) amount: Amount,
     pub(crate) body: Bytes,
-    /// Set before the first byte of a create leaves (see [`whish_core::DeliveryMark`]).
-    pub(crate) delivery: whish_core::DeliveryMark,
+    /// Set before the first byte of a create leaves (see [`whish_core::verdict::DeliveryMark`]).
+    pub(crate) delivery: whish_core::verdict::DeliveryMark,
     /// One of its four addresses is not public (a local sandbox's opt-in): only then can a 403
     /// be the service's own refusal of it.
     pub(crate) non_public: bool,
@@ -192,7 +192,7 @@ impl PreparedPayment {
     /// The delivery mark this request carries across calls: set before the first byte of a
     /// send leaves, so a dropped future still counts as "may have arrived". A store that
     /// knows the request was sent before (a journal) sets it before sending it again.
-    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+    pub fn delivery(&self) -> &whish_core::verdict::DeliveryMark {
         &self.delivery
     }
 
@@ -226,7 +226,7 @@ impl PreparedPayment {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Stored {
-            #[serde(with = "whish_core::money::as_string")]
+            #[serde(with = "whish_core::runtime::amount_as_string")]
             amount: Amount,
             currency: Currency,
             external_id: String,
@@ -239,7 +239,7 @@ impl PreparedPayment {
             currency: s.currency,
             amount: s.amount,
             body,
-            delivery: whish_core::DeliveryMark::sent_before(),
+            delivery: whish_core::verdict::DeliveryMark::sent_before(),
             // Sent before: whatever answers now, a page says nothing of the first attempt.
             non_public: false,
         })
@@ -255,15 +255,15 @@ pub struct PreparedRefund {
     pub(crate) external_id: ExternalId,
     pub(crate) currency: Currency,
     pub(crate) body: Bytes,
-    /// Set before the first byte of a refund leaves (see [`whish_core::DeliveryMark`]).
-    pub(crate) delivery: whish_core::DeliveryMark,
+    /// Set before the first byte of a refund leaves (see [`whish_core::verdict::DeliveryMark`]).
+    pub(crate) delivery: whish_core::verdict::DeliveryMark,
 }
 
 impl PreparedRefund {
     /// The delivery mark this request carries across calls: set before the first byte of a
     /// send leaves, so a dropped future still counts as "may have arrived". A store that
     /// knows the request was sent before (a journal) sets it before sending it again.
-    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+    pub fn delivery(&self) -> &whish_core::verdict::DeliveryMark {
         &self.delivery
     }
 
@@ -299,7 +299,7 @@ impl PreparedRefund {
             external_id: ExternalId::new(s.external_id)?,
             currency: s.currency,
             body,
-            delivery: whish_core::DeliveryMark::sent_before(),
+            delivery: whish_core::verdict::DeliveryMark::sent_before(),
         })
     }
 }
@@ -307,7 +307,7 @@ impl PreparedRefund {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CreateBody<'a> {
-    #[serde(with = "whish_core::money::as_string")]
+    #[serde(with = "whish_core::runtime::amount_as_string")]
     amount: Amount,
     currency: &'a Currency,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -366,7 +366,7 @@ pub(crate) fn prepare(
         currency: p.currency,
         amount,
         body: Bytes::from(body),
-        delivery: whish_core::DeliveryMark::new(),
+        delivery: whish_core::verdict::DeliveryMark::new(),
         non_public,
     })
 }

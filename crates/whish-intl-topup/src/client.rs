@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use whish_core::CallOptions;
 use whish_core::credentials::SecretSource;
-use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Request, Transport};
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request, Transport};
 use whish_core::{
     ClientSettings, Error as CoreError, FollowUp, SecretString, ServiceHeaders, SetupError,
     ValidationError, ValidationKind,
@@ -110,7 +111,7 @@ pub(crate) fn check_target(target: &str) -> Result<String, ValidationError> {
 impl TopupClient {
     /// The service and account this client sends to, as a journal records it beside each
     /// request (base URL and a fingerprint of the account's plain settings, never a secret):
-    /// see [`Transport::target`](whish_core::transport::Transport::target).
+    /// see [`Transport::target`](whish_core::runtime::Transport::target).
     pub fn target(&self) -> String {
         self.transport.target()
     }
@@ -199,7 +200,7 @@ impl TopupClient {
         target: &str,
     ) -> Result<FetchedOptions, Error> {
         let provider = provider.as_str();
-        let segment = whish_core::path::segment(provider, "provider")?;
+        let segment = whish_core::runtime::path_segment(provider, "provider")?;
         let target = check_target(target)?;
         let req = Request::new("topup.fetch", Method::POST, format!("/v2/{segment}/fetch"))
             .json(&serde_json::json!({ "target": target }))?
@@ -328,7 +329,7 @@ impl TopupClient {
             Method::POST,
             format!(
                 "/v2/{}/pay",
-                whish_core::path::segment(&prepared.provider, "provider")?
+                whish_core::runtime::path_segment(&prepared.provider, "provider")?
             ),
         )
         .json_bytes(prepared.body.clone())

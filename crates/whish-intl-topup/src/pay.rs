@@ -1,7 +1,7 @@
 //! Paying for a fetched option.
 
 use serde::Serialize;
-use whish_core::transport::Bytes;
+use whish_core::runtime::Bytes;
 use whish_core::{Amount, Dialog, ExternalId};
 
 use crate::code::TopupCode;
@@ -23,15 +23,15 @@ pub struct PreparedPay {
     pub(crate) amount: Amount,
     pub(crate) target: String,
     pub(crate) body: Bytes,
-    /// Set before the first byte of a pay leaves (see [`whish_core::DeliveryMark`]).
-    pub(crate) delivery: whish_core::DeliveryMark,
+    /// Set before the first byte of a pay leaves (see [`whish_core::verdict::DeliveryMark`]).
+    pub(crate) delivery: whish_core::verdict::DeliveryMark,
 }
 
 impl PreparedPay {
     /// The delivery mark this request carries across calls: set before the first byte of a
     /// send leaves, so a dropped future still counts as "may have arrived". A store that
     /// knows the request was sent before (a journal) sets it before sending it again.
-    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+    pub fn delivery(&self) -> &whish_core::verdict::DeliveryMark {
         &self.delivery
     }
 
@@ -90,7 +90,7 @@ impl PreparedPay {
             amount: Amount,
             external_id: String,
         }
-        whish_core::path::segment(provider, "provider")?;
+        whish_core::runtime::path_segment(provider, "provider")?;
         let body = body.into();
         let s: Stored = serde_json::from_slice(&body).map_err(|_| {
             whish_core::ValidationError::invalid("body", "is not a stored pay body")
@@ -102,7 +102,7 @@ impl PreparedPay {
             amount: s.amount,
             target: s.target,
             body,
-            delivery: whish_core::DeliveryMark::sent_before(),
+            delivery: whish_core::verdict::DeliveryMark::sent_before(),
         })
     }
 }
@@ -165,7 +165,7 @@ impl<'a> From<&'a TopupOption> for PayRequest<'a> {
 pub(crate) fn prepare(request: PayRequest<'_>) -> Result<PreparedPay, whish_core::ValidationError> {
     let option = request.option;
     // The provider becomes a path segment when paying; refuse one that cannot, now.
-    whish_core::path::segment(&option.provider, "provider")?;
+    whish_core::runtime::path_segment(&option.provider, "provider")?;
     // The amount goes back exactly as fetched, as a JSON number: one that no JSON number can
     // carry exactly (a reply may send more digits than a double holds) is refused, not rounded.
     let amount = match &option.wire_amount {
@@ -191,7 +191,7 @@ pub(crate) fn prepare(request: PayRequest<'_>) -> Result<PreparedPay, whish_core
         amount: option.amount,
         target,
         body: Bytes::from(body),
-        delivery: whish_core::DeliveryMark::new(),
+        delivery: whish_core::verdict::DeliveryMark::new(),
     })
 }
 

@@ -134,7 +134,7 @@ impl State {
         matches!(self, State::Accepted | State::Refused | State::HandedOn)
     }
 
-    /// The state a request's [`Verdict`](whish_core::Verdict) leaves its entry in: the one
+    /// The state a request's [`Verdict`](whish_core::verdict::Verdict) leaves its entry in: the one
     /// mapping, so the journal and the command's exit code cannot disagree.
     ///
     /// | verdict | state |
@@ -144,11 +144,11 @@ impl State {
     /// | pending | `pending` |
     /// | unknown | `may-have-arrived` |
     /// | not-sent | `refused` (a first send; a resend's entry stays as it was) |
-    pub fn of_verdict(verdict: whish_core::Verdict) -> State {
+    pub fn of_verdict(verdict: whish_core::verdict::Verdict) -> State {
         match verdict {
-            whish_core::Verdict::Accepted => State::Accepted,
-            whish_core::Verdict::Pending => State::Pending,
-            whish_core::Verdict::Unknown => State::MayHaveArrived,
+            whish_core::verdict::Verdict::Accepted => State::Accepted,
+            whish_core::verdict::Verdict::Pending => State::Pending,
+            whish_core::verdict::Verdict::Unknown => State::MayHaveArrived,
             _ => State::Refused,
         }
     }

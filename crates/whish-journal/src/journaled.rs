@@ -53,7 +53,7 @@ pub(crate) struct Recording {
 impl Recording {
     pub(crate) fn accepted(result: &str, refs: References) -> Recording {
         debug_assert_eq!(
-            State::of_verdict(whish_core::Verdict::Accepted),
+            State::of_verdict(whish_core::verdict::Verdict::Accepted),
             State::Accepted
         );
         Recording {
@@ -297,7 +297,7 @@ impl Journal {
             Err(e)
                 if never_left
                     && crate::lifecycle::told_when_take_fails(true)
-                        == whish_core::Verdict::NothingSent =>
+                        == whish_core::verdict::Verdict::NothingSent =>
             {
                 Err(record(e.to_string(), Some(e)))
             }

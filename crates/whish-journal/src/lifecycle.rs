@@ -417,17 +417,17 @@ pub fn apply<H: PartialEq + Clone>(row: &mut Option<Row<H>>, step: &Step<H>, now
 /// The state a call's verdict leaves its entry in (`None`: leave it as it was). "Nothing sent"
 /// is final for a first send, and changes nothing for a resend: an earlier send may still
 /// have arrived.
-pub fn state_after(verdict: whish_core::Verdict, resend: bool) -> Option<State> {
+pub fn state_after(verdict: whish_core::verdict::Verdict, resend: bool) -> Option<State> {
     match verdict {
-        whish_core::Verdict::NothingSent if resend => None,
+        whish_core::verdict::Verdict::NothingSent if resend => None,
         v => Some(State::of_verdict(v)),
     }
 }
 
 /// What a finish records of a verdict, as far as a condition reads it.
-pub fn mark_of(verdict: whish_core::Verdict) -> Mark {
+pub fn mark_of(verdict: whish_core::verdict::Verdict) -> Mark {
     match verdict {
-        whish_core::Verdict::NothingSent => Mark::NotSent,
+        whish_core::verdict::Verdict::NothingSent => Mark::NotSent,
         _ => Mark::None,
     }
 }
@@ -449,8 +449,11 @@ pub enum Recorded {
 /// or "nothing sent" is final only once recorded: unrecorded, the entry stays open and a
 /// recovery sends the request again; after a lost lease, the process that took over may have
 /// sent it first. Either way the caller is told the outcome is unknown, never that it failed.
-pub fn told(verdict: whish_core::Verdict, recorded: Recorded) -> whish_core::Verdict {
-    use whish_core::Verdict;
+pub fn told(
+    verdict: whish_core::verdict::Verdict,
+    recorded: Recorded,
+) -> whish_core::verdict::Verdict {
+    use whish_core::verdict::Verdict;
     let final_only_if_recorded = matches!(verdict, Verdict::Refused | Verdict::NothingSent);
     match recorded {
         Recorded::Kept => verdict,
@@ -463,11 +466,11 @@ pub fn told(verdict: whish_core::Verdict, recorded: Recorded) -> whish_core::Ver
 /// What a send is told when the write that takes (or reopens) a recorded request's lease fails:
 /// the write may have committed with its answer lost, leaving the entry open and leased, and a
 /// recovery then sends it. Never "nothing was sent".
-pub fn told_when_take_fails(reopen: bool) -> whish_core::Verdict {
+pub fn told_when_take_fails(reopen: bool) -> whish_core::verdict::Verdict {
     if reopen && whish_core::lies::on(whish_core::lies::Lie::ReopenErrorNotSent) {
-        return whish_core::Verdict::NothingSent;
+        return whish_core::verdict::Verdict::NothingSent;
     }
-    whish_core::Verdict::Unknown
+    whish_core::verdict::Verdict::Unknown
 }
 
 /// What an insert whose answer was lost must do before it says anything.
@@ -545,7 +548,7 @@ pub fn overdue(created: i64, deadline: i64, now: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use whish_core::Verdict;
+    use whish_core::verdict::Verdict;
 
     fn insert(holder: u8, token: i64) -> Step<u8> {
         Step::Insert {

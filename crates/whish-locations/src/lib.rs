@@ -30,8 +30,9 @@
 pub mod code;
 mod model;
 
-use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, HeaderName, HeaderValue, Method, Request, Transport};
+use whish_core::CallOptions;
+use whish_core::runtime::Resend;
+use whish_core::runtime::{HeaderName, HeaderValue, Method, Request, Transport};
 use whish_core::{
     ClientSettings, RequestId, SecretString, ServiceHeaders, SetupError, ValidationError,
 };

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use http::header::{HeaderName, HeaderValue};
+use whish_core::CallOptions;
 use whish_core::credentials::SecretSource;
-use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Request, Transport};
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request, Transport};
 use whish_core::{
     Amount, ClientSettings, Currency, DateTime, Error as CoreError, FollowUp, RequestId,
     SecretString, ServiceHeaders, SetupError, ValidationError, ValidationKind,
@@ -342,7 +343,7 @@ impl ReportRange {
 impl TransferClient {
     /// The service and account this client sends to, as a journal records it beside each
     /// request (base URL and a fingerprint of the account's plain settings, never a secret):
-    /// see [`Transport::target`](whish_core::transport::Transport::target).
+    /// see [`Transport::target`](whish_core::runtime::Transport::target).
     pub fn target(&self) -> String {
         self.transport.target()
     }
@@ -842,7 +843,7 @@ impl TransferClient {
             request_id: RequestId::generate(),
             ltn_number: ltn_number.to_owned(),
             body: body.into(),
-            delivery: whish_core::DeliveryMark::new(),
+            delivery: whish_core::verdict::DeliveryMark::new(),
         })
     }
 

@@ -878,7 +878,7 @@ impl serde::Serialize for TransferCode {
 
 impl<'de> serde::Deserialize<'de> for TransferCode {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        whish_core::de::with_str(d, "a string", |s| {
+        whish_core::runtime::with_str(d, "a string", |s| {
             Ok::<_, std::convert::Infallible>(<Self as whish_core::ErrorCode>::parse(s))
         })
     }

@@ -1,10 +1,10 @@
 //! Building a send: customers, the two payment modes, and the prepared request.
 
 use serde::Serialize;
-use whish_core::transport::Bytes;
+use whish_core::runtime::Bytes;
 use whish_core::{
-    Amount, CallbackAddresses, Currency, DayMonthYear, DeliveryMark, Dialog, RequestId,
-    ValidationError, ValidationKind, dates::today_utc,
+    Amount, CallbackAddresses, Currency, DayMonthYear, Dialog, RequestId, ValidationError,
+    ValidationKind, runtime::today_utc, verdict::DeliveryMark,
 };
 
 use crate::client::FeeRequest;
@@ -800,7 +800,7 @@ impl PreparedTransfer {
     /// The delivery mark this request carries across calls: set before the first byte of a
     /// send leaves, so a dropped future still counts as "may have arrived". A store that
     /// knows the request was sent before (a journal) sets it before sending it again.
-    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+    pub fn delivery(&self) -> &whish_core::verdict::DeliveryMark {
         &self.delivery
     }
 
@@ -880,7 +880,7 @@ impl PreparedCancel {
     /// The delivery mark this request carries across calls: set before the first byte of a
     /// send leaves, so a dropped future still counts as "may have arrived". A store that
     /// knows the request was sent before (a journal) sets it before sending it again.
-    pub fn delivery(&self) -> &whish_core::DeliveryMark {
+    pub fn delivery(&self) -> &whish_core::verdict::DeliveryMark {
         &self.delivery
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use time::OffsetDateTime;
 use tokio::task::JoinSet;
-use whish_core::{RequestId, Verdict};
+use whish_core::{RequestId, verdict::Verdict};
 use whish_journal::{Journal, Operation, State};
 use whish_money_transfer::{
     ActivityStatus, PreparedCancel, ReportRange, StatusQuery, TransferClient, TransferCode,

@@ -2,7 +2,7 @@
 //! sent (one durable journal write for a wave of rows, before any of them is sent), and the send
 //! itself, or the giving back of a reserved row the batch will not send.
 
-use whish_core::{RequestId, Verdict};
+use whish_core::{RequestId, verdict::Verdict};
 use whish_journal::{Entry, JournaledTransfer, ReservedSend, State, Unreserved};
 use whish_money_transfer::{PreparedTransfer, SendOutcome, TransferClient};
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use whish::collect::{CollectClient, CollectStatus, CollectUrls, NewPayment};
-use whish::core::{Error, Verdict};
+use whish::core::{Error, verdict::Verdict};
 use whish::journal::{Journal, JournaledCollect, JournaledTopup, JournaledTransfer};
 use whish::topup::{PayOutcome, TopupClient};
 use whish::transfer::{

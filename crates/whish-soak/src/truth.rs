@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use whish::core::Verdict;
+use whish::core::verdict::Verdict;
 use whish::journal::State;
 use whish_sandbox::Sandbox;
 

@@ -112,10 +112,10 @@
 
 pub use whish_core as core;
 pub use whish_core::{
-    Amount, CallOptions, ClientSettings, Code, Currency, DateTime, DayMonthYear, Decimal,
-    DeliveryMark, Dialog, EpochMillis, ExposeSecret, ExternalId, Outcome, Policy, RequestId,
-    RetryPolicy, SecretString, SetupError, Timeouts, UserAgent, UserAgentParts, ValidationError,
-    ValidationKind, Verdict,
+    Amount, CallOptions, ClientSettings, Code, Currency, DateTime, DayMonthYear, Decimal, Dialog,
+    EpochMillis, ExposeSecret, ExternalId, Outcome, Policy, RequestId, RetryPolicy, SecretString,
+    SetupError, Timeouts, UserAgent, UserAgentParts, ValidationError, ValidationKind,
+    verdict::DeliveryMark, verdict::Verdict,
 };
 
 /// Money transfers into Lebanon (re-export of `whish-money-transfer`).

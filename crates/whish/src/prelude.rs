@@ -6,7 +6,7 @@
 
 pub use whish_core::{
     Amount, CallOptions, ClientSettings, Currency, DayMonthYear, Decimal, ExternalId, Outcome,
-    RequestId, RetryPolicy, SecretString, SetupError, UserAgent, Verdict,
+    RequestId, RetryPolicy, SecretString, SetupError, UserAgent, verdict::Verdict,
 };
 
 #[cfg(feature = "money-transfer")]

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::support::{Error, TestCode};
 use whish_core::credentials::{FromFile, FromFn, SecretSource};
-use whish_core::retry::Resend;
-use whish_core::transport::{Method, Request};
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request};
 use whish_core::{ClientSettings, SecretString, ServiceHeaders, SetupError};
 use whish_testkit::{ScriptedServer, Step};
 

@@ -6,12 +6,14 @@ use std::error::Error as _;
 use std::time::Duration;
 
 use crate::support::{Error, TestCode};
-use whish_core::retry::{Resend, RetryPolicy, Timeouts};
-use whish_core::transport::{Method, Policy, Request};
+use whish_core::Policy;
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request};
 use whish_core::{ClientSettings, ServiceHeaders, SetupError, ValidationError, ValidationKind};
+use whish_core::{RetryPolicy, Timeouts};
 use whish_testkit::{ScriptedServer, Step};
 
-fn transport(base: &str) -> whish_core::Transport {
+fn transport(base: &str) -> whish_core::runtime::Transport {
     ClientSettings::new(base)
         .policy(Policy {
             retry: RetryPolicy::NONE,
@@ -167,6 +169,6 @@ async fn every_variant_renders_as_one_line() {
 fn a_decode_message_is_a_short_excerpt() {
     let huge = "x".repeat(10_000);
     let e = whish_core::DecodeError::new("data", huge, 200, "transfer.fees", None);
-    assert!(e.message.chars().count() <= whish_core::error::DECODE_MESSAGE_LIMIT + 1);
+    assert!(e.message.chars().count() <= whish_core::runtime::DECODE_MESSAGE_LIMIT + 1);
     assert!(e.message.ends_with('…'));
 }

@@ -2,7 +2,7 @@
 //! Each decoded envelope is pinned with insta, so a changed fixture shows up as a diff.
 
 use serde_json::{Value, json};
-use whish_core::envelope::{Envelope, Outcome};
+use whish_core::{Envelope, Outcome};
 use whish_testkit::fixtures_in;
 
 /// The outcome is the last of the tokens `success`, `failure`, `pending` in the dotted file name

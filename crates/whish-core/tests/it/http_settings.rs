@@ -4,7 +4,7 @@
 
 use crate::support::TestCode;
 use httpmock::Method::GET;
-use whish_core::transport::{Method, Request};
+use whish_core::runtime::{Method, Request};
 use whish_core::{ClientSettings, Error, ServiceHeaders, TransportErrorKind};
 use whish_testkit::{ScriptedServer, Step};
 

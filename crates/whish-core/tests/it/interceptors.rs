@@ -5,10 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::{Error, SECRET_KEY, TestCode};
+use whish_core::Policy;
 use whish_core::intercept::{AfterAttempt, BeforeAttempt, Interceptor};
-use whish_core::retry::{Resend, RetryPolicy, Timeouts};
-use whish_core::transport::{HeaderValue, Method, Policy, Request};
+use whish_core::runtime::Resend;
+use whish_core::runtime::{HeaderValue, Method, Request};
 use whish_core::{ClientSettings, SecretString, ServiceHeaders, TransportErrorKind};
+use whish_core::{RetryPolicy, Timeouts};
 use whish_testkit::{ScriptedServer, Step};
 
 /// An attempt as seen after it: its number, its status, its failure.

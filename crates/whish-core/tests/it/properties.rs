@@ -25,7 +25,7 @@ fn money() -> impl Strategy<Value = Decimal> {
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct AsString {
-    #[serde(with = "whish_core::money::as_string")]
+    #[serde(with = "whish_core::runtime::amount_as_string")]
     amount: Amount,
 }
 

@@ -5,9 +5,11 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{Error, TestCode};
-use whish_core::retry::{Resend, RetryBudget, RetryPolicy, Timeouts};
-use whish_core::transport::{Method, Policy, Request, Transport};
+use whish_core::Policy;
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request, Transport};
 use whish_core::{ClientSettings, ServiceHeaders};
+use whish_core::{RetryBudget, RetryPolicy, Timeouts};
 use whish_testkit::{ScriptedServer, Step};
 
 fn transport(base: &str, retries: u32, max_backoff: Duration, budget: RetryBudget) -> Transport {

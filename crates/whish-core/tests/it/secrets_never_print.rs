@@ -4,9 +4,11 @@
 use std::time::Duration;
 
 use crate::support::{Error, SECRET_KEY, TestCode};
-use whish_core::retry::{Resend, RetryPolicy, Timeouts};
-use whish_core::transport::{Method, Policy, Request, Transport};
+use whish_core::Policy;
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request, Transport};
 use whish_core::{ClientSettings, SecretString, ServiceHeaders, UserAgent};
+use whish_core::{RetryPolicy, Timeouts};
 use whish_testkit::{ScriptedServer, Step, fixture};
 
 fn transport(base: &str) -> Transport {

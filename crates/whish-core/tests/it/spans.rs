@@ -11,9 +11,11 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
-use whish_core::retry::{Resend, RetryPolicy, Timeouts};
-use whish_core::transport::{Method, Policy, Request, Transport};
+use whish_core::Policy;
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request, Transport};
 use whish_core::{ClientSettings, ServiceHeaders};
+use whish_core::{RetryPolicy, Timeouts};
 use whish_testkit::{ScriptedServer, Step};
 
 /// A span as a layer saw it: its name, its parent and every value recorded on each field, in

@@ -5,8 +5,9 @@ use std::time::Duration;
 use crate::support::{Error, SECRET_KEY, TestCode};
 use http::HeaderValue;
 use serde_json::{Value, json};
-use whish_core::retry::Resend;
-use whish_core::transport::{CallOptions, Method, Request, Transport};
+use whish_core::CallOptions;
+use whish_core::runtime::Resend;
+use whish_core::runtime::{Method, Request, Transport};
 use whish_core::{ClientSettings, SecretString, ServiceHeaders, TransportErrorKind, UserAgent};
 use whish_testkit::{ScriptedServer, Step, fixture};
 

@@ -277,7 +277,7 @@ async fn forbidden_403_is_decoded_as_its_own_error() {
     // Its four addresses are public, so the service's own 403 (a non-public address) cannot
     // be the answer: a page in front of it (a WAF) may have passed the create on. Unknown,
     // never refused (a journal closing it `refused` would leave a payment that exists).
-    assert_eq!(err.verdict(), whish_core::Verdict::Unknown);
+    assert_eq!(err.verdict(), whish_core::verdict::Verdict::Unknown);
     // The advice is this service's own, from codes/hosted-collect.toml.
     assert!(err.hint().contains("public addresses"), "{}", err.hint());
     assert_eq!(
@@ -611,10 +611,10 @@ async fn a_replayed_failure_is_final_whatever_its_code() {
         .expect("valid");
     for _ in 0..2 {
         let e = c.create_payment(&prepared).await.expect_err("failure");
-        assert_eq!(e.verdict(), whish_core::Verdict::Refused, "{e}");
+        assert_eq!(e.verdict(), whish_core::verdict::Verdict::Refused, "{e}");
         assert!(e.to_string().contains("refused with"), "{e}");
     }
     // Not replayed: `fatal` is the one code to retry with the same externalId.
     let e = c.create_payment(&prepared).await.expect_err("failure");
-    assert_eq!(e.verdict(), whish_core::Verdict::Unknown, "{e}");
+    assert_eq!(e.verdict(), whish_core::verdict::Verdict::Unknown, "{e}");
 }

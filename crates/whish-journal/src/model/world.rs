@@ -8,7 +8,7 @@
 //! [`insert_token_from`]. What is written here is only the order in which the async code calls
 //! them, and the service.
 
-use whish_core::Verdict;
+use whish_core::verdict::Verdict;
 use whish_core::verdict::{Answer, History, decide};
 
 use crate::entry::State;

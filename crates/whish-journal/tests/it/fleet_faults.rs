@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::support::{Place, cash_send, places, sandbox, transfer, transfers_with};
-use whish_core::Verdict;
+use whish_core::verdict::Verdict;
 use whish_journal::{Clients, Journal, Operation, Recovery, Service, State};
 use whish_money_transfer::SendOutcome;
 use whish_sandbox::{Endpoint, Fault};

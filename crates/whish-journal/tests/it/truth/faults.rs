@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::support::{
     cash_send, collect, payment, places, sandbox, topup, transfer, transfers_with,
 };
-use whish_core::{CallOptions, Currency, RequestId, Verdict};
+use whish_core::{CallOptions, Currency, RequestId, verdict::Verdict};
 use whish_intl_topup::PayOutcome;
 use whish_journal::{Clients, Operation, Recovery, Service, State};
 use whish_money_transfer::{SendOutcome, TransferCode};

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::{cash_send, places, sandbox, transfer, transfer_at, transfers_with};
 use rust_decimal::Decimal;
-use whish_core::Verdict;
+use whish_core::verdict::Verdict;
 use whish_journal::{Clients, Operation, Recovery, Service, State};
 use whish_sandbox::{Endpoint, Fault};
 
