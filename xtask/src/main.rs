@@ -13,6 +13,8 @@
 //! - `cargo xtask footprint [--no-build]`: crate count and cold build time, per service and for all.
 //! - `cargo xtask model [--large] [--lie NAME | --list-lies | --every-lie]`: the journal's model
 //!   checker (see `model.rs`).
+//! - `cargo xtask msrv [--toolchain]`: the `rust-version` holds for every dependency of the
+//!   published crates (CI runs it); `--toolchain` also builds them with that Rust (see `msrv.rs`).
 //! - `cargo xtask soak --ops N --seed S [--workers W] [--release]`: the fault-injection soak
 //!   (`crates/whish-soak`) against the sandbox; exit 1 on any duplicate or lost operation.
 //!   `--crash`, `--batch`, `--callbacks` (the receiver soak) and `--slowloris` (the receiver
@@ -27,9 +29,10 @@ mod codes;
 mod features;
 mod footprint;
 mod model;
+mod msrv;
 mod public_api;
 
-const USAGE: &str = "usage: cargo xtask codegen [--check] | bench-budget [--only PACKAGE] [--features F] | public-api [--check] | features | footprint [--no-build] | model [--large] [--lie NAME | --list-lies | --every-lie] | soak (--ops N --seed S [--workers W] | --crash K ... | --batch N ... | --callbacks N [--journal URL] [--outage SECS] | --slowloris N) [--release]";
+const USAGE: &str = "usage: cargo xtask codegen [--check] | bench-budget [--only PACKAGE] [--features F] | public-api [--check] | features | footprint [--no-build] | model [--large] [--lie NAME | --list-lies | --every-lie] | msrv [--toolchain] | soak (--ops N --seed S [--workers W] | --crash K ... | --batch N ... | --callbacks N [--journal URL] [--outage SECS] | --slowloris N) [--release]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Some("footprint") => footprint::run(&root, !args.iter().any(|a| a == "--no-build")),
         Some("soak") => soak(&root, &args[1..]),
         Some("model") => model::run(&root, &args[1..]),
+        Some("msrv") => msrv::run(&root, &args[1..]),
         Some("public-api") => public_api::run(&root, args.iter().any(|a| a == "--check")),
         _ => Err(USAGE.to_owned()),
     };
