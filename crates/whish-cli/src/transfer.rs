@@ -1,11 +1,13 @@
 //! `whish transfer ...`.
 
+use std::path::Path;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 use whish::transfer::{
     CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, FirstName,
     Identity, LastName, MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome,
-    SendRequest, Sender, SourceOfFunds, StatusQuery, WalletReceiver, reconcile,
+    SendRequest, Sender, SourceOfFunds, StatusQuery, TransferClient, WalletReceiver, reconcile,
 };
 use whish::{Amount, Currency, RequestId};
 
@@ -85,47 +87,12 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             request_id,
             quoted_total,
             wait,
-        } => {
-            let mut request = parse_send(&read_body(&body)?)?;
-            if let Some(n) = request_id {
-                request = request.request_id(RequestId::new(n).map_err(usage)?);
-            }
-            if let Some(total) = quoted_total {
-                still_quoted(&client, &request, amount(&total)?).await?;
-            }
-            let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
-            let id = prepared.request_id();
-            // The journal first: a journal that cannot be opened sends nothing, and a line
-            // telling to store the key of a request that never left would mislead.
-            let journal = ctx.journal().await?;
-            eprintln!(
-                "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
-            );
-            let journaled = journal.transfer(client);
-            let answer = journaled.send(&prepared).await;
-            answered(out, &journal, &journaled, &prepared, answer, wait).await
-        }
+        } => send(ctx, client, &body, request_id, quoted_total, wait).await,
         TransferCmd::Resend {
             body,
             request_id,
             wait,
-        } => {
-            let id = RequestId::new(request_id).map_err(usage)?;
-            let request = parse_send(&read_body(&body)?)?.request_id(id);
-            let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
-            // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
-            // the outcome is read with status by requestId.
-            let journal = ctx.journal().await?;
-            if let Some(other) = same_body_elsewhere(&journal, id, prepared.body()).await? {
-                return Err(usage(format!(
-                    "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
-                    other_state(&journal, &other).await
-                )));
-            }
-            let journaled = journal.transfer(client);
-            let answer = journaled.resend(&prepared).await;
-            answered(out, &journal, &journaled, &prepared, answer, wait).await
-        }
+        } => resend(ctx, client, &body, request_id, wait).await,
         TransferCmd::Status {
             transfer_id,
             ltn,
@@ -193,6 +160,65 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             Ok(out.success(&to_json(&statements)))
         }
     }
+}
+
+/// `transfer send`: check the body (and the quote, when given), journal it, then send it once.
+async fn send(
+    ctx: &Ctx,
+    client: TransferClient,
+    body: &Path,
+    request_id: Option<i64>,
+    quoted_total: Option<String>,
+    wait: Option<u64>,
+) -> Done {
+    let out = ctx.out;
+    let report = |e: &whish::transfer::Error| output::error(&out, e);
+    let mut request = parse_send(&read_body(body)?)?;
+    if let Some(n) = request_id {
+        request = request.request_id(RequestId::new(n).map_err(usage)?);
+    }
+    if let Some(total) = quoted_total {
+        still_quoted(&client, &request, amount(&total)?).await?;
+    }
+    let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
+    let id = prepared.request_id();
+    // The journal first: a journal that cannot be opened sends nothing, and a line
+    // telling to store the key of a request that never left would mislead.
+    let journal = ctx.journal().await?;
+    eprintln!(
+        "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
+    );
+    let journaled = journal.transfer(client);
+    let answer = journaled.send(&prepared).await;
+    answered(out, &journal, &journaled, &prepared, answer, wait).await
+}
+
+/// `transfer resend`: send a known request again under its own Request-id, never a body the
+/// journal holds under another one.
+async fn resend(
+    ctx: &Ctx,
+    client: TransferClient,
+    body: &Path,
+    request_id: i64,
+    wait: Option<u64>,
+) -> Done {
+    let out = ctx.out;
+    let report = |e: &whish::transfer::Error| output::error(&out, e);
+    let id = RequestId::new(request_id).map_err(usage)?;
+    let request = parse_send(&read_body(body)?)?.request_id(id);
+    let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
+    // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
+    // the outcome is read with status by requestId.
+    let journal = ctx.journal().await?;
+    if let Some(other) = same_body_elsewhere(&journal, id, prepared.body()).await? {
+        return Err(usage(format!(
+            "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
+            other_state(&journal, &other).await
+        )));
+    }
+    let journaled = journal.transfer(client);
+    let answer = journaled.resend(&prepared).await;
+    answered(out, &journal, &journaled, &prepared, answer, wait).await
 }
 
 /// Quote `request` on its own terms and go on only when the total is still `shown`, the total
