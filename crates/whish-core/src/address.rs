@@ -2,7 +2,7 @@
 //! check for callback and redirect URLs.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
 
@@ -349,14 +349,6 @@ pub fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
         non_public_v4(v4)
     } else {
         None
-    }
-}
-
-/// Why an IP address is not public, or `None` when it is.
-pub fn non_public_ip(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => non_public_v4(v4),
-        IpAddr::V6(v6) => non_public_v6(v6),
     }
 }
 

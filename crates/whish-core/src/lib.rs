@@ -91,17 +91,13 @@ pub use validation::{ValidationError, ValidationKind};
 /// change in any release. Applications use the service clients instead.
 #[doc(hidden)]
 pub mod runtime {
-    pub use crate::address::{non_public_ip, non_public_v4, non_public_v6};
     pub use crate::dates::today_utc;
     pub use crate::de::with_str;
-    pub use crate::error::{BODY_PREFIX_LIMIT, DECODE_MESSAGE_LIMIT};
-    pub use crate::ids::EXTERNAL_ID_MAX_LEN;
+    pub use crate::error::DECODE_MESSAGE_LIMIT;
     pub use crate::money::as_string as amount_as_string;
     pub use crate::path::segment as path_segment;
     pub use crate::request::{Bytes, HeaderName, HeaderValue, Method, Reply, Request};
-    pub use crate::retry::{
-        AttemptOutcome, Decision, Resend, decide, is_retryable, parse_retry_after,
-    };
+    pub use crate::retry::Resend;
     pub use crate::transport::Transport;
     pub use serde;
 }

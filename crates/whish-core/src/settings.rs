@@ -1,6 +1,4 @@
-//! The settings every client shares, in one builder: base URL, retry and timeout policy,
-//! User-Agent, local callback addresses (sandbox only), and the HTTP settings (proxy, extra root
-//! certificates, pool, reply size cap, or your own `reqwest::ClientBuilder`).
+//! The settings every client shares ([`ClientSettings`]).
 
 use std::fmt;
 use std::sync::Arc;
