@@ -156,8 +156,12 @@ async fn list(
     for u in journal.unreadable().await.map_err(failed)? {
         rows.push(json!({"key": u.key, "id": u.id, "state": "unreadable", "reason": u.reason}));
     }
+    print_rows(ctx, rows)
+}
+
+/// Rows as JSON lines with `--json` (one entry a line, for grep and jq), else one array.
+fn print_rows(ctx: &Ctx, rows: Vec<Value>) -> Done {
     if ctx.out.json {
-        // JSON lines: one entry a line, for grep and jq.
         for r in &rows {
             ctx.out.line(r);
         }
@@ -179,14 +183,7 @@ async fn inbox(ctx: &Ctx, journal: &Journal, limit: u32) -> Done {
         entries.retain(|e| e.operation == whish::journal::Operation::Callback);
         rows.extend(entries.iter().map(inbox_line));
     }
-    if ctx.out.json {
-        for r in &rows {
-            ctx.out.line(r);
-        }
-    } else {
-        ctx.out.print(&Value::from(rows));
-    }
-    Ok(OK)
+    print_rows(ctx, rows)
 }
 
 /// `journal hand-on`: hand an escalated inbox change on again.

@@ -320,21 +320,11 @@ async fn follow_up(
         State::Pending => "pending",
         _ => "unknown",
     };
-    let v = json!({
-        "outcome": outcome,
-        "result": "followed-up",
-        "requestId": id,
-        "transferId": r.transfer_id,
-        "ltnNumber": r.ltn_number,
-        "status": r.transfer_status,
-        "charges": r.charges,
-        "collectionAmount": null,
-        "balance": null,
-        "transactionId": null,
-        "currency": null,
-        "receiverIdentity": null,
-        "dialog": null,
-    });
+    let mut v = send_shaped(outcome, json!("followed-up"), json!(id));
+    v["transferId"] = json!(r.transfer_id);
+    v["ltnNumber"] = json!(r.ltn_number);
+    v["status"] = json!(r.transfer_status);
+    v["charges"] = json!(r.charges);
     let (status, hint) = match state {
         State::Accepted => return Ok(out.success(&v)),
         State::Refused => (REFUSED, "refused: final, nothing done"),
@@ -439,10 +429,12 @@ async fn other_state(journal: &whish::journal::Journal, key: &str) -> String {
         .map_or_else(|| "recorded".to_owned(), |e| e.state.as_str().to_owned())
 }
 
-fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 {
-    let mut v = json!({
-        "outcome": "accepted",
-        "result": null,
+/// The object every send prints, whatever its outcome: each field of the service's answer, null
+/// until the answer gives it.
+fn send_shaped(outcome: &str, result: Value, request_id: Value) -> Value {
+    json!({
+        "outcome": outcome,
+        "result": result,
         "requestId": request_id,
         "transferId": null,
         "ltnNumber": null,
@@ -454,7 +446,11 @@ fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 
         "currency": null,
         "receiverIdentity": null,
         "dialog": null,
-    });
+    })
+}
+
+fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 {
+    let mut v = send_shaped("accepted", Value::Null, json!(request_id));
     let mut set = |k: &str, x: Value| v[k] = x;
     match o {
         SendOutcome::Sent(s) => {

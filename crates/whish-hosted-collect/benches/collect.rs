@@ -58,7 +58,28 @@ struct Baseline {
     next: AtomicU64,
 }
 
+/// The SDK's client of the service at `base`.
+fn sdk_client(base: &str) -> CollectClient {
+    CollectClient::builder(
+        whish_core::ClientSettings::new(base).user_agent(UA.parse().expect("user agent")),
+    )
+    .channel("chan-42")
+    .secret(SecretString::from("collect-secret"))
+    .website_url("shop.example.com")
+    .build()
+    .expect("client")
+}
+
 impl Baseline {
+    /// The hand-written client of the service at `base`.
+    fn against(base: &str) -> Baseline {
+        Baseline {
+            http: baseline_client(),
+            url: format!("{base}/payment/whish"),
+            next: AtomicU64::new(1),
+        }
+    }
+
     async fn create(&self) -> String {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let body = serde_json::to_vec(&serde_json::json!({
@@ -139,22 +160,8 @@ fn main() {
         .expect("runtime");
     reply();
     let base = rt.block_on(whish_testkit::bench::serve(|_| reply()));
-    let sdk = Arc::new(
-        CollectClient::builder(
-            whish_core::ClientSettings::new(base.clone())
-                .user_agent(UA.parse().expect("user agent")),
-        )
-        .channel("chan-42")
-        .secret(SecretString::from("collect-secret"))
-        .website_url("shop.example.com")
-        .build()
-        .expect("client"),
-    );
-    let baseline = Arc::new(Baseline {
-        http: baseline_client(),
-        url: format!("{base}/payment/whish"),
-        next: AtomicU64::new(1),
-    });
+    let sdk = Arc::new(sdk_client(&base));
+    let baseline = Arc::new(Baseline::against(&base));
     let urls = Arc::new(urls());
     rt.block_on(sdk_create(&sdk, &urls));
     assert!(rt.block_on(baseline.create()).starts_with("https://"));
@@ -197,20 +204,8 @@ fn main() {
     // The client's own CPU per call, on clients of their own against a server on another
     // thread: the figure a few microseconds of work added to a call shows in.
     let cpu_base = whish_testkit::bench::serve_elsewhere(|_| reply());
-    let cpu_sdk = CollectClient::builder(
-        whish_core::ClientSettings::new(cpu_base.clone())
-            .user_agent(UA.parse().expect("user agent")),
-    )
-    .channel("chan-42")
-    .secret(SecretString::from("collect-secret"))
-    .website_url("shop.example.com")
-    .build()
-    .expect("client");
-    let cpu_baseline = Baseline {
-        http: baseline_client(),
-        url: format!("{cpu_base}/payment/whish"),
-        next: AtomicU64::new(1),
-    };
+    let cpu_sdk = sdk_client(&cpu_base);
+    let cpu_baseline = Baseline::against(&cpu_base);
     report.pair_cpu(
         "create, client CPU per call, SDK/baseline",
         Goal::AtMost(1.02),

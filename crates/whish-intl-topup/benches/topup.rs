@@ -88,7 +88,28 @@ struct Baseline {
     next: AtomicU64,
 }
 
+/// The SDK's client of the service at `base`.
+fn sdk_client(base: &str) -> TopupClient {
+    TopupClient::builder(
+        whish_core::ClientSettings::new(base).user_agent(UA.parse().expect("user agent")),
+    )
+    .session_id(SecretString::from("topup-session"))
+    .token(SecretString::from("topup-token"))
+    .language("en")
+    .build()
+    .expect("client")
+}
+
 impl Baseline {
+    /// The hand-written client of the service at `base`.
+    fn against(base: &str) -> Baseline {
+        Baseline {
+            http: baseline_client(),
+            url: format!("{base}/v2/example-provider/pay"),
+            next: AtomicU64::new(1),
+        }
+    }
+
     async fn pay(&self) -> usize {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let body = serde_json::to_vec(&serde_json::json!({
@@ -134,6 +155,15 @@ struct Paid {
     list_of_sold_items: Vec<SoldItem>,
 }
 
+/// The service's answer to a request for `path`: the options of a fetch, else the sale.
+fn answer(path: &str) -> &'static str {
+    if path.ends_with("/fetch") {
+        replies().0
+    } else {
+        replies().1
+    }
+}
+
 async fn sdk_pay(sdk: &TopupClient, option: &TopupOption) -> usize {
     let prepared = sdk.prepare_pay(option).expect("prepared");
     match sdk.pay(&prepared).await.expect("paid") {
@@ -149,29 +179,9 @@ fn main() {
         .build()
         .expect("runtime");
     replies();
-    let base = rt.block_on(whish_testkit::bench::serve(|path| {
-        if path.ends_with("/fetch") {
-            replies().0
-        } else {
-            replies().1
-        }
-    }));
-    let sdk = Arc::new(
-        TopupClient::builder(
-            whish_core::ClientSettings::new(base.clone())
-                .user_agent(UA.parse().expect("user agent")),
-        )
-        .session_id(SecretString::from("topup-session"))
-        .token(SecretString::from("topup-token"))
-        .language("en")
-        .build()
-        .expect("client"),
-    );
-    let baseline = Arc::new(Baseline {
-        http: baseline_client(),
-        url: format!("{base}/v2/example-provider/pay"),
-        next: AtomicU64::new(1),
-    });
+    let base = rt.block_on(whish_testkit::bench::serve(answer));
+    let sdk = Arc::new(sdk_client(&base));
+    let baseline = Arc::new(Baseline::against(&base));
     let offer = rt
         .block_on(sdk.fetch_options(
             whish_intl_topup::ProviderId::new("example-provider"),
@@ -221,27 +231,9 @@ fn main() {
     );
     // The client's own CPU per call, on clients of their own against a server on another
     // thread: the figure a few microseconds of work added to a call shows in.
-    let cpu_base = whish_testkit::bench::serve_elsewhere(|path| {
-        if path.ends_with("/fetch") {
-            replies().0
-        } else {
-            replies().1
-        }
-    });
-    let cpu_sdk = TopupClient::builder(
-        whish_core::ClientSettings::new(cpu_base.clone())
-            .user_agent(UA.parse().expect("user agent")),
-    )
-    .session_id(SecretString::from("topup-session"))
-    .token(SecretString::from("topup-token"))
-    .language("en")
-    .build()
-    .expect("client");
-    let cpu_baseline = Baseline {
-        http: baseline_client(),
-        url: format!("{cpu_base}/v2/example-provider/pay"),
-        next: AtomicU64::new(1),
-    };
+    let cpu_base = whish_testkit::bench::serve_elsewhere(answer);
+    let cpu_sdk = sdk_client(&cpu_base);
+    let cpu_baseline = Baseline::against(&cpu_base);
     report.pair_cpu(
         "pay, client CPU per call, SDK/baseline",
         Goal::AtMost(1.02),

@@ -93,7 +93,25 @@ struct Baseline {
     next_id: AtomicI64,
 }
 
+/// The SDK's client of the service at `base`.
+fn sdk_client(base: &str) -> TransferClient {
+    TransferClient::builder(base)
+        .username(USER)
+        .key(SecretString::from(KEY))
+        .build()
+        .expect("client")
+}
+
 impl Baseline {
+    /// The hand-written client of the service at `base`.
+    fn against(base: &str) -> Baseline {
+        Baseline {
+            http: baseline_client(),
+            url: format!("{base}/api/woo/send/money/fees"),
+            next_id: AtomicI64::new(1),
+        }
+    }
+
     async fn quote(&self) -> PlainQuote {
         let body = serde_json::to_vec(&serde_json::json!({
             "fromCountry": 1, "toCountry": 1, "currencyId": 2,
@@ -245,18 +263,8 @@ fn main() {
         .expect("runtime");
     let base = rt.block_on(whish_testkit::bench::serve(|_| FEES_BODY));
     let base = format!("{base}/api");
-    let sdk = Arc::new(
-        TransferClient::builder(base.clone())
-            .username(USER)
-            .key(SecretString::from(KEY))
-            .build()
-            .expect("client"),
-    );
-    let baseline = Arc::new(Baseline {
-        http: baseline_client(),
-        url: format!("{base}/api/woo/send/money/fees"),
-        next_id: AtomicI64::new(1),
-    });
+    let sdk = Arc::new(sdk_client(&base));
+    let baseline = Arc::new(Baseline::against(&base));
     let request = FeeRequest::new(
         CountryId::LEBANON,
         Currency::Usd,
@@ -342,16 +350,8 @@ fn main() {
         "{}/api",
         whish_testkit::bench::serve_elsewhere(|_| FEES_BODY)
     );
-    let cpu_sdk = TransferClient::builder(cpu_base.clone())
-        .username(USER)
-        .key(SecretString::from(KEY))
-        .build()
-        .expect("client");
-    let cpu_baseline = Baseline {
-        http: baseline_client(),
-        url: format!("{cpu_base}/api/woo/send/money/fees"),
-        next_id: AtomicI64::new(1),
-    };
+    let cpu_sdk = sdk_client(&cpu_base);
+    let cpu_baseline = Baseline::against(&cpu_base);
     report.pair_cpu(
         "fee quote, client CPU per call, SDK/baseline",
         Goal::AtMost(CPU_GOAL),

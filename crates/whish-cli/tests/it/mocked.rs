@@ -35,18 +35,7 @@ async fn fees_with(reply_status: u16, body: &str, content_type: &str) -> (Run, u
         })
         .await;
     let run = whish(
-        &[
-            "transfer",
-            "fees",
-            "--from-country",
-            "1",
-            "--currency",
-            "USD",
-            "--amount",
-            "100",
-            "--retries",
-            "0",
-        ],
+        &[&QUOTE_100_USD[..], &["--retries", "0"]].concat(),
         &env(&server.base_url()),
     )
     .await;

@@ -476,21 +476,7 @@ async fn verbose_prints_one_line_per_call_without_colour_in_a_pipe() {
     let sb = Sandbox::start().await.expect("sandbox");
     let env = sandbox_env(&sb);
     sb.inject(Endpoint::TransferFees, Fault::Page(502), 1);
-    let run = whish(
-        &[
-            "-v",
-            "transfer",
-            "fees",
-            "--from-country",
-            "1",
-            "--currency",
-            "USD",
-            "--amount",
-            "100",
-        ],
-        &env,
-    )
-    .await;
+    let run = whish(&[&["-v"][..], &QUOTE_100_USD].concat(), &env).await;
     assert_eq!(run.code, 0, "{run:?}");
     let calls: Vec<&str> = run
         .stderr
