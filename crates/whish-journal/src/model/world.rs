@@ -693,16 +693,19 @@ impl System for Model {
         for i in 0..w.net.len() {
             self.deliver(w, i, out);
         }
-        // A lease runs out only with nothing in the network and no process between taking a
-        // lease and sending. Assumed: a request is delivered or lost within a lease, and no
-        // process freezes that long in the instant between its lease and its first byte (the
-        // heartbeat keeps the lease of a slow call).
+        // A lease never runs out while a process is between taking it and sending. Assumed: no
+        // process freezes a whole lease in that instant (nothing can fence a request already
+        // on its way; the heartbeat keeps the lease of a slow call once it is out).
         let about_to_send = w.actors.iter().any(|x| matches!(x.pc, Pc::Held { .. }));
-        let quiet = w.net.is_empty() && !about_to_send;
-        // A lease runs out. Time passing when nobody renews it: its holder is dead, or none of
-        // the holder's tasks holds it (a call that ended, a write that committed unseen); a
-        // fault when a task of a live holder holds it (frozen, or slow to renew).
-        if quiet
+        let in_network = !w.net.is_empty();
+        let quiet = !in_network && !about_to_send;
+        // A lease runs out. Time passing when nobody renews it and nothing is in the network:
+        // its holder is dead, or none of the holder's tasks holds it (a call that ended, a write
+        // that committed unseen). A fault when a task of a live holder holds it (frozen, or its
+        // renewals slowed by a busy database), or while a request or an answer is still in the
+        // network: the holder's answer then comes back after another process took the entry
+        // over and sent it again under the same key.
+        if !about_to_send
             && let Some(r) = &w.row
             && let (Some(h), Some(until)) = (r.holder, r.until)
             && until >= w.now
@@ -717,9 +720,10 @@ impl System for Model {
                             _ => false,
                         }
                 });
-            if !renewing || w.faults > 0 {
+            let fault = renewing || in_network;
+            if !fault || w.faults > 0 {
                 let mut n = w.clone();
-                if renewing {
+                if fault {
                     n.faults -= 1;
                 }
                 n.now = until + 1;
