@@ -5,8 +5,8 @@ use std::io::Read as _;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::printed;
 use reqwest::header::HeaderMap;
-use serde_json::json;
 use whish::transfer::callback::{CallbackError, CallbackReceiver, SignedInput};
 
 use crate::output::{Out, REFUSED, usage};
@@ -44,18 +44,22 @@ pub fn run(out: Out, c: &Check<'_>) -> Result<u8, u8> {
         "decoded, not verified: the service's scheme is not documented (--sandbox-key checks the sandbox's)"
     };
     match receiver.receive(&headers, &body, now) {
-        Ok(cb) => Ok(out.success(&json!({
-            "outcome": "would be recorded",
-            "externalId": cb.external_id.to_string(),
-            "transferId": cb.transfer_id,
-            "status": cb.status,
-            "date": cb.date,
-            "timestampAgeMs": now.0.saturating_sub(cb.timestamp.0),
-            "signature": signature,
-            "signatureBytes": cb.signature.len(),
-        }))),
+        Ok(cb) => Ok(out.success(&printed::CallbackChecked {
+            outcome: "would be recorded",
+            external_id: cb.external_id.to_string(),
+            transfer_id: &cb.transfer_id,
+            status: &cb.status,
+            date: &cb.date,
+            timestamp_age_ms: now.0.saturating_sub(cb.timestamp.0),
+            signature,
+            signature_bytes: cb.signature.len(),
+        })),
         Err(e) => Err(out.failure(
-            &json!({"outcome": "would be refused", "reason": reason(&e), "message": e.to_string()}),
+            &printed::CallbackRefused {
+                outcome: "would be refused",
+                reason: reason(&e),
+                message: e.to_string(),
+            },
             &format!("{e}: a receiver answers non-200 and records nothing"),
             REFUSED,
         )),

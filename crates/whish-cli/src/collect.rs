@@ -1,6 +1,6 @@
 //! `whish collect ...`.
 
-use serde_json::json;
+use crate::printed;
 use whish::ExternalId;
 use whish::collect::{CollectUrls, NewPayment};
 
@@ -20,7 +20,10 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
     match cmd {
         CollectCmd::Balance { currency: c } => {
             let b = client.balance(currency(c)).await.map_err(|e| report(&e))?;
-            Ok(out.success(&json!({"balance": b.balance, "currency": b.currency})))
+            Ok(out.success(&printed::CollectBalance {
+                balance: &b.balance,
+                currency: &b.currency,
+            }))
         }
         CollectCmd::Create {
             amount: a,
@@ -56,13 +59,13 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 .create_payment(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(out.success(&json!({
-                "outcome": "accepted",
-                "externalId": created.external_id,
-                "collectUrl": created.collect_url,
-                "retrieved": created.retrieved,
-                "dialog": created.dialog,
-            })))
+            Ok(out.success(&printed::PaymentCreated {
+                outcome: "accepted",
+                external_id: &created.external_id,
+                collect_url: &created.collect_url,
+                retrieved: created.retrieved,
+                dialog: created.dialog.as_ref(),
+            }))
         }
         CollectCmd::Status {
             currency: c,
@@ -73,10 +76,10 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 .status(currency(c), &id)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(out.success(&json!({
-                "collectStatus": s.collect_status,
-                "payerPhoneNumber": s.payer_phone_number,
-            })))
+            Ok(out.success(&printed::PaymentStatus {
+                collect_status: &s.collect_status,
+                payer_phone_number: s.payer_phone_number.as_deref(),
+            }))
         }
         CollectCmd::Refund {
             currency: c,
@@ -93,12 +96,12 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
                 .refund(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(out.success(&json!({
-                "outcome": "accepted",
-                "externalId": r.external_id,
-                "retrieved": r.retrieved,
-                "dialog": r.dialog,
-            })))
+            Ok(out.success(&printed::Refunded {
+                outcome: "accepted",
+                external_id: &r.external_id,
+                retrieved: r.retrieved,
+                dialog: r.dialog.as_ref(),
+            }))
         }
     }
 }

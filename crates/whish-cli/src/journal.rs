@@ -2,31 +2,36 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use whish::journal::{Abandoned, Clients, Entry, Journal, Recovery, RecoveryReport};
 
 use crate::cli::JournalCmd;
 use crate::output::{Done, NOT_SENT, OK, PENDING, REFUSED, UNKNOWN, printable, usage};
+use crate::printed;
 use crate::settings::Ctx;
 
-fn line(e: &Entry) -> Value {
-    json!({
-        "key": e.key,
-        "service": e.service,
-        "operation": e.operation,
-        "state": e.state,
-        "created": e.created.format(&time::format_description::well_known::Rfc3339).ok(),
-    })
+fn rfc3339(t: time::OffsetDateTime) -> Option<String> {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .ok()
 }
 
-fn inbox_line(e: &Entry) -> Value {
-    json!({
-        "key": e.key,
-        "state": e.state,
-        "attempts": e.attempts,
-        "last_error": e.outcome.as_ref().and_then(|o| o.message.clone()),
-        "recorded": e.created.format(&time::format_description::well_known::Rfc3339).ok(),
-    })
+fn line(e: &Entry) -> printed::EntryLine<'_> {
+    printed::EntryLine {
+        key: &e.key,
+        service: e.service,
+        operation: e.operation,
+        state: e.state,
+        created: rfc3339(e.created),
+    }
+}
+
+fn inbox_line(e: &Entry) -> printed::InboxLine<'_> {
+    printed::InboxLine {
+        key: &e.key,
+        state: e.state,
+        attempts: e.attempts,
+        last_error: e.outcome.as_ref().and_then(|o| o.message.as_deref()),
+        recorded: rfc3339(e.created),
+    }
 }
 
 /// A `--deadline-hours` value: how long after it was recorded an entry may stay open before
@@ -146,44 +151,49 @@ async fn list(
     if let Some(text) = since {
         listing = listing.since(since_time(&text)?);
     }
-    let mut rows: Vec<Value> = journal
-        .list(&listing)
-        .await
-        .map_err(failed)?
+    let entries = journal.list(&listing).await.map_err(failed)?;
+    let unreadable = journal.unreadable().await.map_err(failed)?;
+    let rows: Vec<printed::ListedLine<'_>> = entries
         .iter()
-        .map(line)
+        .map(|e| printed::ListedLine::Entry(line(e)))
+        .chain(unreadable.iter().map(|u| {
+            printed::ListedLine::Unreadable(printed::UnreadableLine {
+                key: &u.key,
+                id: u.id,
+                state: "unreadable",
+                reason: &u.reason,
+            })
+        }))
         .collect();
-    for u in journal.unreadable().await.map_err(failed)? {
-        rows.push(json!({"key": u.key, "id": u.id, "state": "unreadable", "reason": u.reason}));
-    }
-    print_rows(ctx, rows)
+    print_rows(ctx, &rows)
 }
 
 /// Rows as JSON lines with `--json` (one entry a line, for grep and jq), else one array.
-fn print_rows(ctx: &Ctx, rows: Vec<Value>) -> Done {
+fn print_rows(ctx: &Ctx, rows: &[impl serde::Serialize]) -> Done {
     if ctx.out.json {
-        for r in &rows {
+        for r in rows {
             ctx.out.line(r);
         }
     } else {
-        ctx.out.print(&Value::from(rows));
+        ctx.out.print(&rows);
     }
     Ok(OK)
 }
 
 /// `journal inbox`: the callback changes waiting for a worker or escalated.
 async fn inbox(ctx: &Ctx, journal: &Journal, limit: u32) -> Done {
-    let mut rows = Vec::new();
+    let mut entries = Vec::new();
     for state in [
         whish::journal::State::Waiting,
         whish::journal::State::Escalated,
     ] {
         let listing = whish::journal::Listing::new().state(state).limit(limit);
-        let mut entries = journal.list(&listing).await.map_err(failed)?;
-        entries.retain(|e| e.operation == whish::journal::Operation::Callback);
-        rows.extend(entries.iter().map(inbox_line));
+        let mut found = journal.list(&listing).await.map_err(failed)?;
+        found.retain(|e| e.operation == whish::journal::Operation::Callback);
+        entries.extend(found);
     }
-    print_rows(ctx, rows)
+    let rows: Vec<_> = entries.iter().map(inbox_line).collect();
+    print_rows(ctx, &rows)
 }
 
 /// `journal hand-on`: hand an escalated inbox change on again.
@@ -194,7 +204,10 @@ async fn hand_on(ctx: &Ctx, journal: &Journal, key: String) -> Done {
         whish::journal::Service::HostedCollect
     };
     if journal.hand_on_again(service, &key).await.map_err(failed)? {
-        return Ok(ctx.out.success(&json!({"key": key, "state": "waiting"})));
+        return Ok(ctx.out.success(&printed::HandedOn {
+            key: &key,
+            state: "waiting",
+        }));
     }
     match journal.change(service, &key).await.map_err(failed)? {
         None => Err(usage(format!(
@@ -224,16 +237,17 @@ async fn show(ctx: &Ctx, journal: &Journal, key: String) -> Done {
             printable(&key)
         )));
     }
-    let shown: Vec<Value> = entries
+    // The entry as the journal serializes it, its request body shown as the JSON it holds.
+    let shown: Vec<serde_json::Value> = entries
         .iter()
         .map(|e| {
-            let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
+            let mut v = crate::output::value(e);
             v["request"] = serde_json::from_slice(&e.request)
-                .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&e.request)));
+                .unwrap_or_else(|_| serde_json::Value::from(String::from_utf8_lossy(&e.request)));
             v
         })
         .collect();
-    Ok(ctx.out.success(&Value::from(shown)))
+    Ok(ctx.out.success(&shown))
 }
 
 /// `journal abandon`: record a person's decision not to send an entry waiting for the
@@ -304,13 +318,13 @@ async fn abandon(
         // Found just above; gone meanwhile (pruned).
         _ => ("not-waiting", "the entry is gone".to_owned(), NOT_SENT),
     };
-    ctx.out.print(&json!({
-        "key": entry.key,
-        "service": entry.service,
-        "operation": entry.operation,
-        "outcome": outcome,
-        "message": said,
-    }));
+    ctx.out.print(&printed::AbandonDone {
+        key: &entry.key,
+        service: entry.service,
+        operation: entry.operation,
+        outcome,
+        message: &said,
+    });
     match done {
         Abandoned::Recorded { .. } => {}
         Abandoned::Received { .. } if entry.operation == whish::journal::Operation::Send => {
@@ -408,11 +422,10 @@ async fn recover(
         }
         (report, open)
     };
-    let value = json!({
-        "report": report,
-        "open": open.iter().map(line).collect::<Vec<_>>(),
+    ctx.out.print(&printed::Recovered {
+        report: &report,
+        open: open.iter().map(line).collect(),
     });
-    ctx.out.print(&value);
     tell_left_open(&report, &missing);
     Ok(if report.unreachable > 0 || !report.unrecorded.is_empty() {
         eprintln!(

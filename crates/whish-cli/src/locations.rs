@@ -3,7 +3,6 @@
 use crate::cli::LocationsCmd;
 use crate::output::{self, Done};
 use crate::settings::Ctx;
-use crate::transfer::to_json;
 
 pub async fn locations(ctx: &Ctx, cmd: LocationsCmd) -> Done {
     let out = ctx.out;
@@ -12,7 +11,7 @@ pub async fn locations(ctx: &Ctx, cmd: LocationsCmd) -> Done {
     match cmd {
         LocationsCmd::Governorates => {
             let g = client.governorates().await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&g)))
+            Ok(out.success(&g))
         }
         LocationsCmd::Shops {
             governorate_id,
@@ -26,7 +25,7 @@ pub async fn locations(ctx: &Ctx, cmd: LocationsCmd) -> Done {
                 f = f.district_id(d);
             }
             let s = client.shops(&f).await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&s)))
+            Ok(out.success(&s))
         }
     }
 }

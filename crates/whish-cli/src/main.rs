@@ -11,6 +11,7 @@ mod journal;
 mod locations;
 mod output;
 mod payouts;
+mod printed;
 mod reconcile;
 mod settings;
 mod topup;

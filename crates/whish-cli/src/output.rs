@@ -3,7 +3,10 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::printed::Failure;
 use whish::core::{Error, ErrorCode, ValidationKind, verdict::Verdict};
 
 /// A sum of `currency` (its code) as the command prints every sum: at the currency's precision,
@@ -58,13 +61,13 @@ pub fn ids_exact(v: &Value) -> Value {
 
 impl Out {
     /// Print one JSON line on stdout (identifiers as [`ids_exact`] writes them).
-    pub fn line(&self, v: &Value) {
-        println!("{}", ids_exact(v));
+    pub fn line(&self, v: &impl Serialize) {
+        println!("{}", ids_exact(&value(v)));
     }
 
-    /// Print a result on stdout.
-    pub fn print(&self, v: &Value) {
-        let v = &ids_exact(v);
+    /// Print a result on stdout (one of [`crate::printed`]'s objects).
+    pub fn print(&self, v: &impl Serialize) {
+        let v = &ids_exact(&value(v));
         if self.json {
             // The encoder escapes control characters; the direction overrides too, as `\uXXXX`
             // (still valid JSON), so a terminal never reorders what it shows.
@@ -84,17 +87,22 @@ impl Out {
     }
 
     /// Print a success and return 0.
-    pub fn success(&self, v: &Value) -> u8 {
+    pub fn success(&self, v: &impl Serialize) -> u8 {
         self.print(v);
         OK
     }
 
     /// Print a failure object on stdout and one line on stderr; return `status`.
-    pub fn failure(&self, v: &Value, hint: &str, status: u8) -> u8 {
+    pub fn failure(&self, v: &impl Serialize, hint: &str, status: u8) -> u8 {
         self.print(v);
         eprintln!("whish: {}", printable(&in_the_commands_words(hint)));
         status
     }
+}
+
+/// `v` as a JSON value (a type the command prints always serializes).
+pub fn value(v: &impl Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 /// A command's result: the value printed on success, or an exit status already reported.
@@ -180,8 +188,8 @@ pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
 /// Report the error of a read about something named by the caller (`asked`, such as
 /// `{"requestId": ...}`): the failure names what was asked for, never the read's own request
 /// key, which identifies nothing the caller knows.
-pub fn read_error<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Value) -> u8 {
-    error_of(out, e, Some(asked))
+pub fn read_error<C: ErrorCode>(out: &Out, e: &Error<C>, asked: &impl Serialize) -> u8 {
+    error_of(out, e, Some(value(asked)))
 }
 
 fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
@@ -200,17 +208,18 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
     };
     let verdict = e.verdict();
     let status = exit_code(verdict);
+    let outcome = verdict.as_str();
     match e {
         Error::Failed(f) => out.failure(
-            &json!({
-                "outcome": verdict.as_str(),
-                "code": f.raw,
-                "dialog": f.dialog,
-                "extra": f.extra,
-                "retrieved": f.retrieved,
-                "endpoint": f.endpoint,
-                "idempotencyKey": f.idempotency_key,
-            }),
+            &Failure::Failed {
+                outcome,
+                code: &f.raw,
+                dialog: f.dialog.as_ref(),
+                extra: f.extra.as_ref(),
+                retrieved: f.retrieved,
+                endpoint: f.endpoint,
+                idempotency_key: f.idempotency_key.as_deref(),
+            },
             &if verdict == Verdict::Refused {
                 format!("{} answered `{}`: {}", f.endpoint, f.raw, f.code.handling())
             } else {
@@ -219,14 +228,14 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
             status,
         ),
         Error::Pending(p) => out.failure(
-            &json!({
-                "outcome": verdict.as_str(),
-                "code": "500",
-                "dialog": p.dialog,
-                "retrieved": p.retrieved,
-                "endpoint": p.endpoint,
-                "idempotencyKey": p.idempotency_key,
-            }),
+            &Failure::Pending {
+                outcome,
+                code: "500",
+                dialog: p.dialog.as_ref(),
+                retrieved: p.retrieved,
+                endpoint: p.endpoint,
+                idempotency_key: p.idempotency_key.as_deref(),
+            },
             &match &p.idempotency_key {
                 Some(key) => format!("Pending (key {key}): {}", e.hint()),
                 None => format!("Pending: {}", e.hint()),
@@ -234,27 +243,27 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
             status,
         ),
         Error::Http(h) => out.failure(
-            &json!({
-                "outcome": verdict.as_str(),
-                "httpStatus": h.status,
-                "body": h.body_prefix,
-                "endpoint": h.endpoint,
-                "idempotencyKey": h.idempotency_key,
-                "afterPossibleDelivery": h.after_possible_delivery,
-            }),
+            &Failure::Http {
+                outcome,
+                http_status: h.status,
+                body: &h.body_prefix,
+                endpoint: h.endpoint,
+                idempotency_key: h.idempotency_key.as_deref(),
+                after_possible_delivery: h.after_possible_delivery,
+            },
             &format!("{e}: {}", e.hint()),
             status,
         ),
         Error::Transport(t) => out.failure(
-            &json!({
-                "outcome": verdict.as_str(),
-                "error": "transport",
-                "message": t.message,
-                "mayHaveReached": t.may_have_reached,
-                "endpoint": t.endpoint,
-                "idempotencyKey": t.idempotency_key,
-                "attempts": t.attempts,
-            }),
+            &Failure::Transport {
+                outcome,
+                error: "transport",
+                message: &t.message,
+                may_have_reached: t.may_have_reached,
+                endpoint: t.endpoint,
+                idempotency_key: t.idempotency_key.as_deref(),
+                attempts: t.attempts,
+            },
             &format!("{}; {}", t.message, e.hint()),
             status,
         ),
@@ -273,22 +282,22 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
             status
         }
         Error::Record(r) => out.failure(
-            &json!({
-                "outcome": verdict.as_str(),
-                "error": "journal",
-                "message": r.to_string(),
-                "endpoint": e.endpoint(),
-                "idempotencyKey": e.idempotency_key(),
-            }),
+            &Failure::Journal {
+                outcome,
+                error: "journal",
+                message: r.to_string(),
+                endpoint: e.endpoint(),
+                idempotency_key: e.idempotency_key(),
+            },
             &r.to_string(),
             status,
         ),
         other => out.failure(
-            &json!({
-                "outcome": verdict.as_str(),
-                "error": "decode",
-                "message": other.to_string(),
-            }),
+            &Failure::Decode {
+                outcome,
+                error: "decode",
+                message: other.to_string(),
+            },
             &e.hint(),
             status,
         ),
@@ -303,12 +312,12 @@ struct Asking<'a> {
 }
 
 impl Asking<'_> {
-    fn failure(&self, v: &Value, hint: &str, status: u8) -> u8 {
+    fn failure(&self, v: &Failure<'_>, hint: &str, status: u8) -> u8 {
         let Some(asked) = &self.asked else {
             return self.out.failure(v, hint, status);
         };
         let hint = self.read_hint.as_deref().unwrap_or(hint);
-        let mut v = v.clone();
+        let mut v = value(v);
         if let Some(o) = v.as_object_mut() {
             o.remove("idempotencyKey");
             o.insert("asked".into(), asked.clone());
@@ -475,6 +484,7 @@ pub fn table(v: &Value, indent: usize) -> String {
 #[cfg(test)]
 mod ids_tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_table_lines_up_arabic_names_with_combining_marks_by_terminal_columns() {

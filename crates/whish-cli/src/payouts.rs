@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use crate::printed;
 use whish::payouts::{
     Batch, BatchError, COLUMNS, Collection, Defaults, FollowUpRow, ResultFormat, ResultWriter,
     RowOutcome, RunOptions, RunSummary, StopSignal,
@@ -19,11 +19,15 @@ use crate::settings::Ctx;
 pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
     match cmd {
         PayoutsCmd::Columns => {
-            let columns: Vec<Value> = COLUMNS
+            let columns: Vec<_> = COLUMNS
                 .iter()
-                .map(|c| json!({"column": c.name, "required": c.required, "about": c.about}))
+                .map(|c| printed::BatchColumn {
+                    column: c.name,
+                    required: c.required,
+                    about: c.about,
+                })
                 .collect();
-            Ok(ctx.out.success(&Value::Array(columns)))
+            Ok(ctx.out.success(&columns))
         }
         PayoutsCmd::Check { mut batch } => {
             let b = batch_of(&mut batch)?;
@@ -34,11 +38,11 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 .await
                 .map_err(|e| usage(e.to_string()))?;
             let bad = !report.errors.is_empty();
-            ctx.out.print(&json!({
-                "batch": b.name(),
-                "rows": report.rows,
-                "badRows": report.errors,
-            }));
+            ctx.out.print(&printed::BatchChecked {
+                batch: b.name(),
+                rows: report.rows,
+                bad_rows: &report.errors,
+            });
             if bad {
                 eprintln!(
                     "whish: {} problem(s) in {} rows; nothing was sent",
@@ -82,11 +86,11 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
                 .await
                 .map_err(|e| usage(e.to_string()))?;
             if !check.errors.is_empty() && !skip_bad_rows {
-                ctx.out.print(&json!({
-                    "batch": b.name(),
-                    "rows": check.rows,
-                    "badRows": check.errors,
-                }));
+                ctx.out.print(&printed::BatchChecked {
+                    batch: b.name(),
+                    rows: check.rows,
+                    bad_rows: &check.errors,
+                });
                 return Err(usage(format!(
                     "{} problem(s) in {} rows (fix them, or --skip-bad-rows)",
                     check.errors.len(),
@@ -208,30 +212,30 @@ fn format_of(path: &Path) -> ResultFormat {
 }
 
 fn report_run(ctx: &Ctx, b: &Batch, s: &RunSummary, path: &Path) -> u8 {
-    let outcomes: serde_json::Map<String, Value> = RowOutcome::ALL
-        .iter()
-        .map(|o| (o.as_str().to_owned(), json!(s.count(*o))))
-        .collect();
-    let totals: serde_json::Map<String, Value> = s
-        .totals
-        .iter()
-        .map(|(c, t)| {
-            (
-                c.clone(),
-                json!({"accepted": t.accepted, "amount": output::money(c, t.amount), "fees": output::money(c, t.fees)}),
-            )
-        })
-        .collect();
-    ctx.out.print(&json!({
-        "batch": b.name(),
-        "rows": s.rows,
-        "outcomes": outcomes,
-        "totals": totals,
-        "stopped": s.stopped,
-        "recovered": s.recovered,
-        "heldElsewhere": s.held_elsewhere,
-        "results": path.display().to_string(),
-    }));
+    ctx.out.print(&printed::RunReport {
+        batch: b.name(),
+        rows: s.rows,
+        outcomes: RowOutcome::ALL
+            .iter()
+            .map(|o| (o.as_str(), s.count(*o)))
+            .collect(),
+        totals: s
+            .totals
+            .iter()
+            .map(|(c, t)| {
+                let total = printed::RunTotal {
+                    accepted: t.accepted,
+                    amount: output::money(c, t.amount),
+                    fees: output::money(c, t.fees),
+                };
+                (c.as_str(), total)
+            })
+            .collect(),
+        stopped: s.stopped.as_deref(),
+        recovered: s.recovered,
+        held_elsewhere: s.held_elsewhere,
+        results: path.display().to_string(),
+    });
     if s.held_elsewhere > 0 {
         eprintln!(
             "whish: {} journal entries are held by another live process (another run of this batch?): their rows are reported unknown",
@@ -322,19 +326,19 @@ async fn follow(
     let cancels_open = cancels.count(RowOutcome::Pending)
         + cancels.count(RowOutcome::Unknown)
         + cancels.count(RowOutcome::NotSent);
-    ctx.out.print(&json!({
-        "batch": b.name(),
-        "rows": counts,
-        "cancelled": cancel.as_ref().map(|_| cancelled_now),
-        "cancels": cancel.as_ref().map(|_| {
+    ctx.out.print(&printed::FollowedUp {
+        batch: b.name(),
+        rows: &counts,
+        cancelled: cancel.as_ref().map(|_| cancelled_now),
+        cancels: cancel.as_ref().map(|_| {
             RowOutcome::ALL
                 .iter()
                 .filter(|o| cancels.count(**o) > 0)
-                .map(|o| (o.as_str().to_owned(), json!(cancels.count(*o))))
-                .collect::<serde_json::Map<String, Value>>()
+                .map(|o| (o.as_str(), cancels.count(*o)))
+                .collect()
         }),
-        "results": path.display().to_string(),
-    }));
+        results: path.display().to_string(),
+    });
     if cancels_open > 0 {
         let again = if cancel.is_some() {
             "; run the same command again (the same cancels are sent, never second ones)"

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use crate::printed;
 use whish::payouts::reconcile::{self, TransferReport};
 use whish::transfer::ReportRange;
 
@@ -32,43 +32,37 @@ pub async fn run(ctx: &Ctx, cmd: ReconcileCmd) -> Done {
             let report = reconcile::collect_looking_back(&journal, &client, start, end, look_back)
                 .await
                 .map_err(|e| usage(e.to_string()))?;
-            let currencies: serde_json::Map<String, Value> = report
-                .currencies
-                .iter()
-                .map(|(code, t)| {
-                    (
-                        code.clone(),
-                        json!({
-                            "created": t.created,
-                            "createdAmount": output::money(code, t.created_amount),
-                            "paid": t.paid,
-                            "paidAmount": output::money(code, t.paid_amount),
-                            "refunded": t.refunded,
-                            "refundedAmount": output::money(code, t.refunded_amount),
-                            "pending": t.pending,
-                            "failed": t.failed,
-                        }),
-                    )
-                })
-                .collect();
-            let findings: Vec<Value> = report
-                .findings
-                .iter()
-                .map(|f| {
-                    json!({
-                        "kind": f.kind.as_str(),
-                        "currency": f.currency,
-                        "externalId": f.external_id,
-                        "message": f.message,
+            ctx.out.print(&printed::CollectReconciled {
+                matches: report.is_clean(),
+                currencies: report
+                    .currencies
+                    .iter()
+                    .map(|(code, t)| {
+                        let total = printed::CollectTotal {
+                            created: t.created,
+                            created_amount: output::money(code, t.created_amount),
+                            paid: t.paid,
+                            paid_amount: output::money(code, t.paid_amount),
+                            refunded: t.refunded,
+                            refunded_amount: output::money(code, t.refunded_amount),
+                            pending: t.pending,
+                            failed: t.failed,
+                        };
+                        (code.as_str(), total)
                     })
-                })
-                .collect();
-            ctx.out.print(&json!({
-                "matches": report.is_clean(),
-                "currencies": currencies,
-                "findings": findings,
-                "earlierChecked": report.earlier_checked,
-            }));
+                    .collect(),
+                findings: report
+                    .findings
+                    .iter()
+                    .map(|f| printed::CollectFinding {
+                        kind: f.kind.as_str(),
+                        currency: &f.currency,
+                        external_id: &f.external_id,
+                        message: &f.message,
+                    })
+                    .collect(),
+                earlier_checked: report.earlier_checked,
+            });
             Ok(if report.is_clean() { OK } else { DIFFERENCES })
         }
         ReconcileCmd::Transfer { from, to, csv } => {
@@ -104,51 +98,46 @@ pub async fn run(ctx: &Ctx, cmd: ReconcileCmd) -> Done {
 }
 
 fn print(ctx: &Ctx, r: &TransferReport) {
-    let currencies: serde_json::Map<String, Value> = r
-        .currencies
-        .iter()
-        .map(|(code, t)| {
-            (
-                code.clone(),
-                json!({
-                    "sent": t.sent,
-                    "sentAmount": output::money(code, t.sent_amount),
-                    "fees": output::money(code, t.fees),
-                    "collected": t.collected,
-                    "cancelled": t.cancelled,
-                    "cancelledAmount": output::money(code, t.cancelled_amount),
-                    "refunded": output::money(code, t.refunded),
-                    "matched": t.matched,
-                    "openingBalance": t.opening_balance.map(|b| output::money(code, b)),
-                    "closingBalance": t.closing_balance.map(|b| output::money(code, b)),
-                    "statementLines": t.statement_lines,
-                }),
-            )
-        })
-        .collect();
-    let findings: Vec<Value> = r
-        .findings
-        .iter()
-        .map(|f| {
-            json!({
-                "kind": f.kind.as_str(),
-                "currency": f.currency,
-                "requestId": f.request_id.map(|i| i.get()),
-                "transferId": f.transfer_id,
-                "journal": f.journal,
-                "service": f.service,
-                "message": f.message,
+    let money = |code: &str, v| output::money(code, v);
+    ctx.out.print(&printed::TransferReconciled {
+        matches: r.is_clean(),
+        journal_sends: r.journal_sends,
+        currencies: r
+            .currencies
+            .iter()
+            .map(|(code, t)| {
+                let total = printed::TransferTotal {
+                    sent: t.sent,
+                    sent_amount: money(code, t.sent_amount),
+                    fees: money(code, t.fees),
+                    collected: t.collected,
+                    cancelled: t.cancelled,
+                    cancelled_amount: money(code, t.cancelled_amount),
+                    refunded: money(code, t.refunded),
+                    matched: t.matched,
+                    opening_balance: t.opening_balance.map(|b| money(code, b)),
+                    closing_balance: t.closing_balance.map(|b| money(code, b)),
+                    statement_lines: t.statement_lines,
+                };
+                (code.as_str(), total)
             })
-        })
-        .collect();
-    ctx.out.print(&json!({
-        "matches": r.is_clean(),
-        "journalSends": r.journal_sends,
-        "currencies": currencies,
-        "findings": findings,
-        "cancellations": r.cancellations.len(),
-        "sentAfterRange": r.sent_after_range.iter().map(|i| i.get()).collect::<Vec<_>>(),
-    }));
+            .collect(),
+        findings: r
+            .findings
+            .iter()
+            .map(|f| printed::TransferFinding {
+                kind: f.kind.as_str(),
+                currency: &f.currency,
+                request_id: f.request_id.map(|i| i.get()),
+                transfer_id: f.transfer_id.as_deref(),
+                journal: f.journal.as_deref(),
+                service: f.service.as_deref(),
+                message: &f.message,
+            })
+            .collect(),
+        cancellations: r.cancellations.len(),
+        sent_after_range: r.sent_after_range.iter().map(|i| i.get()).collect(),
+    });
 }
 
 /// One table: a `total` line per currency, then a `finding` line per difference; each column

@@ -1,44 +1,48 @@
 //! `whish topup ...`: balance, options, and pay exactly one fetched option (PINs hidden unless
 //! `--show-pin`).
 
-use serde_json::{Value, json};
 use whish::journal::{Operation, Service};
 use whish::topup::{PayOutcome, PayRequest, PreparedPay, SoldItem, TopupClient};
 
 use crate::cli::TopupCmd;
 use crate::collect::external_id;
 use crate::output::{self, Done, PENDING, usage};
+use crate::printed;
 use crate::settings::Ctx;
 
-fn item(i: &SoldItem, show_pin: bool) -> Value {
-    let pin = |p: Option<&whish::topup::Pin>| match (p, show_pin) {
-        (None, _) => Value::Null,
-        (Some(p), true) => Value::from(p.expose()),
-        (Some(_), false) => Value::from("<hidden: --show-pin>"),
-    };
-    json!({
-        "transactionId": i.transaction_id,
-        "phone": i.phone,
-        "amount": i.amount,
-        "originalAmount": i.original_amount,
-        "fees": i.fees,
-        "service": i.service,
-        "denomination": i.denomination,
-        "serial": i.serial,
-        "secret": pin(i.secret.as_ref()),
-        "formattedSecret": pin(i.formatted_secret.as_ref()),
-        "validity": i.validity,
-        "help": i.help,
-        "expiry": i.expiry,
-        "date": i.date,
-        "time": i.time,
-        "picture": i.picture,
-        "pictureUrl": i.picture_url,
-        "voided": i.voided,
-        "fromVoid": i.from_void,
-        "printType": i.print_type,
-        "viewType": i.view_type,
-    })
+/// A PIN as printed: hidden unless asked for.
+fn pin(p: Option<&whish::topup::Pin>, show_pin: bool) -> Option<&str> {
+    match (p, show_pin) {
+        (None, _) => None,
+        (Some(_), false) => Some("<hidden: --show-pin>"),
+        (Some(p), true) => Some(p.expose()),
+    }
+}
+
+fn item(i: &SoldItem, show_pin: bool) -> printed::SoldItem<'_> {
+    printed::SoldItem {
+        transaction_id: &i.transaction_id,
+        phone: i.phone.as_deref(),
+        amount: i.amount.as_deref(),
+        original_amount: i.original_amount.as_deref(),
+        fees: i.fees.as_deref(),
+        service: i.service.as_deref(),
+        denomination: i.denomination.as_deref(),
+        serial: i.serial.as_deref(),
+        secret: pin(i.secret.as_ref(), show_pin),
+        formatted_secret: pin(i.formatted_secret.as_ref(), show_pin),
+        validity: i.validity.as_deref(),
+        help: i.help.as_deref(),
+        expiry: i.expiry.as_deref(),
+        date: i.date.as_deref(),
+        time: i.time.as_deref(),
+        picture: i.picture.as_deref(),
+        picture_url: i.picture_url.as_deref(),
+        voided: i.voided,
+        from_void: i.from_void,
+        print_type: i.print_type,
+        view_type: i.view_type,
+    }
 }
 
 pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
@@ -48,25 +52,32 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
     match cmd {
         TopupCmd::Balance => {
             let b = client.balance().await.map_err(|e| report(&e))?;
-            Ok(out.success(&json!({"balance": b.balance, "voidBalance": b.void_balance})))
+            Ok(out.success(&printed::TopupBalance {
+                balance: &b.balance,
+                void_balance: &b.void_balance,
+            }))
         }
         TopupCmd::Options { provider, target } => {
             let f = client
                 .fetch_options(whish::topup::ProviderId::new(&provider), &target)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(out.success(&json!({
-                "provider": f.provider(),
-                "target": f.target(),
-                "options": f.options().iter().map(|o| json!({
-                    "id": o.id(),
-                    "displayName": o.display_name(),
-                    "amount": o.amount(),
-                    "price": o.price(),
-                    "currency": o.currency(),
-                    "metadata": o.metadata(),
-                })).collect::<Vec<_>>(),
-            })))
+            Ok(out.success(&printed::TopupOptions {
+                provider: f.provider(),
+                target: f.target(),
+                options: f
+                    .options()
+                    .iter()
+                    .map(|o| printed::TopupOption {
+                        id: o.id(),
+                        display_name: o.display_name(),
+                        amount: o.amount(),
+                        price: o.price(),
+                        currency: o.currency(),
+                        metadata: o.metadata(),
+                    })
+                    .collect(),
+            }))
         }
         TopupCmd::Pay {
             provider,
@@ -130,21 +141,32 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
                 .await
                 .map_err(|e| report(&e))?
             {
-                PayOutcome::Paid(p) => Ok(out.success(&json!({
-                    "outcome": "accepted",
-                    "externalId": p.external_id,
-                    "retrieved": p.retrieved,
-                    "amount": prepared.amount(),
-                    "listOfSoldItems": p.sold_items().iter().map(|i| item(i, show_pin)).collect::<Vec<_>>(),
-                    "dialog": p.dialog,
-                }))),
+                PayOutcome::Paid(p) => Ok(out.success(&printed::TopupPaid {
+                    outcome: "accepted",
+                    external_id: &p.external_id,
+                    retrieved: p.retrieved,
+                    amount: prepared.amount(),
+                    list_of_sold_items: p.sold_items().iter().map(|i| item(i, show_pin)).collect(),
+                    dialog: p.dialog.as_ref(),
+                })),
                 PayOutcome::Challenge(c) => Err(out.failure(
-                    &json!({"outcome": "pending", "code": c.code.to_string(), "dialog": c.dialog, "externalId": c.external_id}),
+                    &printed::TopupChallenge {
+                        outcome: "pending",
+                        code: c.code.to_string(),
+                        dialog: c.dialog.as_ref(),
+                        external_id: &c.external_id,
+                    },
                     "the provider asks for a further step (a challenge); complete it, then pay again with the same --external-id",
                     PENDING,
                 )),
                 other => Err(out.failure(
-                    &json!({"outcome": "unknown", "externalId": prepared.external_id(), "result": format!("{other:?}")}),
+                    &printed::UnknownOutcome {
+                        outcome: "unknown",
+                        id: printed::ByExternalId {
+                            external_id: prepared.external_id(),
+                        },
+                        result: format!("{other:?}"),
+                    },
                     "an outcome this version does not know: pay again with the same --external-id",
                     PENDING,
                 )),

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use crate::printed;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use whish::transfer::{
     CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, FirstName,
     Identity, LastName, MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome,
@@ -26,10 +26,6 @@ pub fn amount(text: &str) -> Result<Amount, u8> {
     text.trim()
         .parse::<Amount>()
         .map_err(|e| usage(format!("--amount: {e}")))
-}
-
-pub fn to_json<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
@@ -80,7 +76,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 q = q.phone_number(p);
             }
             let quote = client.fees(&q).await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&quote)))
+            Ok(out.success(&quote))
         }
         TransferCmd::Send {
             body,
@@ -113,7 +109,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 .status(&q)
                 .await
                 .map_err(|e| status_failed(out, &q, &e))?;
-            Ok(out.success(&to_json(&s)))
+            Ok(out.success(&s))
         }
         TransferCmd::Cancel { ltn, reason } => {
             let prepared = client
@@ -125,20 +121,20 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 .cancel(&prepared)
                 .await
                 .map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&c)))
+            Ok(out.success(&c))
         }
         TransferCmd::CheckCallback { .. } => unreachable!("checked above, with no settings"),
         TransferCmd::Countries => {
             let c = client.sending_countries().await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&c)))
+            Ok(out.success(&c))
         }
         TransferCmd::Modes => {
             let m = client.payment_modes().await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&m)))
+            Ok(out.success(&m))
         }
         TransferCmd::Activity(r) => {
             let a = client.activity(&range(&r)?).await.map_err(|e| report(&e))?;
-            Ok(out.success(&to_json(&a)))
+            Ok(out.success(&a))
         }
         TransferCmd::Statement { report: r, verify } => {
             let statements = client
@@ -149,15 +145,20 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
                 for s in &statements {
                     if let Err(b) = reconcile::check_balance_rule(s) {
                         return Err(out.failure(
-                            &json!({"statement": to_json(&statements), "balanceRule": format!("{b:?}")}),
-                            &format!("the statement breaks balance = previous + debit - credit: {b}"),
+                            &printed::StatementBroken {
+                                statement: &statements,
+                                balance_rule: format!("{b:?}"),
+                            },
+                            &format!(
+                                "the statement breaks balance = previous + debit - credit: {b}"
+                            ),
                             REFUSED,
                         ));
                     }
                 }
                 eprintln!("whish: every line keeps balance = previous + debit - credit");
             }
-            Ok(out.success(&to_json(&statements)))
+            Ok(out.success(&statements))
         }
     }
 }
@@ -320,11 +321,16 @@ async fn follow_up(
         State::Pending => "pending",
         _ => "unknown",
     };
-    let mut v = send_shaped(outcome, json!("followed-up"), json!(id));
-    v["transferId"] = json!(r.transfer_id);
-    v["ltnNumber"] = json!(r.ltn_number);
-    v["status"] = json!(r.transfer_status);
-    v["charges"] = json!(r.charges);
+    let v = printed::SendResult {
+        outcome,
+        result: Some("followed-up"),
+        request_id: Some(id),
+        transfer_id: r.transfer_id.as_deref(),
+        ltn_number: r.ltn_number.as_deref(),
+        status: r.transfer_status.as_deref(),
+        charges: r.charges.as_ref(),
+        ..printed::SendResult::default()
+    };
     let (status, hint) = match state {
         State::Accepted => return Ok(out.success(&v)),
         State::Refused => (REFUSED, "refused: final, nothing done"),
@@ -342,31 +348,30 @@ async fn follow_up(
 
 /// Report a failed status read by what it asked about.
 fn status_failed(out: output::Out, q: &StatusQuery, e: &whish::transfer::Error) -> u8 {
-    let mut asked = serde_json::Map::new();
-    let mut put = |k: &str, v: Value| {
-        asked.insert(k.into(), v);
-    };
-    match q {
-        StatusQuery::TransferId(t) => put("transferId", json!(t)),
-        StatusQuery::LtnNumber(l) => put("ltnNumber", json!(l)),
-        StatusQuery::RequestId(r) => put("requestId", json!(r.to_string())),
+    let asked = match q {
+        StatusQuery::TransferId(t) => printed::Asked {
+            transfer_id: Some(t.clone()),
+            ..printed::Asked::default()
+        },
+        StatusQuery::LtnNumber(l) => printed::Asked {
+            ltn_number: Some(l.clone()),
+            ..printed::Asked::default()
+        },
+        StatusQuery::RequestId(r) => printed::Asked {
+            request_id: Some(r.to_string()),
+            ..printed::Asked::default()
+        },
         StatusQuery::Several {
             transfer_id,
             ltn_number,
             request_id,
-        } => {
-            for (k, v) in [
-                ("transferId", transfer_id.clone()),
-                ("ltnNumber", ltn_number.clone()),
-                ("requestId", request_id.map(|r| r.to_string())),
-            ] {
-                if let Some(v) = v {
-                    put(k, json!(v));
-                }
-            }
-        }
-    }
-    output::read_error(&out, e, Value::Object(asked))
+        } => printed::Asked {
+            transfer_id: transfer_id.clone(),
+            ltn_number: ltn_number.clone(),
+            request_id: request_id.map(|r| r.to_string()),
+        },
+    };
+    output::read_error(&out, e, &asked)
 }
 
 fn read_body(path: &std::path::Path) -> Result<String, u8> {
@@ -429,65 +434,55 @@ async fn other_state(journal: &whish::journal::Journal, key: &str) -> String {
         .map_or_else(|| "recorded".to_owned(), |e| e.state.as_str().to_owned())
 }
 
-/// The object every send prints, whatever its outcome: each field of the service's answer, null
-/// until the answer gives it.
-fn send_shaped(outcome: &str, result: Value, request_id: Value) -> Value {
-    json!({
-        "outcome": outcome,
-        "result": result,
-        "requestId": request_id,
-        "transferId": null,
-        "ltnNumber": null,
-        "status": null,
-        "charges": null,
-        "collectionAmount": null,
-        "balance": null,
-        "transactionId": null,
-        "currency": null,
-        "receiverIdentity": null,
-        "dialog": null,
-    })
-}
-
 fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 {
-    let mut v = send_shaped("accepted", Value::Null, json!(request_id));
-    let mut set = |k: &str, x: Value| v[k] = x;
-    match o {
-        SendOutcome::Sent(s) => {
-            set("result", json!("sent"));
-            set("status", json!("SENT"));
-            set("ltnNumber", json!(s.ltn_number));
-            set("transferId", json!(s.transfer_id));
-            set("charges", to_json(&s.charges));
-            set("dialog", to_json(&s.dialog));
-        }
-        SendOutcome::Credited(w) => {
-            set("result", json!("credited"));
-            set("status", json!("RECEIVED"));
-            set("ltnNumber", json!(w.ltn_number));
-            set("transferId", json!(w.transfer_id));
-            set("charges", to_json(&w.charges));
-            set("collectionAmount", to_json(&w.collection_amount));
-            set("balance", to_json(&w.balance));
-            set("transactionId", json!(w.transaction_id));
-            set("currency", json!(w.currency));
-            set("dialog", to_json(&w.dialog));
-        }
-        SendOutcome::Confirmed { status, .. } => {
-            set("result", json!("confirmed"));
-            set("status", json!(status.status.as_str()));
-            set("ltnNumber", json!(status.ltn_number));
-            set("transferId", json!(status.transfer_id));
-            set("receiverIdentity", to_json(&status.receiver_identity));
-        }
+    let accepted = printed::SendResult {
+        outcome: "accepted",
+        request_id: Some(request_id),
+        ..printed::SendResult::default()
+    };
+    let v = match &o {
+        SendOutcome::Sent(s) => printed::SendResult {
+            result: Some("sent"),
+            status: Some("SENT"),
+            ltn_number: Some(&s.ltn_number),
+            transfer_id: Some(&s.transfer_id),
+            charges: s.charges.as_ref(),
+            dialog: s.dialog.as_ref(),
+            ..accepted
+        },
+        SendOutcome::Credited(w) => printed::SendResult {
+            result: Some("credited"),
+            status: Some("RECEIVED"),
+            ltn_number: Some(&w.ltn_number),
+            transfer_id: Some(&w.transfer_id),
+            charges: w.charges.as_ref(),
+            collection_amount: w.collection_amount.as_ref(),
+            balance: w.balance.as_ref(),
+            transaction_id: w.transaction_id,
+            currency: w.currency.as_deref(),
+            dialog: w.dialog.as_ref(),
+            ..accepted
+        },
+        SendOutcome::Confirmed { status, .. } => printed::SendResult {
+            result: Some("confirmed"),
+            status: Some(status.status.as_str()),
+            ltn_number: status.ltn_number.as_deref(),
+            transfer_id: status.transfer_id.as_deref(),
+            receiver_identity: status.receiver_identity.as_ref(),
+            ..accepted
+        },
         other => {
             return out.failure(
-                &json!({"outcome": "unknown", "requestId": request_id, "result": format!("{other:?}")}),
+                &printed::UnknownOutcome {
+                    outcome: "unknown",
+                    id: printed::ByRequestId { request_id },
+                    result: format!("{other:?}"),
+                },
                 "an outcome this version does not know: read the status by the Request-id",
                 output::UNKNOWN,
             );
         }
-    }
+    };
     out.success(&v)
 }
 
