@@ -17,9 +17,13 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
     let out = ctx.out;
     let client = ctx.collect()?;
     let report = |e: &whish::collect::Error| output::error(&out, e);
+    let read_failed = |e: &whish::collect::Error| output::read_failed(&out, e);
     match cmd {
         CollectCmd::Balance { currency: c } => {
-            let b = client.balance(currency(c)).await.map_err(|e| report(&e))?;
+            let b = client
+                .balance(currency(c))
+                .await
+                .map_err(|e| read_failed(&e))?;
             Ok(out.success(&printed::CollectBalance {
                 balance: &b.balance,
                 currency: &b.currency,
@@ -72,10 +76,10 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
             external_id: x,
         } => {
             let id = ExternalId::new(x).map_err(usage)?;
-            let s = client
-                .status(currency(c), &id)
-                .await
-                .map_err(|e| report(&e))?;
+            let s = client.status(currency(c), &id).await.map_err(|e| {
+                let asked = printed::ByExternalId { external_id: &id };
+                output::read_error(&out, &e, &asked)
+            })?;
             Ok(out.success(&printed::PaymentStatus {
                 collect_status: &s.collect_status,
                 payer_phone_number: s.payer_phone_number.as_deref(),

@@ -7,7 +7,7 @@ use crate::settings::Ctx;
 pub async fn locations(ctx: &Ctx, cmd: LocationsCmd) -> Done {
     let out = ctx.out;
     let client = ctx.locations()?;
-    let report = |e: &whish::locations::Error| output::error(&out, e);
+    let report = |e: &whish::locations::Error| output::read_failed(&out, e);
     match cmd {
         LocationsCmd::Governorates => {
             let g = client.governorates().await.map_err(|e| report(&e))?;

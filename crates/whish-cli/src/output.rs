@@ -192,11 +192,21 @@ pub fn read_error<C: ErrorCode>(out: &Out, e: &Error<C>, asked: &impl Serialize)
     error_of(out, e, Some(value(asked)))
 }
 
+/// Report the error of a read that names nothing but its parameters (a balance, a list): its
+/// remedy is to read again, never the resend or confirm advice a change's error carries.
+pub fn read_failed<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
+    error_of(out, e, Some(Value::Object(serde_json::Map::new())))
+}
+
 fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
     // A read changes nothing: its remedy is to check what was asked and read again, never the
-    // resend advice a send's error carries. A failure code keeps its own handling.
+    // resend advice a send's error carries. A failure code and a Pending answer keep their own
+    // handling.
     let read_hint = match (e, &asked) {
-        (Error::Failed(_), _) | (_, None) => None,
+        (Error::Failed(_) | Error::Pending(_), _) | (_, None) => None,
+        (other, Some(asked)) if asked.as_object().is_some_and(serde_json::Map::is_empty) => {
+            Some(format!("{other}: a read changes nothing; read it again"))
+        }
         (other, Some(_)) => Some(format!(
             "{other}: a read changes nothing; check what was asked, then read it again"
         )),
@@ -318,6 +328,10 @@ impl Asking<'_> {
         };
         let hint = self.read_hint.as_deref().unwrap_or(hint);
         let mut v = value(v);
+        let nothing_named = asked.as_object().is_some_and(serde_json::Map::is_empty);
+        if nothing_named {
+            return self.out.failure(&v, hint, status);
+        }
         if let Some(o) = v.as_object_mut() {
             o.remove("idempotencyKey");
             o.insert("asked".into(), asked.clone());

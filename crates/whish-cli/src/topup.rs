@@ -49,9 +49,10 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
     let out = ctx.out;
     let client = ctx.topup()?;
     let report = |e: &whish::topup::Error| output::error(&out, e);
+    let read_failed = |e: &whish::topup::Error| output::read_failed(&out, e);
     match cmd {
         TopupCmd::Balance => {
-            let b = client.balance().await.map_err(|e| report(&e))?;
+            let b = client.balance().await.map_err(|e| read_failed(&e))?;
             Ok(out.success(&printed::TopupBalance {
                 balance: &b.balance,
                 void_balance: &b.void_balance,
@@ -61,7 +62,7 @@ pub async fn topup(ctx: &Ctx, cmd: TopupCmd) -> Done {
             let f = client
                 .fetch_options(whish::topup::ProviderId::new(&provider), &target)
                 .await
-                .map_err(|e| report(&e))?;
+                .map_err(|e| read_failed(&e))?;
             Ok(out.success(&printed::TopupOptions {
                 provider: f.provider(),
                 target: f.target(),

@@ -51,6 +51,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
     }
     let client = ctx.transfer()?;
     let report = |e: &whish::transfer::Error| output::error(&out, e);
+    let read_failed = |e: &whish::transfer::Error| output::read_failed(&out, e);
     match cmd {
         TransferCmd::Fees {
             from_country,
@@ -75,7 +76,7 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             if let Some(p) = phone_number {
                 q = q.phone_number(p);
             }
-            let quote = client.fees(&q).await.map_err(|e| report(&e))?;
+            let quote = client.fees(&q).await.map_err(|e| read_failed(&e))?;
             Ok(out.success(&quote))
         }
         TransferCmd::Send {
@@ -125,22 +126,28 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
         }
         TransferCmd::CheckCallback { .. } => unreachable!("checked above, with no settings"),
         TransferCmd::Countries => {
-            let c = client.sending_countries().await.map_err(|e| report(&e))?;
+            let c = client
+                .sending_countries()
+                .await
+                .map_err(|e| read_failed(&e))?;
             Ok(out.success(&c))
         }
         TransferCmd::Modes => {
-            let m = client.payment_modes().await.map_err(|e| report(&e))?;
+            let m = client.payment_modes().await.map_err(|e| read_failed(&e))?;
             Ok(out.success(&m))
         }
         TransferCmd::Activity(r) => {
-            let a = client.activity(&range(&r)?).await.map_err(|e| report(&e))?;
+            let a = client
+                .activity(&range(&r)?)
+                .await
+                .map_err(|e| read_failed(&e))?;
             Ok(out.success(&a))
         }
         TransferCmd::Statement { report: r, verify } => {
             let statements = client
                 .statement(&range(&r)?)
                 .await
-                .map_err(|e| report(&e))?;
+                .map_err(|e| read_failed(&e))?;
             if verify {
                 for s in &statements {
                     if let Err(b) = reconcile::check_balance_rule(s) {

@@ -18,6 +18,7 @@ mod operators;
 mod outcome_table;
 mod output_fields;
 mod payouts;
+mod printed_objects;
 mod recover_after_kill;
 mod recover_keys;
 mod recover_other_service;
