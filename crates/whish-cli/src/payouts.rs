@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::printed;
 use whish::payouts::{
@@ -485,10 +485,11 @@ impl FollowWriter {
     }
 }
 
-/// The progress of a run on stderr: a line redrawn in place on a terminal, a plain line every
-/// thousand rows (and at the end) otherwise.
+/// The progress of a run on stderr: a line redrawn in place on a terminal (indicatif: cut to
+/// its width, ten draws a second at most), a plain line every thousand rows (and at the end)
+/// otherwise.
 struct Progress {
-    terminal: bool,
+    bar: Option<indicatif::ProgressBar>,
     total: u64,
     rows: u64,
     accepted: u64,
@@ -496,22 +497,29 @@ struct Progress {
     open: u64,
     not_sent: u64,
     started: Instant,
-    drawn: Instant,
 }
 
 impl Progress {
     fn new(total: u64) -> Progress {
-        let now = Instant::now();
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let style = indicatif::ProgressStyle::with_template("whish: [{bar:30}] {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("#.");
+            indicatif::ProgressBar::with_draw_target(
+                Some(total),
+                indicatif::ProgressDrawTarget::stderr_with_hz(10),
+            )
+            .with_style(style)
+        });
         Progress {
-            terminal: std::io::stderr().is_terminal(),
+            bar,
             total,
             rows: 0,
             accepted: 0,
             refused: 0,
             open: 0,
             not_sent: 0,
-            started: now,
-            drawn: now,
+            started: Instant::now(),
         }
     }
 
@@ -523,35 +531,22 @@ impl Progress {
             RowOutcome::NotSent => self.not_sent += 1,
             _ => self.open += 1,
         }
-        if self.terminal {
-            if self.drawn.elapsed() >= Duration::from_millis(100) {
-                self.draw();
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(self.rows.min(self.total));
+                bar.set_message(self.counts());
             }
-        } else if self.rows.is_multiple_of(1000) {
-            eprintln!("{}", self.line());
+            None if self.rows.is_multiple_of(1000) => eprintln!("whish: {}", self.counts()),
+            None => {}
         }
     }
 
-    fn line(&self) -> String {
+    fn counts(&self) -> String {
         let secs = self.started.elapsed().as_secs_f64().max(0.001);
-        let bar = if self.terminal {
-            const WIDTH: u64 = 30;
-            let done = (self.rows * WIDTH)
-                .checked_div(self.total)
-                .unwrap_or(WIDTH)
-                .min(WIDTH);
-            format!(
-                "[{}{}] ",
-                "#".repeat(done as usize),
-                ".".repeat((WIDTH - done) as usize)
-            )
-        } else {
-            String::new()
-        };
         // Every row is reported, a row left unsent too (a stop, Ctrl-C): the count of rows
         // reported is not the count sent.
         format!(
-            "whish: {bar}{}/{} rows reported: {} accepted, {} refused, {} open, {} not sent ({:.0} rows/s)",
+            "{}/{} rows reported: {} accepted, {} refused, {} open, {} not sent ({:.0} rows/s)",
             self.rows,
             self.total,
             self.accepted,
@@ -562,21 +557,18 @@ impl Progress {
         )
     }
 
-    fn draw(&mut self) {
-        eprint!("\r\x1b[2K{}", self.line());
-        let _ = std::io::stderr().flush();
-        self.drawn = Instant::now();
-    }
-
     fn done(&mut self) {
         if self.rows == 0 {
             return;
         }
-        if self.terminal {
-            self.draw();
-            eprintln!();
-        } else if !self.rows.is_multiple_of(1000) {
-            eprintln!("{}", self.line());
+        match &self.bar {
+            // The bar gives way to the same counts as a plain line, which stays.
+            Some(bar) => {
+                bar.finish_and_clear();
+                eprintln!("whish: {}", self.counts());
+            }
+            None if !self.rows.is_multiple_of(1000) => eprintln!("whish: {}", self.counts()),
+            None => {}
         }
     }
 }
