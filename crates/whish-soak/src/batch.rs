@@ -138,6 +138,8 @@ fn read_results(path: &Path) -> Vec<(u64, Option<i64>, String, Option<String>)> 
         .collect()
 }
 
+/// The parent: the payouts file, faults, the batch run (and killed) until it accepts every row,
+/// then the truth checker.
 pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
     let dir = std::env::temp_dir().join(format!("whish-batch-soak-{}", fastrand::u64(..)));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -148,101 +150,148 @@ pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
         "whish batch soak: {} rows, {} in flight, {} kills, seed {}, faults on about a fifth of the transfer calls",
         a.rows, a.concurrency, a.kills, a.seed
     );
-    let env: Vec<(String, String)> = sb
-        .env_exports()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
-        .collect();
-
-    // Faults on about a fifth of the calls: one queued whenever fewer than a fifth of the calls
-    // so far met one.
+    let env = crate::child_env(&sb);
     let stop = Arc::new(AtomicBool::new(false));
-    let injector = {
-        let (sb, stop) = (sb.clone(), stop.clone());
-        let mut rng = fastrand::Rng::with_seed(a.seed ^ 0xba7c);
-        tokio::spawn(async move {
-            let mut injected = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let calls = sb.requests().last().map_or(0, |r| r.seq);
-                let endpoint = if rng.u32(0..4) == 0 {
-                    Endpoint::TransferStatus
-                } else {
-                    Endpoint::TransferSend
-                };
-                if injected * 5 < calls && sb.queued_faults(endpoint) == 0 {
-                    let fault = match rng.u32(0..4) {
-                        0 => Fault::DropRequest,
-                        1 => Fault::DropReply,
-                        2 => Fault::Delay(crate::plan::DELAY),
-                        _ => Fault::Pending,
-                    };
-                    sb.inject(endpoint, fault, 1);
-                    injected += 1;
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            injected
-        })
-    };
+    let injector = tokio::spawn(inject_faults(sb.clone(), stop.clone(), a.seed));
 
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut rng = fastrand::Rng::with_seed(a.seed);
+    let child = BatchChild {
+        exe: std::env::current_exe().map_err(|e| e.to_string())?,
+        file,
+        journal,
+        concurrency: a.concurrency,
+        env,
+    };
     let started = Instant::now();
-    let mut runs: Vec<PathBuf> = Vec::new();
-    let mut kills = 0;
-    let mut last_line = String::new();
-    let mut done = false;
-    for run in 0..(a.kills + 12) {
-        let results = dir.join(format!("results-{run}.csv"));
-        runs.push(results.clone());
-        let mut proc = tokio::process::Command::new(&exe)
+    let runs = run_until_accepted(&a, &child, &dir, &stop).await?;
+    stop.store(true, Ordering::Relaxed);
+    let injected = injector.await.map_err(|e| e.to_string())?;
+    let elapsed = started.elapsed();
+
+    let f = Findings::check(&sb, a.rows, &runs.results);
+    println!(
+        "{} runs ({} killed with SIGKILL), {injected} faults injected, {:.1} s ({:.0} rows/s over all runs)",
+        runs.results.len(),
+        runs.kills,
+        elapsed.as_secs_f64(),
+        a.rows as f64 / elapsed.as_secs_f64()
+    );
+    println!("last run: {}", runs.last_line);
+    println!(
+        "rows {}  paid {}  duplicates {}  lost {}  foreign {}  results complete {}  reports checked {}  false reports {}",
+        a.rows, f.paid, f.duplicates, f.lost, f.foreign, f.complete, f.reports, f.false_reports
+    );
+    let ok = runs.done && f.passed();
+    if ok {
+        println!("every row paid exactly once, the results file complete, 0 false reports");
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        println!("FAILED (files kept in {})", dir.display());
+    }
+    Ok(ok)
+}
+
+/// Faults on about a fifth of the calls: one queued whenever fewer than a fifth of the calls
+/// so far met one, until `stop`; how many were injected.
+async fn inject_faults(sb: Arc<Sandbox>, stop: Arc<AtomicBool>, seed: u64) -> u64 {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xba7c);
+    let mut injected = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let calls = sb.requests().last().map_or(0, |r| r.seq);
+        let endpoint = if rng.u32(0..4) == 0 {
+            Endpoint::TransferStatus
+        } else {
+            Endpoint::TransferSend
+        };
+        if injected * 5 < calls && sb.queued_faults(endpoint) == 0 {
+            let fault = match rng.u32(0..4) {
+                0 => Fault::DropRequest,
+                1 => Fault::DropReply,
+                2 => Fault::Delay(crate::plan::DELAY),
+                _ => Fault::Pending,
+            };
+            sb.inject(endpoint, fault, 1);
+            injected += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    injected
+}
+
+/// How to start one run of the batch: `whish-soak batch-child` on the file and the journal.
+struct BatchChild {
+    exe: PathBuf,
+    file: PathBuf,
+    journal: String,
+    concurrency: usize,
+    env: Vec<(String, String)>,
+}
+
+impl BatchChild {
+    /// Start a run that writes its results to `results`, its stdout piped.
+    fn start(&self, results: &Path) -> Result<tokio::process::Child, String> {
+        tokio::process::Command::new(&self.exe)
             .args([
                 "batch-child",
                 "--file",
-                &file.display().to_string(),
+                &self.file.display().to_string(),
                 "--journal",
-                &journal,
+                &self.journal,
                 "--results",
                 &results.display().to_string(),
                 "--concurrency",
-                &a.concurrency.to_string(),
+                &self.concurrency.to_string(),
             ])
-            .envs(env.iter().map(|(k, v)| (k, v)))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot start a child: {e}"))?;
-        if kills < a.kills {
+            .map_err(|e| format!("cannot start a child: {e}"))
+    }
+}
+
+/// What the runs of the batch left: each run's results file, the kills, the last run's line,
+/// and whether a run accepted every row.
+struct Runs {
+    results: Vec<PathBuf>,
+    kills: usize,
+    last_line: String,
+    done: bool,
+}
+
+/// Run the batch again and again, the first `a.kills` runs killed partway, until a run accepts
+/// every row or the runs are used up; the faults stop for the last runs.
+async fn run_until_accepted(
+    a: &BatchArgs,
+    child: &BatchChild,
+    dir: &Path,
+    stop: &AtomicBool,
+) -> Result<Runs, String> {
+    let mut rng = fastrand::Rng::with_seed(a.seed);
+    let mut runs = Runs {
+        results: Vec::new(),
+        kills: 0,
+        last_line: String::new(),
+        done: false,
+    };
+    for run in 0..(a.kills + 12) {
+        let results = dir.join(format!("results-{run}.csv"));
+        runs.results.push(results.clone());
+        let mut proc = child.start(&results)?;
+        if runs.kills < a.kills {
             // Killed at a random point: after a random share of the rows of this run.
             let target = rng.usize(1..=(a.rows / (a.kills + 1)).max(2));
-            let at = Instant::now();
-            loop {
-                let written = std::fs::read_to_string(&results)
-                    .map(|t| t.lines().count())
-                    .unwrap_or(0);
-                if written > target || at.elapsed() > Duration::from_secs(600) {
-                    break;
-                }
-                if let Ok(Some(_)) = proc.try_wait() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(rng.u64(1..10))).await;
-            }
-            if proc.try_wait().map_err(|e| e.to_string())?.is_none() {
-                proc.kill().await.map_err(|e| format!("kill: {e}"))?; // SIGKILL
-                kills += 1;
+            if kill_after(&mut proc, &results, target, &mut rng).await? {
+                runs.kills += 1;
                 continue;
             }
         }
         let out = proc.wait_with_output().await.map_err(|e| e.to_string())?;
-        last_line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        runs.last_line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         if !out.status.success() {
             return Err(format!("a batch child failed: {}", out.status));
         }
-        if last_line.contains(&format!("accepted={} ", a.rows)) {
-            done = true;
+        if runs.last_line.contains(&format!("accepted={} ", a.rows)) {
+            runs.done = true;
             break;
         }
         // Rows still open (Pending, unknown): stop the faults for the last runs, as an operator
@@ -252,34 +301,113 @@ pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    stop.store(true, Ordering::Relaxed);
-    let injected = injector.await.map_err(|e| e.to_string())?;
-    let elapsed = started.elapsed();
+    Ok(runs)
+}
 
-    // The truth checker.
-    let transfers = sb.transfers();
-    let by_id: HashMap<i64, &whish_sandbox::TransferRecord> =
-        transfers.iter().map(|t| (t.request_id, t)).collect();
+/// Wait until the run has written more than `target` lines of results (or ended, or 600 s
+/// passed), then kill it with SIGKILL if it still runs; true when it was killed.
+async fn kill_after(
+    proc: &mut tokio::process::Child,
+    results: &Path,
+    target: usize,
+    rng: &mut fastrand::Rng,
+) -> Result<bool, String> {
+    let at = Instant::now();
+    loop {
+        let written = std::fs::read_to_string(results)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if written > target || at.elapsed() > Duration::from_secs(600) {
+            break;
+        }
+        if let Ok(Some(_)) = proc.try_wait() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.u64(1..10))).await;
+    }
+    if proc.try_wait().map_err(|e| e.to_string())?.is_none() {
+        proc.kill().await.map_err(|e| format!("kill: {e}"))?; // SIGKILL
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// The truth checker's findings: the sandbox's transfers against the rows, and every results
+/// file of every run against the sandbox.
+struct Findings {
+    paid: usize,
+    duplicates: usize,
+    lost: usize,
+    foreign: usize,
+    reports: usize,
+    false_reports: usize,
+    complete: bool,
+}
+
+impl Findings {
+    /// Check the sandbox and the results files `runs` (the last one the final run) for a batch
+    /// of `rows` rows; each false report is printed to stderr as it is found.
+    fn check(sb: &Sandbox, rows: usize, runs: &[PathBuf]) -> Findings {
+        let transfers = sb.transfers();
+        let by_id: HashMap<i64, &whish_sandbox::TransferRecord> =
+            transfers.iter().map(|t| (t.request_id, t)).collect();
+        let row_of = rows_by_request_id(rows);
+        let mut per_row: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut foreign = 0;
+        for t in &transfers {
+            match row_of.get(&t.request_id) {
+                Some(row) => *per_row.entry(*row).or_default() += 1,
+                None => foreign += 1,
+            }
+        }
+        let duplicates = per_row.values().filter(|n| **n > 1).count();
+        let lost = rows - per_row.len();
+        let (reports, false_reports) = false_reports(runs, &by_id);
+        let last = runs.last().map(|p| read_results(p)).unwrap_or_default();
+        let complete = last.len() == rows && last.iter().all(|(_, _, o, _)| o == "accepted");
+        Findings {
+            paid: per_row.len(),
+            duplicates,
+            lost,
+            foreign,
+            reports,
+            false_reports,
+            complete,
+        }
+    }
+
+    /// Every row paid exactly once, nothing else paid, the last results file complete, and no
+    /// false report.
+    fn passed(&self) -> bool {
+        self.duplicates == 0
+            && self.lost == 0
+            && self.foreign == 0
+            && self.complete
+            && self.false_reports == 0
+    }
+}
+
+/// The row of each Request-id the batch may send (a row's first four attempts).
+fn rows_by_request_id(rows: usize) -> HashMap<i64, usize> {
     let mut row_of: HashMap<i64, usize> = HashMap::new();
-    for i in 0..a.rows {
+    for i in 0..rows {
         for attempt in 0..4 {
             let id = whish::payouts::key::request_id(NAME, &format!("ref:S{i:06}"), attempt);
             row_of.insert(id.get(), i);
         }
     }
-    let mut per_row: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut foreign = 0;
-    for t in &transfers {
-        match row_of.get(&t.request_id) {
-            Some(row) => *per_row.entry(*row).or_default() += 1,
-            None => foreign += 1,
-        }
-    }
-    let duplicates = per_row.values().filter(|n| **n > 1).count();
-    let lost = a.rows - per_row.len();
+    row_of
+}
+
+/// The reports in every results file, and how many of them are false: accepted but not held
+/// under that LTN, or refused under a Request-id the sandbox holds. Each false one goes to stderr.
+fn false_reports(
+    runs: &[PathBuf],
+    by_id: &HashMap<i64, &whish_sandbox::TransferRecord>,
+) -> (usize, usize) {
     let mut false_reports = 0;
     let mut reports = 0;
-    for path in &runs {
+    for path in runs {
         for (line, id, outcome, ltn) in read_results(path) {
             reports += 1;
             let held = id.and_then(|id| by_id.get(&id));
@@ -297,26 +425,5 @@ pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
             }
         }
     }
-    let last = runs.last().map(|p| read_results(p)).unwrap_or_default();
-    let complete = last.len() == a.rows && last.iter().all(|(_, _, o, _)| o == "accepted");
-    println!(
-        "{} runs ({kills} killed with SIGKILL), {injected} faults injected, {:.1} s ({:.0} rows/s over all runs)",
-        runs.len(),
-        elapsed.as_secs_f64(),
-        a.rows as f64 / elapsed.as_secs_f64()
-    );
-    println!("last run: {last_line}");
-    println!(
-        "rows {}  paid {}  duplicates {duplicates}  lost {lost}  foreign {foreign}  results complete {complete}  reports checked {reports}  false reports {false_reports}",
-        a.rows,
-        per_row.len()
-    );
-    let ok = done && duplicates == 0 && lost == 0 && foreign == 0 && complete && false_reports == 0;
-    if ok {
-        println!("every row paid exactly once, the results file complete, 0 false reports");
-        let _ = std::fs::remove_dir_all(&dir);
-    } else {
-        println!("FAILED (files kept in {})", dir.display());
-    }
-    Ok(ok)
+    (reports, false_reports)
 }

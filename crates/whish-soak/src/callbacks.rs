@@ -13,7 +13,6 @@
 //! `whish-soak --callbacks N [--journal postgres://...] [--outage SECS] [--seed S]`; the child
 //! is `whish-soak callbacks-child JOURNAL PORT LOG SEED`.
 
-use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -21,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::task::JoinHandle;
 use whish::callbacks::{
     HandlerError, PaymentUpdate, Receiver, RetrySettings, ServeLimits, TransferNotification,
 };
@@ -35,6 +35,10 @@ use whish::{Amount, ClientSettings, Currency, Decimal, ExternalId, SecretString}
 use whish_sandbox::{CallbackDelivery, Endpoint, Fault, Sandbox};
 
 use crate::proxy::{Cut, front};
+
+mod report;
+
+use report::{Outcome, expected, missing, read_log};
 
 /// How long a receiver holds a change before another may take it.
 const LEASE: Duration = Duration::from_secs(2);
@@ -296,7 +300,8 @@ fn handle(
     }
 }
 
-/// The parent.
+/// The parent: the journal and its outage, the receivers killed and restarted, the status
+/// faults, the service's redeliveries, the changes; then the log against the sandbox.
 pub async fn parent(sb: Arc<Sandbox>, a: CallbackArgs) -> Result<bool, String> {
     let store = Store::new(a.journal.as_deref()).await?;
     let receivers = store.receivers();
@@ -311,190 +316,32 @@ pub async fn parent(sb: Arc<Sandbox>, a: CallbackArgs) -> Result<bool, String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let log = dir.join("handled.log");
     let _ = std::fs::remove_file(&log);
-    let env: Vec<(String, String)> = sb
-        .env_exports()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
-        .collect();
-    let mut ports = Vec::new();
-    for _ in 0..receivers {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        ports.push(l.local_addr().map_err(|e| e.to_string())?);
-    }
+    let env = crate::child_env(&sb);
+    let ports = free_ports(receivers)?;
     let base = format!(
         "http://{}",
         front(ports.clone()).await.map_err(|e| e.to_string())?
     );
-    let injected = Arc::new(Injected::default());
-    let windows = Arc::new(Windows::default());
-    let stop = Arc::new(AtomicBool::new(false));
+    let shared = Arc::new(Shared::default());
 
     // The receivers, each killed at random and started again until the end.
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut procs = Vec::new();
-    for (i, port) in ports.iter().enumerate() {
-        let args = vec![
-            "callbacks-child".to_owned(),
-            store.url().to_owned(),
-            port.port().to_string(),
-            log.display().to_string(),
-            (a.seed + i as u64).to_string(),
-        ];
-        let (exe, env, stop, injected, windows) = (
-            exe.clone(),
-            env.clone(),
-            stop.clone(),
-            injected.clone(),
-            windows.clone(),
-        );
-        let mut rng = fastrand::Rng::with_seed(a.seed * 31 + i as u64);
-        procs.push(tokio::spawn(async move {
-            loop {
-                let mut child = tokio::process::Command::new(&exe)
-                    .args(&args)
-                    .envs(env.iter().map(|(k, v)| (k, v)))
-                    .kill_on_drop(true)
-                    .spawn()
-                    .map_err(|e| format!("cannot start a receiver: {e}"))?;
-                let pid = child.id().unwrap_or(0);
-                let life = Duration::from_millis(rng.u64(1500..4000));
-                let deadline = Instant::now() + life;
-                while Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    if let Ok(Some(status)) = child.try_wait() {
-                        return Err(format!("a receiver exited by itself: {status}"));
-                    }
-                }
-                if stop.load(Ordering::SeqCst) {
-                    return Ok::<_, String>(child);
-                }
-                child.kill().await.map_err(|e| format!("kill: {e}"))?; // SIGKILL
-                lock(&windows.kills).push((pid, now_ms()));
-                injected.kills.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(rng.u64(50..400))).await;
-            }
-        }));
-    }
+    let procs = start_receivers(&store, &ports, &log, &env, a.seed, &shared)?;
+    let faults = tokio::spawn(fail_status_reads(sb.clone(), shared.clone(), a.seed));
+    let redeliverer = tokio::spawn(redeliver_until_stop(
+        reqwest_client()?,
+        sb.callback_key().to_vec(),
+        shared.clone(),
+    ));
 
-    // Status reads failing and slow.
-    let faults = {
-        let (sb, stop, injected) = (sb.clone(), stop.clone(), injected.clone());
-        let mut rng = fastrand::Rng::with_seed(a.seed ^ 0x5eed);
-        tokio::spawn(async move {
-            while !stop.load(Ordering::SeqCst) {
-                if sb.queued_faults(Endpoint::CollectStatus) == 0 {
-                    if rng.bool() {
-                        sb.inject(Endpoint::CollectStatus, Fault::Page(503), 6);
-                        injected.status_failing.fetch_add(1, Ordering::SeqCst);
-                    } else {
-                        sb.inject(
-                            Endpoint::CollectStatus,
-                            Fault::Delay(Duration::from_millis(1500)),
-                            1,
-                        );
-                        injected.status_slow.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(rng.u64(100..600))).await;
-            }
-        })
-    };
-
-    // The service's side: every delivery not answered 200 is delivered again.
-    let undelivered: Arc<Mutex<Vec<CallbackDelivery>>> = Arc::default();
-    let redeliverer = {
-        let (undelivered, stop, injected) = (undelivered.clone(), stop.clone(), injected.clone());
-        let key = sb.callback_key().to_vec();
-        let http = reqwest_client()?;
-        tokio::spawn(async move {
-            loop {
-                let due: Vec<CallbackDelivery> = std::mem::take(&mut *lock(&undelivered));
-                let drained = due.is_empty();
-                for d in due {
-                    injected.redeliveries.fetch_add(1, Ordering::SeqCst);
-                    if !redeliver(&http, &key, &d).await {
-                        lock(&undelivered).push(d);
-                    }
-                }
-                if drained && stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-        })
-    };
-
-    // The changes, with the outage a third of the way through.
     let clients = Clients::new(&sb)?;
     let started = Instant::now();
-    let outage_at = a.changes / 3;
-    let next = Arc::new(AtomicUsize::new(0));
-    let plan = Arc::new(plan(a.changes, a.seed));
+    // The journal stays until the parent returns: dropping it unmounts the SQLite disk.
     let store = Arc::new(store);
-    let outage = {
-        let (store, windows, injected, next) = (
-            store.clone(),
-            windows.clone(),
-            injected.clone(),
-            next.clone(),
-        );
-        let length = a.outage;
-        tokio::spawn(async move {
-            while next.load(Ordering::SeqCst) < outage_at {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            let from = now_ms();
-            store.outage(length).await;
-            lock(&windows.outages).push((from, now_ms()));
-            injected.outages.fetch_add(1, Ordering::SeqCst);
-        })
-    };
-    let mut makers = Vec::new();
-    for _ in 0..8 {
-        let (sb, clients, plan, next, undelivered, base) = (
-            sb.clone(),
-            clients.clone(),
-            plan.clone(),
-            next.clone(),
-            undelivered.clone(),
-            base.clone(),
-        );
-        makers.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(change) = plan.get(i) else { break };
-                for d in make(&sb, &clients, &base, *change, i).await {
-                    if !d.acknowledged() {
-                        lock(&undelivered).push(d);
-                    }
-                }
-            }
-        }));
-    }
-    for m in makers {
-        m.await.map_err(|e| e.to_string())?;
-    }
-    outage.await.map_err(|e| e.to_string())?;
+    make_changes(&sb, &clients, &base, &store, &a, &shared).await?;
 
-    // Every change made: wait until each is handed on (or a long while passed).
     let expected = expected(&sb);
-    let settle = Instant::now();
-    loop {
-        let (handled, _) = read_log(&log);
-        let missing = expected
-            .iter()
-            .filter(|alts| !alts.iter().any(|k| handled.contains_key(k)))
-            .count();
-        if (missing == 0 && lock(&undelivered).is_empty())
-            || settle.elapsed() > Duration::from_secs(120)
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    stop.store(true, Ordering::SeqCst);
+    wait_until_handed_on(&log, &expected, &shared).await;
+    shared.stop.store(true, Ordering::SeqCst);
     faults.abort();
     let _ = redeliverer.await;
     let mut children = Vec::new();
@@ -508,138 +355,227 @@ pub async fn parent(sb: Arc<Sandbox>, a: CallbackArgs) -> Result<bool, String> {
     }
     let elapsed = started.elapsed();
 
-    let (handled, handler_faults) = read_log(&log);
-    let lost = expected
-        .iter()
-        .filter(|alts| !alts.iter().any(|k| handled.contains_key(k)))
-        .count();
-    let twice: Vec<(&String, &Vec<(u32, u64)>)> =
-        handled.iter().filter(|(_, seen)| seen.len() > 1).collect();
-    let kills = lock(&windows.kills).clone();
-    let outages = lock(&windows.outages).clone();
-    // Inside the window: the first hand-on's process was killed after it, or the journal was
-    // unreachable from then until the mark was due (a lease and a little later).
-    let (mut by_kill, mut by_outage) = (0, 0);
-    for (_, seen) in &twice {
-        let (pid, at) = seen[0];
-        if kills.iter().any(|(p, when)| *p == pid && *when >= at) {
-            by_kill += 1;
-        } else if outages
-            .iter()
-            .any(|(from, to)| *from <= at + LEASE.as_millis() as u64 * 2 && *to >= at)
-        {
-            by_outage += 1;
-        }
-    }
-    let inside = by_kill + by_outage;
-    let classes = [
-        (
-            "receivers killed with SIGKILL",
-            injected.kills.load(Ordering::SeqCst),
-        ),
-        ("journal outages", injected.outages.load(Ordering::SeqCst)),
-        (
-            "status reads failing (503 pages)",
-            injected.status_failing.load(Ordering::SeqCst),
-        ),
-        (
-            "status reads slow (1.5 s)",
-            injected.status_slow.load(Ordering::SeqCst),
-        ),
-        ("handlers failing", handler_faults.0),
-        ("handlers panicking", handler_faults.1),
-        ("handlers hanging", handler_faults.2),
-        (
-            "redeliveries by the service",
-            injected.redeliveries.load(Ordering::SeqCst),
-        ),
-    ];
-    println!("faults injected:");
-    for (name, n) in classes {
-        println!("  {name}: {n}");
-    }
-    let never: Vec<&str> = classes
-        .iter()
-        .filter(|(_, n)| *n == 0)
-        .map(|(name, _)| *name)
-        .collect();
-    let handed = expected.len() - lost;
-    println!(
-        "changes {}, handed on {handed}, lost {lost}, handled twice {} (inside the window {inside})",
-        expected.len(),
-        twice.len()
-    );
-    println!(
-        "  inside the window: {by_kill} handed on by a process killed before its mark, {by_outage} while the journal was unreachable"
-    );
-    println!("{:.1} s", elapsed.as_secs_f64());
-    if !never.is_empty() {
-        println!("FAILED: never injected: {}", never.join(", "));
-    }
+    let outcome = Outcome::read(&log, &expected, &shared);
+    outcome.print(elapsed);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(lost == 0 && twice.len() == inside && never.is_empty())
+    Ok(outcome.passed())
 }
 
-/// Each key handed on, with the (pid, ms) of every hand-on.
-type Handed = HashMap<String, Vec<(u32, u64)>>;
+/// What the parent's tasks share: the stop signal, the faults injected and their windows, and
+/// the deliveries not yet answered 200.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    injected: Injected,
+    windows: Windows,
+    undelivered: Mutex<Vec<CallbackDelivery>>,
+}
 
-/// The keys handed on, and the handler faults (failed, panicked, hung).
-fn read_log(path: &Path) -> (Handed, (usize, usize, usize)) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut handled: Handed = HashMap::new();
-    let mut faults = (0, 0, 0);
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ' ');
-        let (Some(pid), Some(at), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
+/// One receiver process per port on the store's journal, each in a task that kills it at random
+/// and starts it again until stop; each task ends with the receiver running then.
+fn start_receivers(
+    store: &Store,
+    ports: &[SocketAddr],
+    log: &Path,
+    env: &[(String, String)],
+    seed: u64,
+    shared: &Arc<Shared>,
+) -> Result<Vec<JoinHandle<Result<tokio::process::Child, String>>>, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut procs = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        let args = vec![
+            "callbacks-child".to_owned(),
+            store.url().to_owned(),
+            port.port().to_string(),
+            log.display().to_string(),
+            (seed + i as u64).to_string(),
+        ];
+        let rng = fastrand::Rng::with_seed(seed * 31 + i as u64);
+        let receiver = ReceiverProcess {
+            exe: exe.clone(),
+            args,
+            env: env.to_vec(),
         };
-        match rest.split_once(' ') {
-            Some(("!failed", _)) => faults.0 += 1,
-            Some(("!panicked", _)) => faults.1 += 1,
-            Some(("!hung", _)) => faults.2 += 1,
-            _ => handled
-                .entry(rest.to_owned())
-                .or_default()
-                .push((pid.parse().unwrap_or(0), at.parse().unwrap_or(0))),
-        }
+        procs.push(tokio::spawn(receiver.run_until_stop(shared.clone(), rng)));
     }
-    (handled, faults)
+    Ok(procs)
 }
 
-/// What must have been handed on: each collected transfer as RECEIVED; each paid link as paid
-/// or (a refund before the status read) refunded; each link with only failed attempts as
-/// pending. Each entry lists the keys any of which is enough.
-fn expected(sb: &Sandbox) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    for t in sb.transfers() {
-        if t.status == "RECEIVED" && t.payment_mode == "CASH_COLLECTION" {
-            out.push(vec![format!("transfer:{}:RECEIVED", t.transfer_id)]);
+/// Every change made: wait until each `expected` one is in the log and no delivery is owed, or
+/// 120 s passed.
+async fn wait_until_handed_on(log: &Path, expected: &[Vec<String>], shared: &Shared) {
+    let settle = Instant::now();
+    loop {
+        let (handled, _) = read_log(log);
+        if (missing(expected, &handled) == 0 && lock(&shared.undelivered).is_empty())
+            || settle.elapsed() > Duration::from_secs(120)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `n` loopback ports free a moment ago, for the receivers to listen on.
+fn free_ports(n: usize) -> Result<Vec<SocketAddr>, String> {
+    let mut ports = Vec::new();
+    for _ in 0..n {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        ports.push(l.local_addr().map_err(|e| e.to_string())?);
+    }
+    Ok(ports)
+}
+
+/// How to start one receiver process: `whish-soak callbacks-child ...` with the sandbox's
+/// variables.
+struct ReceiverProcess {
+    exe: std::path::PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl ReceiverProcess {
+    /// Start the receiver, let it live 1.5 to 4 s, kill it with SIGKILL and start it again,
+    /// until stop; the one running then. A receiver that exits by itself is an error.
+    async fn run_until_stop(
+        self,
+        shared: Arc<Shared>,
+        mut rng: fastrand::Rng,
+    ) -> Result<tokio::process::Child, String> {
+        loop {
+            let mut child = tokio::process::Command::new(&self.exe)
+                .args(&self.args)
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("cannot start a receiver: {e}"))?;
+            let pid = child.id().unwrap_or(0);
+            let life = Duration::from_millis(rng.u64(1500..4000));
+            let deadline = Instant::now() + life;
+            while Instant::now() < deadline && !shared.stop.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!("a receiver exited by itself: {status}"));
+                }
+            }
+            if shared.stop.load(Ordering::SeqCst) {
+                return Ok(child);
+            }
+            child.kill().await.map_err(|e| format!("kill: {e}"))?; // SIGKILL
+            lock(&shared.windows.kills).push((pid, now_ms()));
+            shared.injected.kills.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(rng.u64(50..400))).await;
         }
     }
-    let failed: HashSet<String> = sb
-        .callbacks()
-        .into_iter()
-        .filter(|d| d.kind == "collect.failure")
-        .filter_map(|d| {
-            url::Url::parse(&d.url).ok().and_then(|u| {
-                u.query_pairs()
-                    .find(|(k, _)| k == "externalId")
-                    .map(|(_, v)| v.into_owned())
-            })
-        })
-        .collect();
-    for p in sb.payments() {
-        let id = &p.external_id;
-        match p.collect_status.as_str() {
-            "success" | "refunded" => out.push(vec![
-                format!("collect:{id}:success"),
-                format!("collect:{id}:refunded"),
-            ]),
-            "pending" if failed.contains(id) => out.push(vec![format!("collect:{id}:pending")]),
-            _ => {}
+}
+
+/// Status reads failing (six 503 pages) and slow (1.5 s): one or the other queued whenever
+/// none is, until stop.
+async fn fail_status_reads(sb: Arc<Sandbox>, shared: Arc<Shared>, seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
+    while !shared.stop.load(Ordering::SeqCst) {
+        if sb.queued_faults(Endpoint::CollectStatus) == 0 {
+            if rng.bool() {
+                sb.inject(Endpoint::CollectStatus, Fault::Page(503), 6);
+                shared
+                    .injected
+                    .status_failing
+                    .fetch_add(1, Ordering::SeqCst);
+            } else {
+                sb.inject(
+                    Endpoint::CollectStatus,
+                    Fault::Delay(Duration::from_millis(1500)),
+                    1,
+                );
+                shared.injected.status_slow.fetch_add(1, Ordering::SeqCst);
+            }
         }
+        tokio::time::sleep(Duration::from_millis(rng.u64(100..600))).await;
     }
-    out
+}
+
+/// The service's side: every delivery not answered 200 is delivered again, every 300 ms,
+/// until stop and none is left.
+async fn redeliver_until_stop(http: reqwest::Client, key: Vec<u8>, shared: Arc<Shared>) {
+    loop {
+        let due: Vec<CallbackDelivery> = std::mem::take(&mut *lock(&shared.undelivered));
+        let drained = due.is_empty();
+        for d in due {
+            shared.injected.redeliveries.fetch_add(1, Ordering::SeqCst);
+            if !redeliver(&http, &key, &d).await {
+                lock(&shared.undelivered).push(d);
+            }
+        }
+        if drained && shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Make the plan's changes, eight at a time, with the journal's outage a third of the way
+/// through; each delivery not answered 200 is left to the service's redeliveries.
+async fn make_changes(
+    sb: &Arc<Sandbox>,
+    clients: &Clients,
+    base: &str,
+    store: &Arc<Store>,
+    a: &CallbackArgs,
+    shared: &Arc<Shared>,
+) -> Result<(), String> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let plan = Arc::new(plan(a.changes, a.seed));
+    let outage = tokio::spawn(outage_at(
+        store.clone(),
+        a.changes / 3,
+        a.outage,
+        next.clone(),
+        shared.clone(),
+    ));
+    let mut makers = Vec::new();
+    for _ in 0..8 {
+        let (sb, clients, plan, next, shared, base) = (
+            sb.clone(),
+            clients.clone(),
+            plan.clone(),
+            next.clone(),
+            shared.clone(),
+            base.to_owned(),
+        );
+        makers.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(change) = plan.get(i) else { break };
+                for d in make(&sb, &clients, &base, *change, i).await {
+                    if !d.acknowledged() {
+                        lock(&shared.undelivered).push(d);
+                    }
+                }
+            }
+        }));
+    }
+    for m in makers {
+        m.await.map_err(|e| e.to_string())?;
+    }
+    outage.await.map_err(|e| e.to_string())
+}
+
+/// Once change `at` is taken, make the journal unreachable for `length`, and record the window.
+async fn outage_at(
+    store: Arc<Store>,
+    at: usize,
+    length: Duration,
+    next: Arc<AtomicUsize>,
+    shared: Arc<Shared>,
+) {
+    while next.load(Ordering::SeqCst) < at {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let from = now_ms();
+    store.outage(length).await;
+    lock(&shared.windows.outages).push((from, now_ms()));
+    shared.injected.outages.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Deliver again as the service would: the POST signed anew, the GET as it was.

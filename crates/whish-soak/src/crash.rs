@@ -7,7 +7,7 @@
 //! fault injector, killer, final recovery, table). `whish-soak crash-child ...` is the child.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use whish::collect::{CollectClient, CollectUrls, NewPayment};
@@ -446,13 +446,7 @@ pub async fn parent(sb: Arc<Sandbox>, a: CrashArgs) -> Result<bool, String> {
         "whish crash soak: {} operations, seed {}, {} kills, {} worker process(es) on one {backend} journal",
         a.ops, a.seed, a.kills, a.workers
     );
-    let mut env: Vec<(String, String)> = sb
-        .env_exports()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
-        .collect();
+    let mut env = crate::child_env(&sb);
     env.push((
         "WHISH_SOAK_WALLET_OK".into(),
         sb.wallet_phones().credited.clone(),
@@ -463,97 +457,11 @@ pub async fn parent(sb: Arc<Sandbox>, a: CrashArgs) -> Result<bool, String> {
     ));
 
     // Faults on about a fifth of the money-moving calls, injected as the children run.
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let injector = {
-        let (sb, stop) = (sb.clone(), stop.clone());
-        let mut rng = fastrand::Rng::with_seed(a.seed ^ 0x5eed);
-        tokio::spawn(async move {
-            let endpoints = [
-                Endpoint::TransferSend,
-                Endpoint::TransferCancel,
-                Endpoint::CollectCreate,
-                Endpoint::TopupPay,
-            ];
-            let mut injected = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                let fault = match rng.u32(0..4) {
-                    0 => Fault::DropRequest,
-                    1 => Fault::DropReply,
-                    2 => Fault::Delay(crate::plan::DELAY),
-                    _ => Fault::Pending,
-                };
-                // One fault queued per endpoint at most: a rarely called endpoint (cancel) does
-                // not pile up faults that every later call would meet.
-                let endpoint = endpoints[rng.usize(0..endpoints.len())];
-                if sb.queued_faults(endpoint) == 0 {
-                    sb.inject(endpoint, fault, 1);
-                    injected += 1;
-                }
-                tokio::time::sleep(Duration::from_millis(40)).await;
-            }
-            injected
-        })
-    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let injector = tokio::spawn(inject_faults(sb.clone(), stop.clone(), a.seed));
 
     let started = Instant::now();
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut rng = fastrand::Rng::with_seed(a.seed);
-    let mut workers = Vec::new();
-    for w in 0..a.workers.max(1) {
-        let kills = a.kills / a.workers.max(1) + usize::from(w < a.kills % a.workers.max(1));
-        let child = ChildArgs {
-            journal: journal.clone(),
-            ops: a.ops,
-            seed: a.seed,
-            nonce,
-            worker: w,
-            workers: a.workers.max(1),
-            inflight: 8,
-        };
-        let (exe, env) = (exe.clone(), env.clone());
-        let lifetimes: Vec<u64> = (0..kills).map(|_| rng.u64(80..500)).collect();
-        workers.push(tokio::spawn(async move {
-            let mut killed = 0usize;
-            let mut starts = 0usize;
-            loop {
-                starts += 1;
-                let mut proc = tokio::process::Command::new(&exe)
-                    .args(child.to_args())
-                    .envs(env.iter().map(|(k, v)| (k, v)))
-                    .kill_on_drop(true)
-                    .spawn()
-                    .map_err(|e| format!("cannot start a child: {e}"))?;
-                if let Some(ms) = lifetimes.get(killed) {
-                    match tokio::time::timeout(Duration::from_millis(*ms), proc.wait()).await {
-                        Err(_) => {
-                            proc.kill().await.map_err(|e| format!("kill: {e}"))?; // SIGKILL
-                            killed += 1;
-                            continue;
-                        }
-                        Ok(status) => {
-                            let status = status.map_err(|e| e.to_string())?;
-                            if status.success() {
-                                return Ok::<_, String>((killed, starts));
-                            }
-                            return Err(format!("child {w} failed: {status}"));
-                        }
-                    }
-                }
-                let status = proc.wait().await.map_err(|e| e.to_string())?;
-                if !status.success() {
-                    return Err(format!("child {w} failed: {status}"));
-                }
-                return Ok((killed, starts));
-            }
-        }));
-    }
-    let mut kills = 0;
-    let mut starts = 0;
-    for w in workers {
-        let (k, s) = w.await.map_err(|e| e.to_string())??;
-        kills += k;
-        starts += s;
-    }
+    let (kills, starts) = run_workers(&a, &journal, nonce, &env).await?;
     stop.store(true, Ordering::Relaxed);
     let injected = injector.await.map_err(|e| e.to_string())?;
     // Every child is gone: the parent takes over whatever is still open, without faults.
@@ -584,6 +492,119 @@ pub async fn parent(sb: Arc<Sandbox>, a: CrashArgs) -> Result<bool, String> {
             t.duplicates, t.lost, t.unresolved
         );
         Ok(false)
+    }
+}
+
+/// Queue a fault (a dropped request or reply, a delay, Pending) on a money-moving endpoint
+/// every 40 ms until `stop`; how many were queued.
+async fn inject_faults(sb: Arc<Sandbox>, stop: Arc<AtomicBool>, seed: u64) -> usize {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
+    let endpoints = [
+        Endpoint::TransferSend,
+        Endpoint::TransferCancel,
+        Endpoint::CollectCreate,
+        Endpoint::TopupPay,
+    ];
+    let mut injected = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        let fault = match rng.u32(0..4) {
+            0 => Fault::DropRequest,
+            1 => Fault::DropReply,
+            2 => Fault::Delay(crate::plan::DELAY),
+            _ => Fault::Pending,
+        };
+        // One fault queued per endpoint at most: a rarely called endpoint (cancel) does
+        // not pile up faults that every later call would meet.
+        let endpoint = endpoints[rng.usize(0..endpoints.len())];
+        if sb.queued_faults(endpoint) == 0 {
+            sb.inject(endpoint, fault, 1);
+            injected += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    injected
+}
+
+/// Run every worker's child processes to the end, the kills shared out among the workers;
+/// the kills done and the child processes started, in all.
+async fn run_workers(
+    a: &CrashArgs,
+    journal: &str,
+    nonce: u64,
+    env: &[(String, String)],
+) -> Result<(usize, usize), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut rng = fastrand::Rng::with_seed(a.seed);
+    let mut workers = Vec::new();
+    for w in 0..a.workers.max(1) {
+        let kills = a.kills / a.workers.max(1) + usize::from(w < a.kills % a.workers.max(1));
+        let child = ChildArgs {
+            journal: journal.to_owned(),
+            ops: a.ops,
+            seed: a.seed,
+            nonce,
+            worker: w,
+            workers: a.workers.max(1),
+            inflight: 8,
+        };
+        let lifetimes: Vec<u64> = (0..kills).map(|_| rng.u64(80..500)).collect();
+        workers.push(tokio::spawn(run_worker(
+            exe.clone(),
+            env.to_vec(),
+            child,
+            lifetimes,
+        )));
+    }
+    let mut kills = 0;
+    let mut starts = 0;
+    for w in workers {
+        let (k, s) = w.await.map_err(|e| e.to_string())??;
+        kills += k;
+        starts += s;
+    }
+    Ok((kills, starts))
+}
+
+/// One worker: its child started again after each kill, the k-th start killed with SIGKILL
+/// after `lifetimes[k]` ms unless it finished first; the kills done and the starts.
+async fn run_worker(
+    exe: std::path::PathBuf,
+    env: Vec<(String, String)>,
+    child: ChildArgs,
+    lifetimes: Vec<u64>,
+) -> Result<(usize, usize), String> {
+    let w = child.worker;
+    let mut killed = 0usize;
+    let mut starts = 0usize;
+    loop {
+        starts += 1;
+        let mut proc = tokio::process::Command::new(&exe)
+            .args(child.to_args())
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start a child: {e}"))?;
+        if let Some(ms) = lifetimes.get(killed) {
+            match tokio::time::timeout(Duration::from_millis(*ms), proc.wait()).await {
+                Err(_) => {
+                    proc.kill().await.map_err(|e| format!("kill: {e}"))?; // SIGKILL
+                    killed += 1;
+                    continue;
+                }
+                Ok(status) => {
+                    let status = status.map_err(|e| e.to_string())?;
+                    if status.success() {
+                        return Ok((killed, starts));
+                    }
+                    return Err(format!("child {w} failed: {status}"));
+                }
+            }
+        }
+        let status = proc.wait().await.map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("child {w} failed: {status}"));
+        }
+        return Ok((killed, starts));
     }
 }
 

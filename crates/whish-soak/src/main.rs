@@ -141,73 +141,55 @@ fn fault_summary(plan: &[plan::Op]) -> String {
     )
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.first().map(String::as_str) == Some("batch-child") {
-        return match batch::child(&argv[1..]).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("whish-soak batch child: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if argv.first().map(String::as_str) == Some("callbacks-child") {
-        return match callbacks::child(&argv[1..]).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("whish-soak callbacks child: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if argv.first().map(String::as_str) == Some("flood-child") {
-        return match flood::child(&argv[1..]).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("whish-soak flood child: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if argv.first().map(String::as_str) == Some("crash-child") {
-        let run = match crash::ChildArgs::parse(&argv[1..]) {
-            Ok(c) => crash::child(c).await,
-            Err(e) => Err(e),
-        };
-        return match run {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("whish-soak child: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let a = match args() {
-        Ok(a) => a,
+/// The sandbox's `WHISH_*` variables, as a child process of a soak gets them.
+fn child_env(sb: &Sandbox) -> Vec<(String, String)> {
+    sb.env_exports()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
+        .collect()
+}
+
+/// Run the child process `argv` names, if it names one; its exit code.
+async fn run_child(argv: &[String]) -> Option<ExitCode> {
+    let (role, run) = match argv.first().map(String::as_str) {
+        Some("batch-child") => ("batch child", batch::child(&argv[1..]).await),
+        Some("callbacks-child") => ("callbacks child", callbacks::child(&argv[1..]).await),
+        Some("flood-child") => ("flood child", flood::child(&argv[1..]).await),
+        Some("crash-child") => {
+            let run = match crash::ChildArgs::parse(&argv[1..]) {
+                Ok(c) => crash::child(c).await,
+                Err(e) => Err(e),
+            };
+            ("child", run)
+        }
+        _ => return None,
+    };
+    Some(match run {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("whish-soak {role}: {e}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// A soak's verdict as the exit code: success only when it passed.
+fn verdict(run: Result<bool, String>) -> ExitCode {
+    match run {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("whish-soak: {e}");
-            return ExitCode::from(2);
+            ExitCode::FAILURE
         }
-    };
-    if let Some(n) = a.slowloris {
-        return match flood::parent(n).await {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::FAILURE,
-            Err(e) => {
-                eprintln!("whish-soak: {e}");
-                ExitCode::FAILURE
-            }
-        };
     }
-    let sb = match sandbox().await {
-        Ok(sb) => Arc::new(sb),
-        Err(e) => {
-            eprintln!("whish-soak: cannot start the sandbox: {e}");
-            return ExitCode::from(2);
-        }
-    };
+}
+
+/// Run the soak on the sandbox that `a` selects instead of the operations soak (the receiver,
+/// batch or crash soak, first one given wins); None when it selects none.
+async fn run_other_soak(sb: &Arc<Sandbox>, a: &Args) -> Option<ExitCode> {
     if let Some(changes) = a.callbacks {
         let args = callbacks::CallbackArgs {
             changes,
@@ -215,14 +197,7 @@ async fn main() -> ExitCode {
             journal: a.journal.clone(),
             outage: Duration::from_secs(a.outage),
         };
-        return match callbacks::parent(sb, args).await {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::FAILURE,
-            Err(e) => {
-                eprintln!("whish-soak: {e}");
-                ExitCode::FAILURE
-            }
-        };
+        return Some(verdict(callbacks::parent(sb.clone(), args).await));
     }
     if let Some(rows) = a.batch {
         let args = batch::BatchArgs {
@@ -231,14 +206,7 @@ async fn main() -> ExitCode {
             seed: a.seed,
             concurrency: a.workers,
         };
-        return match batch::parent(sb, args).await {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::FAILURE,
-            Err(e) => {
-                eprintln!("whish-soak: {e}");
-                ExitCode::FAILURE
-            }
-        };
+        return Some(verdict(batch::parent(sb.clone(), args).await));
     }
     if let Some(kills) = a.crash {
         let crash = crash::CrashArgs {
@@ -248,15 +216,43 @@ async fn main() -> ExitCode {
             journal: a.journal.clone(),
             workers: a.workers,
         };
-        return match crash::parent(sb, crash).await {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::FAILURE,
-            Err(e) => {
-                eprintln!("whish-soak: {e}");
-                ExitCode::FAILURE
-            }
-        };
+        return Some(verdict(crash::parent(sb.clone(), crash).await));
     }
+    None
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = run_child(&argv).await {
+        return code;
+    }
+    let a = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("whish-soak: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(n) = a.slowloris {
+        return verdict(flood::parent(n).await);
+    }
+    let sb = match sandbox().await {
+        Ok(sb) => Arc::new(sb),
+        Err(e) => {
+            eprintln!("whish-soak: cannot start the sandbox: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(code) = run_other_soak(&sb, &a).await {
+        return code;
+    }
+    operations_soak(sb, &a).await
+}
+
+/// The operations soak: the plan run through the clients under faults, then the table, the
+/// truth checker and the callbacks' check; exit 2 when it cannot start.
+async fn operations_soak(sb: Arc<Sandbox>, a: &Args) -> ExitCode {
     let plan = Arc::new(plan::plan(a.ops, a.seed));
     println!(
         "whish soak: {} operations, seed {}, {} in flight; {}",
@@ -290,16 +286,7 @@ async fn main() -> ExitCode {
     };
     let elapsed = started.elapsed();
     let rows = reconcile::reconcile(&sb, &ledger);
-    println!("\n{}", reconcile::Table(&rows));
-    println!(
-        "reads: {} status answered, {} not; sandbox control: {} run, {} without a target; {} client operations without a target",
-        ledger.reads.0.load(Ordering::Relaxed),
-        ledger.reads.1.load(Ordering::Relaxed),
-        ledger.controls.0.load(Ordering::Relaxed),
-        ledger.controls.1.load(Ordering::Relaxed),
-        ledger.skipped.load(Ordering::Relaxed),
-    );
-    println!("{:.1} s", elapsed.as_secs_f64());
+    print_ledger(&rows, &ledger, elapsed);
     let t = reconcile::total(&rows);
     let reports = ledger
         .reports
@@ -328,4 +315,18 @@ async fn main() -> ExitCode {
         );
         ExitCode::FAILURE
     }
+}
+
+/// Print the reconciled table, the reads and controls the ledger counted, and the run's time.
+fn print_ledger(rows: &[reconcile::Row], ledger: &run::Ledger, elapsed: Duration) {
+    println!("\n{}", reconcile::Table(rows));
+    println!(
+        "reads: {} status answered, {} not; sandbox control: {} run, {} without a target; {} client operations without a target",
+        ledger.reads.0.load(Ordering::Relaxed),
+        ledger.reads.1.load(Ordering::Relaxed),
+        ledger.controls.0.load(Ordering::Relaxed),
+        ledger.controls.1.load(Ordering::Relaxed),
+        ledger.skipped.load(Ordering::Relaxed),
+    );
+    println!("{:.1} s", elapsed.as_secs_f64());
 }
