@@ -1,14 +1,16 @@
 //! One row of a batch file: its columns, and the transfer it describes.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 
 use whish_core::{Amount, Currency};
 use whish_money_transfer::{
-    CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FirstName, Identity,
-    LastName, MobileWalletSend, PaymentMode, Reason, SendRequest, Sender, SourceOfFunds,
-    WalletReceiver,
+    CashCollectionSend, CashReceiver, CountryId, Customer, FirstName, LastName, MobileWalletSend,
+    PaymentMode, Reason, SendRequest, Sender, SourceOfFunds, WalletReceiver,
 };
+
+mod cells;
+
+use cells::Cells;
 
 /// A column of a batch file: its name in the CSV header (or the JSON-lines key), whether every
 /// row needs it, and what it holds.
@@ -202,18 +204,6 @@ impl Payout {
     }
 }
 
-fn parse_bool(line: u64, field: &str, v: &str) -> Result<bool, RowError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" | "yes" | "1" => Ok(true),
-        "false" | "no" | "0" => Ok(false),
-        _ => Err(RowError::new(line, field, "must be true or false")),
-    }
-}
-
-fn date_of_birth(line: u64, field: &str, v: &str) -> Result<DateOfBirth, RowError> {
-    DateOfBirth::parse(v.trim()).map_err(|e| RowError::new(line, field, e.to_string()))
-}
-
 /// Build the transfer of one row, every error with its line and column; a row without a
 /// reference is a bad row when `require_reference` (see [`crate::Batch::key_rows_by_line`]).
 pub(crate) fn payout(
@@ -221,217 +211,27 @@ pub(crate) fn payout(
     defaults: &Defaults,
     require_reference: bool,
 ) -> Result<Payout, Vec<RowError>> {
-    let line = row.line;
-    let mut errors = Vec::new();
-    let get = |name: &str| {
-        row.values
-            .get(name)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
-    };
-    for c in COLUMNS.iter().filter(|c| c.required) {
-        if get(c.name).is_none() {
-            errors.push(RowError::new(line, c.name, "is required"));
-        }
-    }
-    let mode = match get("payment_mode").unwrap_or("CASH_COLLECTION") {
-        "CASH_COLLECTION" => Some(PaymentMode::CashCollection),
-        "MOBILE_WALLET" => Some(PaymentMode::MobileWallet),
-        _ => {
-            errors.push(RowError::new(
-                line,
-                "payment_mode",
-                "must be CASH_COLLECTION or MOBILE_WALLET",
-            ));
-            None
-        }
-    };
-    let currency = get("currency").and_then(|v| {
-        let c = Currency::from_code(v);
-        match c.require_usd_or_lbp("currency") {
-            Ok(()) => Some(c),
-            Err(e) => {
-                errors.push(RowError::new(line, "currency", e.to_string()));
-                None
-            }
-        }
-    });
-    // A person's text: plain decimal digits (`str::parse`), never an exponent: exact, but a
-    // spreadsheet that writes `1.5E+06` may have rounded the cell to write it.
-    let amount = get("amount").and_then(|v| match v.parse::<Amount>() {
-        Ok(a) => Some(a),
-        Err(e) => {
-            let why = if v.contains(['e', 'E']) && Amount::parse(v).is_ok() {
-                format!(
-                    "`{v}` is in exponent notation: write the amount in plain digits (150, 12.50), as the sum to pay"
-                )
-            } else {
-                e.to_string()
-            };
-            errors.push(RowError::new(line, "amount", why));
-            None
-        }
-    });
-    if let (Some(a), Some(c)) = (amount, &currency)
-        && let Err(e) = a.check_rules(c, "amount")
+    let mut cells = Cells::new(row);
+    cells.require_columns();
+    let mode = cells.mode();
+    let currency = cells.currency();
+    let amount = cells.amount(currency.as_ref());
+    let reason = cells.named::<Reason>("reason");
+    let source = cells.named::<SourceOfFunds>("source_of_funds");
+    let deduct = cells.deduct_fees();
+    let from_country = cells.sending_country(defaults);
+    let sender = cells.sender(defaults);
+    let (receiver, identity) = cells.receiver();
+    if matches!(mode, Some(PaymentMode::CashCollection))
+        && identity.is_none()
+        && cells.errors.is_empty()
     {
-        errors.push(RowError::new(line, "amount", e.to_string()));
+        cells.fail("receiver_date_of_birth", "is required for cash collection");
     }
-    let reason = get("reason").and_then(|v| match Reason::from_str(v) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            errors.push(RowError::new(line, "reason", e.to_string()));
-            None
-        }
-    });
-    let source = get("source_of_funds").and_then(|v| match SourceOfFunds::from_str(v) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            errors.push(RowError::new(line, "source_of_funds", e.to_string()));
-            None
-        }
-    });
-    let deduct = match get("deduct_fees") {
-        Some(v) => match parse_bool(line, "deduct_fees", v) {
-            Ok(b) => b,
-            Err(e) => {
-                errors.push(e);
-                false
-            }
-        },
-        None => false,
-    };
-    let from_country = match get("from_country") {
-        Some(v) => match v.parse::<i64>().ok().map(CountryId::new) {
-            Some(Ok(c)) => Some(c),
-            Some(Err(e)) => {
-                errors.push(RowError::new(line, "from_country", e.to_string()));
-                None
-            }
-            None => {
-                errors.push(RowError::new(line, "from_country", "must be a country id"));
-                None
-            }
-        },
-        None => match defaults.from_country {
-            Some(c) => Some(c),
-            None => {
-                errors.push(RowError::new(
-                    line,
-                    "from_country",
-                    "is required: give it in the row or as the batch's default",
-                ));
-                None
-            }
-        },
-    };
-    // The sender: the row's own when it has any sender column, else the batch's.
-    let has_sender = [
-        "sender_first_name",
-        "sender_last_name",
-        "sender_phone",
-        "sender_date_of_birth",
-    ]
-    .iter()
-    .any(|c| get(c).is_some());
-    let sender = if has_sender {
-        for c in ["sender_first_name", "sender_last_name", "sender_phone"] {
-            if get(c).is_none() {
-                errors.push(RowError::new(
-                    line,
-                    c,
-                    "is required when the row names its own sender",
-                ));
-            }
-        }
-        let mut s = Customer::new(
-            FirstName::new(get("sender_first_name").unwrap_or_default()),
-            LastName::new(get("sender_last_name").unwrap_or_default()),
-            get("sender_phone").unwrap_or_default(),
-        );
-        if let Some(v) = get("sender_date_of_birth") {
-            match date_of_birth(line, "sender_date_of_birth", v) {
-                Ok(d) => s = s.identity(Identity::new(d)),
-                Err(e) => errors.push(e),
-            }
-        }
-        Some(s)
-    } else if let Some(s) = &defaults.sender {
-        Some(s.clone())
-    } else {
-        errors.push(RowError::new(
-            line,
-            "sender_first_name",
-            "no sender: give sender columns in the row or a default sender for the batch",
-        ));
-        None
-    };
-    let mut receiver = Customer::new(
-        FirstName::new(get("receiver_first_name").unwrap_or_default()),
-        LastName::new(get("receiver_last_name").unwrap_or_default()),
-        get("receiver_phone").unwrap_or_default(),
-    );
-    if let Some(m) = get("receiver_middle_name") {
-        receiver = receiver.middle_name(m);
-    }
-    let dob = match get("receiver_date_of_birth") {
-        Some(v) => match date_of_birth(line, "receiver_date_of_birth", v) {
-            Ok(d) => Some(d),
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        },
-        None => None,
-    };
-    let identity = dob.map(|d| {
-        let i = Identity::new(d);
-        match get("receiver_nationality") {
-            Some(n) => i.nationality(n),
-            None => i,
-        }
-    });
-    // The service's identity carries the nationality and needs a date of birth: a nationality
-    // alone would be dropped, not sent.
-    if dob.is_none()
-        && get("receiver_nationality").is_some()
-        && get("receiver_date_of_birth").is_none()
-    {
-        errors.push(RowError::new(
-            line,
-            "receiver_nationality",
-            "needs receiver_date_of_birth: the receiver's identity, which holds the nationality, needs a date of birth",
-        ));
-    }
-    if matches!(mode, Some(PaymentMode::CashCollection)) && dob.is_none() && errors.is_empty() {
-        errors.push(RowError::new(
-            line,
-            "receiver_date_of_birth",
-            "is required for cash collection",
-        ));
-    }
-    let reference = get("reference").map(str::to_owned);
-    // Printable ASCII only: a zero-width space, a stray byte-order mark or the decomposed
-    // spelling of a letter looks the same and is another reference, so two rows that read
-    // alike would be two payments.
-    if let Some(r) = &reference
-        && !r.bytes().all(|b| (0x20..0x7f).contains(&b))
-    {
-        errors.push(RowError::new(
-            line,
-            "reference",
-            "must be printable ASCII (letters, digits, punctuation, spaces): a reference with an invisible or look-alike character reads like another and is not",
-        ));
-    }
-    if reference.is_none() && require_reference {
-        errors.push(RowError::new(
-            line,
-            "reference",
-            "is required: a row without one is known by its line, so a line added above it, or the file saved as JSON lines, makes it another payment (paid again); give each row your own reference, or key the rows by their lines on purpose (--key-by-line)",
-        ));
-    }
-    if !errors.is_empty() {
-        return Err(errors);
+    let reference = cells.reference(require_reference);
+    let line = cells.line;
+    if !cells.errors.is_empty() {
+        return Err(cells.errors);
     }
     let (Some(mode), Some(currency), Some(amount), Some(reason), Some(source), Some(from)) =
         (mode, currency, amount, reason, source, from_country)
@@ -441,32 +241,31 @@ pub(crate) fn payout(
     let sender = Sender::new(
         sender.unwrap_or_else(|| Customer::new(FirstName::new(""), LastName::new(""), "")),
     );
-    let request = match mode {
-        PaymentMode::MobileWallet => {
-            if let Some(i) = identity {
-                receiver = receiver.identity(i);
-            }
-            SendRequest::from(
-                MobileWalletSend::new(
-                    from,
-                    currency.clone(),
-                    amount,
-                    sender,
-                    WalletReceiver::new(receiver),
-                    reason,
-                    source,
-                )
-                .deduct_fees(deduct),
-            )
-        }
-        _ => {
-            let Some(identity) = identity else {
-                return Err(vec![RowError::new(
-                    line,
-                    "receiver_date_of_birth",
-                    "is required for cash collection",
-                )]);
+    let request = match (mode, identity) {
+        (PaymentMode::MobileWallet, identity) => {
+            let receiver = match identity {
+                Some(i) => receiver.identity(i),
+                None => receiver,
             };
+            let send = MobileWalletSend::new(
+                from,
+                currency.clone(),
+                amount,
+                sender,
+                WalletReceiver::new(receiver),
+                reason,
+                source,
+            );
+            SendRequest::from(send.deduct_fees(deduct))
+        }
+        (_, None) => {
+            return Err(vec![RowError::new(
+                line,
+                "receiver_date_of_birth",
+                "is required for cash collection",
+            )]);
+        }
+        (_, Some(identity)) => {
             let mut send = CashCollectionSend::new(
                 from,
                 currency.clone(),

@@ -10,8 +10,8 @@ use whish_core::{Amount, Currency, RequestId};
 use whish_journal::{Entry, Journal, Listing, Operation, Service, State};
 use whish_money_transfer::reconcile::{check_balance_rule, in_time_order};
 use whish_money_transfer::{
-    ActivityEntry, ActivityStatus, ReportRange, StatementLine, StatusQuery, TransferClient,
-    TransferCode,
+    ActivityEntry, ActivityStatus, CurrencyStatement, ReportRange, StatementLine, StatusQuery,
+    TransferClient, TransferCode,
 };
 
 use super::{Cancelled, Finding, FindingKind, ReconcileError, TransferReport};
@@ -58,6 +58,12 @@ struct Booked {
     /// Of those, the ones dated in the range.
     refunded_in_range: Decimal,
 }
+
+/// What the statement booked, by currency and Request-id.
+type Book = BTreeMap<(String, RequestId), Booked>;
+
+/// Lines or events without a Request-id, each with whether it is dated in the range.
+type WithoutId<'a, T> = Vec<(&'a T, bool)>;
 
 /// The activity log's events of one Request-id, the range's and the margin's.
 #[derive(Default)]
@@ -138,12 +144,63 @@ pub async fn transfers(
         .await
         .map_err(ReconcileError::Service)?;
     let mut report = TransferReport::default();
+    let (book, charges_without_id) = read_statements(&statements, range, &mut report);
+    let (events, sent_without_id) = read_activity(&activity, range, &mut report);
+    let earlier_log = earlier_activity(client, &wide, &events).await?;
+    let earlier = earlier_events(&earlier_log, &events);
+    let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
+    let none = Events::default();
+    for (&request_id, ev) in &events {
+        if !ev.in_range {
+            continue;
+        }
+        let before = earlier.get(&request_id).unwrap_or(&none);
+        let found = check_request(
+            journal,
+            &mut report,
+            &book,
+            &mut sums,
+            request_id,
+            ev,
+            before,
+        )
+        .await?;
+        if let Some(first) = ev.sent.iter().find(|e| range.contains(e.date))
+            && found.is_empty()
+        {
+            report.currencies.entry(code_of(first)).or_default().matched += 1;
+        }
+        report.findings.extend(found);
+    }
+    compare_sums(&sums, &mut report);
+    pair_without_request_id(sent_without_id, charges_without_id, &mut report);
+    booked_not_in_activity(&book, &events, &mut report);
+    missing_at_service(
+        journal,
+        client,
+        &mut report,
+        range,
+        &events,
+        &book,
+        (from, to),
+    )
+    .await?;
+    report.findings.sort_by_key(|f| (f.kind, f.request_id));
+    Ok(report)
+}
 
-    // The statement: per currency, what each Request-id was charged and refunded, the lines
-    // without a Request-id that took money, the balances of the range, the rule.
-    let mut book: BTreeMap<(String, RequestId), Booked> = BTreeMap::new();
-    let mut charges_without_id: Vec<(&StatementLine, bool)> = Vec::new();
-    for s in &statements {
+/// What the statement booked under each Request-id, per currency, and its lines without a
+/// Request-id that took money (with whether each is dated in the range); each currency's
+/// balances of the range, and the balance rule checked over the range's lines and the one
+/// before them.
+fn read_statements<'a>(
+    statements: &'a [CurrencyStatement],
+    range: &ReportRange,
+    report: &mut TransferReport,
+) -> (Book, WithoutId<'a, StatementLine>) {
+    let mut book = Book::new();
+    let mut charges_without_id = WithoutId::new();
+    for s in statements {
         let ordered = in_time_order(s);
         let in_range: Vec<&StatementLine> = ordered
             .iter()
@@ -203,11 +260,22 @@ pub async fn transfers(
             });
         }
     }
+    (book, charges_without_id)
+}
 
-    // The activity log: the range's totals, and every event grouped by Request-id.
+/// The range's totals from the activity log, and every event grouped by Request-id; the sends
+/// without a Request-id (with whether each is dated in the range).
+fn read_activity<'a>(
+    activity: &'a [ActivityEntry],
+    range: &ReportRange,
+    report: &mut TransferReport,
+) -> (
+    BTreeMap<RequestId, Events<'a>>,
+    WithoutId<'a, ActivityEntry>,
+) {
     let mut events: BTreeMap<RequestId, Events<'_>> = BTreeMap::new();
-    let mut sent_without_id: Vec<(&ActivityEntry, bool)> = Vec::new();
-    for e in &activity {
+    let mut sent_without_id = WithoutId::new();
+    for e in activity {
         let here = range.contains(e.date);
         if here {
             let totals = report.currencies.entry(code_of(e)).or_default();
@@ -235,55 +303,49 @@ pub async fn transfers(
         ev.in_range |= here;
         ev.add(e);
     }
+    (events, sent_without_id)
+}
 
-    // A transfer the range collects or cancels but did not send: its earlier events, from the
-    // activity log of the days before (one read, only when there is such a transfer).
+/// The activity log of the days before the range, read only when the range collects or
+/// cancels a transfer it did not send (one read).
+async fn earlier_activity(
+    client: &TransferClient,
+    wide: &ReportRange,
+    events: &BTreeMap<RequestId, Events<'_>>,
+) -> Result<Vec<ActivityEntry>, ReconcileError> {
+    if !events.values().any(|ev| ev.in_range && ev.sent.is_empty()) {
+        return Ok(Vec::new());
+    }
+    client
+        .activity(&wide.preceding(LOOK_BACK))
+        .await
+        .map_err(ReconcileError::Service)
+}
+
+/// The earlier events of each transfer the range collects or cancels but did not send.
+fn earlier_events<'a>(
+    earlier_log: &'a [ActivityEntry],
+    events: &BTreeMap<RequestId, Events<'_>>,
+) -> BTreeMap<RequestId, Events<'a>> {
     let sent_before: BTreeSet<RequestId> = events
         .iter()
         .filter(|(_, ev)| ev.in_range && ev.sent.is_empty())
         .map(|(r, _)| *r)
         .collect();
-    let earlier_log = if sent_before.is_empty() {
-        Vec::new()
-    } else {
-        client
-            .activity(&wide.preceding(LOOK_BACK))
-            .await
-            .map_err(ReconcileError::Service)?
-    };
-    let mut earlier: BTreeMap<RequestId, Events<'_>> = BTreeMap::new();
-    for e in &earlier_log {
+    let mut earlier: BTreeMap<RequestId, Events<'a>> = BTreeMap::new();
+    for e in earlier_log {
         let Some(r) = e.request_id.filter(|r| sent_before.contains(r)) else {
             continue;
         };
         earlier.entry(r).or_default().add(e);
     }
+    earlier
+}
 
-    let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
-    let none = Events::default();
-    for (&request_id, ev) in &events {
-        if !ev.in_range {
-            continue;
-        }
-        let before = earlier.get(&request_id).unwrap_or(&none);
-        let found = check_request(
-            journal,
-            &mut report,
-            &book,
-            &mut sums,
-            request_id,
-            ev,
-            before,
-        )
-        .await?;
-        if let Some(first) = ev.sent.iter().find(|e| range.contains(e.date))
-            && found.is_empty()
-        {
-            report.currencies.entry(code_of(first)).or_default().matched += 1;
-        }
-        report.findings.extend(found);
-    }
-    for (code, s) in &sums {
+/// Per currency, the charges of the sends matched one by one against their activity totals,
+/// summed: each pair is within half a cent, and so must their sums be.
+fn compare_sums(sums: &BTreeMap<String, Sums>, report: &mut TransferReport) {
+    for (code, s) in sums {
         let currency = Currency::from_code(code);
         if !Amount::new(s.charged).is_same_sum(Amount::new(s.total), &currency) {
             report.findings.push(Finding {
@@ -301,9 +363,16 @@ pub async fn transfers(
             });
         }
     }
+}
 
-    // Sends without a Request-id: made by something else; each explains one charge without a
-    // Request-id of the same currency and total.
+/// Sends without a Request-id were made by something else: each explains one charge without a
+/// Request-id of the same currency and total. Those of the range are reported, and so are the
+/// range's charges no such send explains.
+fn pair_without_request_id(
+    sent_without_id: WithoutId<'_, ActivityEntry>,
+    mut charges_without_id: WithoutId<'_, StatementLine>,
+    report: &mut TransferReport,
+) {
     for (e, here) in sent_without_id {
         let code = code_of(e);
         if let Some(i) = charges_without_id.iter().position(|(l, _)| {
@@ -345,10 +414,16 @@ pub async fn transfers(
             ),
         });
     }
+}
 
-    // Charges and refunds in the range under a Request-id the activity log does not list as
-    // sent (or cancelled) in that currency.
-    for ((code, request_id), b) in &book {
+/// Charges and refunds in the range under a Request-id the activity log does not list as sent
+/// (or cancelled) in that currency.
+fn booked_not_in_activity(
+    book: &Book,
+    events: &BTreeMap<RequestId, Events<'_>>,
+    report: &mut TransferReport,
+) {
+    for ((code, request_id), b) in book {
         let ev = events.get(request_id);
         let in_code = |of: &[&ActivityEntry]| of.iter().any(|e| code_of(e) == *code);
         let sent = ev.is_some_and(|ev| in_code(&ev.sent));
@@ -383,19 +458,43 @@ pub async fn transfers(
             );
         }
     }
+}
 
-    missing_at_service(
-        journal,
-        client,
-        &mut report,
-        range,
-        &events,
-        &book,
-        (from, to),
-    )
-    .await?;
-    report.findings.sort_by_key(|f| (f.kind, f.request_id));
-    Ok(report)
+/// What one Request-id's findings are about: its currency in the activity log, the id, and the
+/// transfer of its first event.
+struct Subject {
+    code: String,
+    currency: Currency,
+    request_id: RequestId,
+    transfer_id: String,
+}
+
+impl Subject {
+    fn finding(
+        &self,
+        kind: FindingKind,
+        journal: Option<String>,
+        service: Option<String>,
+        message: String,
+    ) -> Finding {
+        Finding {
+            kind,
+            currency: self.code.clone(),
+            request_id: Some(self.request_id),
+            transfer_id: Some(self.transfer_id.clone()),
+            journal,
+            service,
+            message,
+        }
+    }
+}
+
+/// What the journal holds of one Request-id: its entry, the request it sent, the fee its
+/// answer gave.
+struct Journaled {
+    entry: Option<Entry>,
+    sent: Option<Sent>,
+    fee: Option<Amount>,
 }
 
 /// Every check of one Request-id with an event in the range: the journal's entry, the amount,
@@ -404,7 +503,7 @@ pub async fn transfers(
 async fn check_request(
     journal: &Journal,
     report: &mut TransferReport,
-    book: &BTreeMap<(String, RequestId), Booked>,
+    book: &Book,
     sums: &mut BTreeMap<String, Sums>,
     request_id: RequestId,
     ev: &Events<'_>,
@@ -420,18 +519,13 @@ async fn check_request(
         return Ok(found);
     };
     let code = code_of(any);
-    let currency = Currency::from_code(&code);
-    let finding =
-        |kind, journal: Option<String>, service: Option<String>, message: String| Finding {
-            kind,
-            currency: code.clone(),
-            request_id: Some(request_id),
-            transfer_id: Some(any.id.clone()),
-            journal,
-            service,
-            message,
-        };
-    let booked = book.get(&(code.clone(), request_id));
+    let subject = Subject {
+        currency: Currency::from_code(&code),
+        code,
+        request_id,
+        transfer_id: any.id.clone(),
+    };
+    let booked = book.get(&(subject.code.clone(), request_id));
     let entry = journal
         .entry(
             Service::MoneyTransfer,
@@ -440,136 +534,20 @@ async fn check_request(
         )
         .await
         .map_err(ReconcileError::Journal)?;
-    let sent = entry.as_ref().and_then(sent_of);
-    let fee = entry.as_ref().and_then(|j| j.references.charges);
-
+    let journaled = Journaled {
+        sent: entry.as_ref().and_then(sent_of),
+        fee: entry.as_ref().and_then(|j| j.references.charges),
+        entry,
+    };
     if let Some(&e) = ev.sent.first() {
-        let ids: BTreeSet<&str> = ev.sent.iter().map(|e| e.id.as_str()).collect();
-        if ev.sent.len() > 1 {
-            found.push(finding(
-                FindingKind::DuplicateAtService,
-                Some("1".into()),
-                Some(ev.sent.len().to_string()),
-                format!(
-                    "the activity log lists {} sends under Request-id {request_id} (transfers {}): paid more than once",
-                    ev.sent.len(),
-                    ids.iter().copied().collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        } else if let Some(t) = entry
-            .as_ref()
-            .and_then(|j| j.references.transfer_id.as_deref())
-            && !ids.contains(t)
-        {
-            found.push(finding(
-                FindingKind::DuplicateAtService,
-                Some(t.to_owned()),
-                Some(e.id.clone()),
-                format!(
-                    "the journal's send under Request-id {request_id} created transfer {t}; the activity log lists transfer {} sent under it: paid more than once",
-                    e.id
-                ),
-            ));
-        }
-        match &entry {
-            None => found.push(finding(
-                FindingKind::NotInJournal,
-                None,
-                Some(e.total.to_plain_string()),
-                format!(
-                    "the service sent {} {} under Request-id {request_id}, which the journal does not hold: sent by something else",
-                    e.amount.to_plain_string(),
-                    e.currency
-                ),
-            )),
-            Some(j) if j.state.is_open() => found.push(finding(
-                FindingKind::OpenInJournal,
-                Some(j.state.to_string()),
-                Some("SENT".into()),
-                "the journal still holds it open: run recovery to record its outcome".into(),
-            )),
-            Some(j) if j.state != State::Accepted => found.push(finding(
-                FindingKind::RefusedInJournal,
-                Some(j.state.to_string()),
-                Some("SENT".into()),
-                "the journal holds it as not paid, but the service sent it".into(),
-            )),
-            Some(_) => {}
-        }
-        if let Some(sent) = &sent {
-            if sent.currency.code() != code {
-                found.push(finding(
-                    FindingKind::CurrencyDiffers,
-                    Some(sent.currency.code().to_owned()),
-                    Some(code.clone()),
-                    format!(
-                        "the journal sent {} {}, the activity log records it in {code}",
-                        sent.amount.to_plain_string(),
-                        sent.currency.code()
-                    ),
-                ));
-            } else {
-                let service_amount = if sent.deduct { e.total } else { e.amount };
-                if !service_amount.is_same_sum(sent.amount, &currency) {
-                    found.push(finding(
-                        FindingKind::AmountDiffers,
-                        Some(sent.amount.to_plain_string()),
-                        Some(service_amount.to_plain_string()),
-                        format!(
-                            "the journal sent {} {code}, the service recorded {}",
-                            sent.amount.to_plain_string(),
-                            service_amount.to_plain_string()
-                        ),
-                    ));
-                }
-            }
-            if let Some(fee) = fee
-                && !fee.is_same_sum(e.fee, &currency)
-            {
-                found.push(finding(
-                    FindingKind::FeeDiffers,
-                    Some(fee.to_plain_string()),
-                    Some(e.fee.to_plain_string()),
-                    format!(
-                        "the send's answer gave a fee of {}, the activity log says {}",
-                        fee.to_plain_string(),
-                        e.fee.to_plain_string()
-                    ),
-                ));
-            }
-        }
-        let total: Decimal = ev.sent.iter().map(|e| e.total.value()).sum();
-        match booked.map(|b| b.charged).filter(|c| *c > Decimal::ZERO) {
-            None => found.push(finding(
-                FindingKind::NotInStatement,
-                None,
-                Some(plain(total)),
-                format!("the statement has no charge in {code} for this transfer"),
-            )),
-            Some(c) if !Amount::new(c).is_same_sum(Amount::new(total), &currency) => {
-                found.push(finding(
-                    FindingKind::StatementDiffers,
-                    None,
-                    Some(plain(c)),
-                    format!(
-                        "the statement charged {}, the activity log's total is {}",
-                        plain(c),
-                        plain(total)
-                    ),
-                ));
-            }
-            Some(c) => {
-                let s = sums.entry(code.clone()).or_default();
-                s.charged += c;
-                s.total += total;
-            }
-        }
+        check_send_in_journal(&subject, ev, e, &journaled, &mut found);
+        check_send_amounts(&subject, e, &journaled, &mut found);
+        check_charge(&subject, ev, booked, sums, &mut found);
     }
-
     let received = !ev.received.is_empty() || !before.received.is_empty();
     let cancelled = !ev.cancelled.is_empty() || !before.cancelled.is_empty();
     if received && cancelled {
-        found.push(finding(
+        found.push(subject.finding(
             FindingKind::CollectedAndCancelled,
             None,
             Some("RECEIVED, CANCELLED".into()),
@@ -578,47 +556,14 @@ async fn check_request(
     }
     if let Some(c) = ev.cancelled.first() {
         let refunded = booked.map_or(Decimal::ZERO, |b| b.refunded);
-        // What may come back: at least what the receiver was to collect, at most with the fee:
-        // from the send, else the journal's request, else the cancellation's own event.
-        let (least, most) = match (ev.sent.first().or(before.sent.first()), &sent) {
-            (Some(s), _) => (s.amount, s.total),
-            (None, Some(j)) if j.currency.code() == code => match (j.deduct, fee) {
-                (true, Some(f)) => (Amount::new(j.amount.value() - f.value()), j.amount),
-                (true, None) => (c.amount, j.amount),
-                (false, Some(f)) => (j.amount, Amount::new(j.amount.value() + f.value())),
-                (false, None) => (j.amount, c.total),
-            },
-            _ => (c.amount, c.total),
-        };
-        if refunded <= Decimal::ZERO {
-            found.push(finding(
-                FindingKind::RefundNotInStatement,
-                None,
-                Some(most.to_plain_string()),
-                format!(
-                    "cancelled, but the statement booked no refund in {code} for it (its amount {}, with the fee {})",
-                    least.to_plain_string(),
-                    most.to_plain_string()
-                ),
-            ));
-        } else if (refunded < least.value() && !Amount::new(refunded).is_same_sum(least, &currency))
-            || (refunded > most.value() && !Amount::new(refunded).is_same_sum(most, &currency))
-        {
-            found.push(finding(
-                FindingKind::RefundDiffers,
-                None,
-                Some(plain(refunded)),
-                format!(
-                    "cancelled, and the statement booked back {}: not between its amount {} and its amount with the fee {}",
-                    plain(refunded),
-                    least.to_plain_string(),
-                    most.to_plain_string()
-                ),
-            ));
-        }
-        report.currencies.entry(code.clone()).or_default().refunded += refunded;
+        check_refund(&subject, ev, before, c, &journaled, refunded, &mut found);
+        report
+            .currencies
+            .entry(subject.code.clone())
+            .or_default()
+            .refunded += refunded;
         report.cancellations.push(Cancelled {
-            currency: code.clone(),
+            currency: subject.code.clone(),
             request_id: Some(request_id),
             transfer_id: c.id.clone(),
             amount: c.amount.value(),
@@ -629,6 +574,212 @@ async fn check_request(
     Ok(found)
 }
 
+/// A send of the activity log against the journal: one send per Request-id, under the
+/// transfer id the journal recorded, and an entry the journal holds accepted.
+fn check_send_in_journal(
+    subject: &Subject,
+    ev: &Events<'_>,
+    e: &ActivityEntry,
+    journaled: &Journaled,
+    found: &mut Vec<Finding>,
+) {
+    let request_id = subject.request_id;
+    let entry = journaled.entry.as_ref();
+    let ids: BTreeSet<&str> = ev.sent.iter().map(|e| e.id.as_str()).collect();
+    if ev.sent.len() > 1 {
+        found.push(subject.finding(
+            FindingKind::DuplicateAtService,
+            Some("1".into()),
+            Some(ev.sent.len().to_string()),
+            format!(
+                "the activity log lists {} sends under Request-id {request_id} (transfers {}): paid more than once",
+                ev.sent.len(),
+                ids.iter().copied().collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    } else if let Some(t) = entry.and_then(|j| j.references.transfer_id.as_deref())
+        && !ids.contains(t)
+    {
+        found.push(subject.finding(
+            FindingKind::DuplicateAtService,
+            Some(t.to_owned()),
+            Some(e.id.clone()),
+            format!(
+                "the journal's send under Request-id {request_id} created transfer {t}; the activity log lists transfer {} sent under it: paid more than once",
+                e.id
+            ),
+        ));
+    }
+    match entry {
+        None => found.push(subject.finding(
+            FindingKind::NotInJournal,
+            None,
+            Some(e.total.to_plain_string()),
+            format!(
+                "the service sent {} {} under Request-id {request_id}, which the journal does not hold: sent by something else",
+                e.amount.to_plain_string(),
+                e.currency
+            ),
+        )),
+        Some(j) if j.state.is_open() => found.push(subject.finding(
+            FindingKind::OpenInJournal,
+            Some(j.state.to_string()),
+            Some("SENT".into()),
+            "the journal still holds it open: run recovery to record its outcome".into(),
+        )),
+        Some(j) if j.state != State::Accepted => found.push(subject.finding(
+            FindingKind::RefusedInJournal,
+            Some(j.state.to_string()),
+            Some("SENT".into()),
+            "the journal holds it as not paid, but the service sent it".into(),
+        )),
+        Some(_) => {}
+    }
+}
+
+/// A send of the activity log against the request the journal sent: its currency, its amount
+/// (the total when the fee was deducted), and the fee the send's answer gave.
+fn check_send_amounts(
+    subject: &Subject,
+    e: &ActivityEntry,
+    journaled: &Journaled,
+    found: &mut Vec<Finding>,
+) {
+    let Some(sent) = &journaled.sent else {
+        return;
+    };
+    let (code, currency) = (subject.code.as_str(), &subject.currency);
+    if sent.currency.code() != code {
+        found.push(subject.finding(
+            FindingKind::CurrencyDiffers,
+            Some(sent.currency.code().to_owned()),
+            Some(code.to_owned()),
+            format!(
+                "the journal sent {} {}, the activity log records it in {code}",
+                sent.amount.to_plain_string(),
+                sent.currency.code()
+            ),
+        ));
+    } else {
+        let service_amount = if sent.deduct { e.total } else { e.amount };
+        if !service_amount.is_same_sum(sent.amount, currency) {
+            found.push(subject.finding(
+                FindingKind::AmountDiffers,
+                Some(sent.amount.to_plain_string()),
+                Some(service_amount.to_plain_string()),
+                format!(
+                    "the journal sent {} {code}, the service recorded {}",
+                    sent.amount.to_plain_string(),
+                    service_amount.to_plain_string()
+                ),
+            ));
+        }
+    }
+    if let Some(fee) = journaled.fee
+        && !fee.is_same_sum(e.fee, currency)
+    {
+        found.push(subject.finding(
+            FindingKind::FeeDiffers,
+            Some(fee.to_plain_string()),
+            Some(e.fee.to_plain_string()),
+            format!(
+                "the send's answer gave a fee of {}, the activity log says {}",
+                fee.to_plain_string(),
+                e.fee.to_plain_string()
+            ),
+        ));
+    }
+}
+
+/// The sends of one Request-id against the statement's charge under it; a charge that matches
+/// is added to its currency's sums.
+fn check_charge(
+    subject: &Subject,
+    ev: &Events<'_>,
+    booked: Option<&Booked>,
+    sums: &mut BTreeMap<String, Sums>,
+    found: &mut Vec<Finding>,
+) {
+    let code = &subject.code;
+    let total: Decimal = ev.sent.iter().map(|e| e.total.value()).sum();
+    match booked.map(|b| b.charged).filter(|c| *c > Decimal::ZERO) {
+        None => found.push(subject.finding(
+            FindingKind::NotInStatement,
+            None,
+            Some(plain(total)),
+            format!("the statement has no charge in {code} for this transfer"),
+        )),
+        Some(c) if !Amount::new(c).is_same_sum(Amount::new(total), &subject.currency) => {
+            found.push(subject.finding(
+                FindingKind::StatementDiffers,
+                None,
+                Some(plain(c)),
+                format!(
+                    "the statement charged {}, the activity log's total is {}",
+                    plain(c),
+                    plain(total)
+                ),
+            ));
+        }
+        Some(c) => {
+            let s = sums.entry(code.clone()).or_default();
+            s.charged += c;
+            s.total += total;
+        }
+    }
+}
+
+/// A cancellation against the statement's refund: at least what the receiver was to collect,
+/// at most that with the fee; from the send, else the journal's request, else the
+/// cancellation's own event.
+fn check_refund(
+    subject: &Subject,
+    ev: &Events<'_>,
+    before: &Events<'_>,
+    c: &ActivityEntry,
+    journaled: &Journaled,
+    refunded: Decimal,
+    found: &mut Vec<Finding>,
+) {
+    let (code, currency) = (subject.code.as_str(), &subject.currency);
+    let (least, most) = match (ev.sent.first().or(before.sent.first()), &journaled.sent) {
+        (Some(s), _) => (s.amount, s.total),
+        (None, Some(j)) if j.currency.code() == code => match (j.deduct, journaled.fee) {
+            (true, Some(f)) => (Amount::new(j.amount.value() - f.value()), j.amount),
+            (true, None) => (c.amount, j.amount),
+            (false, Some(f)) => (j.amount, Amount::new(j.amount.value() + f.value())),
+            (false, None) => (j.amount, c.total),
+        },
+        _ => (c.amount, c.total),
+    };
+    if refunded <= Decimal::ZERO {
+        found.push(subject.finding(
+            FindingKind::RefundNotInStatement,
+            None,
+            Some(most.to_plain_string()),
+            format!(
+                "cancelled, but the statement booked no refund in {code} for it (its amount {}, with the fee {})",
+                least.to_plain_string(),
+                most.to_plain_string()
+            ),
+        ));
+    } else if (refunded < least.value() && !Amount::new(refunded).is_same_sum(least, currency))
+        || (refunded > most.value() && !Amount::new(refunded).is_same_sum(most, currency))
+    {
+        found.push(subject.finding(
+            FindingKind::RefundDiffers,
+            None,
+            Some(plain(refunded)),
+            format!(
+                "cancelled, and the statement booked back {}: not between its amount {} and its amount with the fee {}",
+                plain(refunded),
+                least.to_plain_string(),
+                most.to_plain_string()
+            ),
+        ));
+    }
+}
+
 /// The journal's accepted sends recorded in the range that the activity log does not list.
 async fn missing_at_service(
     journal: &Journal,
@@ -636,7 +787,7 @@ async fn missing_at_service(
     report: &mut TransferReport,
     range: &ReportRange,
     events: &BTreeMap<RequestId, Events<'_>>,
-    book: &BTreeMap<(String, RequestId), Booked>,
+    book: &Book,
     (from, to): (OffsetDateTime, OffsetDateTime),
 ) -> Result<(), ReconcileError> {
     let since = Listing::new()
