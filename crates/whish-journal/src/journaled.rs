@@ -85,6 +85,15 @@ impl Recording {
     }
 }
 
+/// A journal failure as the caller sees it: the request was not recorded, so nothing was sent.
+fn record_error<C>(key: &str, message: String, source: Option<crate::JournalError>) -> Error<C> {
+    Error::Record(RecordError::new(
+        message,
+        Some(key.to_owned()),
+        source.map(|s| std::sync::Arc::new(s) as _),
+    ))
+}
+
 impl Journal {
     /// Record a request before it is sent, and hold its lease. A key already recorded with the
     /// same bytes is a resend of that request; with other bytes it is refused.
@@ -95,6 +104,97 @@ impl Journal {
     /// committed, so no recovery ever sends it; only then is the answer "nothing was sent". If
     /// it cannot, the answer is an unknown outcome, never "nothing was sent".
     pub(crate) async fn hold<C>(&self, request: &Request<'_>) -> Result<Held, Error<C>> {
+        let lease_ms = millis(self.inner.lease);
+        let owner = self.inner.owner.as_str();
+        let token = crate::store::insert_token();
+        match self.inner.db.insert(request, owner, lease_ms, token).await {
+            Ok(Some(lease)) => {
+                self.check_still_there()
+                    .await
+                    .map_err(|e| record_error(request.key, e.to_string(), Some(e)))?;
+                return Ok(Held {
+                    lease,
+                    resend: false,
+                });
+            }
+            Ok(None) => {}
+            Err(e) => self.after_failed_insert(request, token, e).await?,
+        }
+        self.hold_recorded(request).await
+    }
+
+    /// The insert of `request` failed (`token` was its fencing token): say nothing was sent only
+    /// once no recovery can ever send it. `Ok` when the key holds an entry recorded before the
+    /// insert: this call is then a resend of it, read as when the insert finds the key.
+    async fn after_failed_insert<C>(
+        &self,
+        request: &Request<'_>,
+        token: i64,
+        e: crate::JournalError,
+    ) -> Result<(), Error<C>> {
+        let Request {
+            service,
+            operation,
+            key,
+            ..
+        } = *request;
+        let owner = self.inner.owner.as_str();
+        let record = |message: String, source: Option<crate::JournalError>| {
+            record_error(key, message, source)
+        };
+        // The file was deleted or replaced under this process: whatever the insert did
+        // went to a file nobody will read, so nothing can ever send it. Say that.
+        if let Err(gone) = self.check_still_there().await {
+            return Err(record(gone.to_string(), Some(gone)));
+        }
+        if crate::lifecycle::on_insert_error() == crate::lifecycle::OnInsertError::ReportNothingSent
+        {
+            return Err(record(e.to_string(), Some(e)));
+        }
+        let mut outcome = RecordedOutcome::new("not-sent");
+        outcome.message = Some(format!(
+            "the journal's write of this request failed ({e}); it was not sent"
+        ));
+        match self
+            .inner
+            .db
+            .settle_lost_insert(request, owner, token, &outcome)
+            .await
+        {
+            Ok(true) => Err(record(e.to_string(), Some(e))),
+            // The key holds an entry recorded before this insert (an earlier send of this
+            // request, which may have reached the service): this call is a resend of it,
+            // never "nothing was sent".
+            Ok(false) => Ok(()),
+            // The settlement failed too (a full disk refuses every write), but the insert
+            // provably never committed: when no entry was recorded before it, nothing was,
+            // and nothing can send it. One recorded before makes this call a resend.
+            Err(_) if e.never_committed() => match self.inner.db.get(service, operation, key).await
+            {
+                Ok(None) => Err(record(e.to_string(), Some(e))),
+                Ok(Some(_)) => Ok(()),
+                Err(again) => Err(Error::Record(RecordError::outcome_unknown(
+                    format!(
+                        "the journal could not record this request ({e}) nor read whether it was recorded before ({again}): it was not sent by this call, but a recovery may send it"
+                    ),
+                    Some(key.to_owned()),
+                    Some(std::sync::Arc::new(e)),
+                ))),
+            },
+            Err(again) => Err(Error::Record(RecordError::outcome_unknown(
+                format!(
+                    "the journal could not tell whether it recorded this request ({e}; then {again}): it was not sent by this call, but a recovery may send it"
+                ),
+                Some(key.to_owned()),
+                Some(std::sync::Arc::new(e)),
+            ))),
+        }
+    }
+
+    /// The key of `request` was recorded before this call: hold its entry's lease for a resend,
+    /// or for a first send again when it is recorded as never sent; anything else is refused or
+    /// an unknown outcome, never "nothing was sent".
+    async fn hold_recorded<C>(&self, request: &Request<'_>) -> Result<Held, Error<C>> {
         let Request {
             service,
             operation,
@@ -103,86 +203,11 @@ impl Journal {
             body,
             target,
         } = *request;
-        let record = |message: String, source: Option<crate::JournalError>| {
-            Error::Record(RecordError::new(
-                message,
-                Some(key.to_owned()),
-                source.map(|s| std::sync::Arc::new(s) as _),
-            ))
-        };
         let lease_ms = millis(self.inner.lease);
         let owner = self.inner.owner.as_str();
-        let token = crate::store::insert_token();
-        match self.inner.db.insert(request, owner, lease_ms, token).await {
-            Ok(Some(lease)) => {
-                self.check_still_there()
-                    .await
-                    .map_err(|e| record(e.to_string(), Some(e)))?;
-                return Ok(Held {
-                    lease,
-                    resend: false,
-                });
-            }
-            Ok(None) => {}
-            Err(e) => {
-                // The file was deleted or replaced under this process: whatever the insert did
-                // went to a file nobody will read, so nothing can ever send it. Say that.
-                if let Err(gone) = self.check_still_there().await {
-                    return Err(record(gone.to_string(), Some(gone)));
-                }
-                if crate::lifecycle::on_insert_error()
-                    == crate::lifecycle::OnInsertError::ReportNothingSent
-                {
-                    return Err(record(e.to_string(), Some(e)));
-                }
-                let mut outcome = RecordedOutcome::new("not-sent");
-                outcome.message = Some(format!(
-                    "the journal's write of this request failed ({e}); it was not sent"
-                ));
-                match self
-                    .inner
-                    .db
-                    .settle_lost_insert(request, owner, token, &outcome)
-                    .await
-                {
-                    Ok(true) => return Err(record(e.to_string(), Some(e))),
-                    // The key holds an entry recorded before this insert (an earlier send of
-                    // this request, which may have reached the service): this call is a
-                    // resend of it, read below as when the insert finds the key. Never
-                    // "nothing was sent": a busy database once made a batch report a row the
-                    // service had applied `not-sent`.
-                    Ok(false) => {}
-                    // The settlement failed too (a full disk refuses every write), but the
-                    // insert provably never committed: when no entry was recorded before it,
-                    // nothing was, and nothing can send it. One recorded before is read below
-                    // as a resend.
-                    Err(_) if e.never_committed() => {
-                        match self.inner.db.get(service, operation, key).await {
-                            Ok(None) => return Err(record(e.to_string(), Some(e))),
-                            Ok(Some(_)) => {}
-                            Err(again) => {
-                                return Err(Error::Record(RecordError::outcome_unknown(
-                                    format!(
-                                        "the journal could not record this request ({e}) nor read whether it was recorded before ({again}): it was not sent by this call, but a recovery may send it"
-                                    ),
-                                    Some(key.to_owned()),
-                                    Some(std::sync::Arc::new(e)),
-                                )));
-                            }
-                        }
-                    }
-                    Err(again) => {
-                        return Err(Error::Record(RecordError::outcome_unknown(
-                            format!(
-                                "the journal could not tell whether it recorded this request ({e}; then {again}): it was not sent by this call, but a recovery may send it"
-                            ),
-                            Some(key.to_owned()),
-                            Some(std::sync::Arc::new(e)),
-                        )));
-                    }
-                }
-            }
-        }
+        let record = |message: String, source: Option<crate::JournalError>| {
+            record_error(key, message, source)
+        };
         // A resend from this process of a request whose outcome it is still recording: read
         // that outcome, not the entry it leaves behind.
         self.inner.background.wait().await;
