@@ -254,6 +254,29 @@ impl ReceiverBuilder {
     /// Where the changes are recorded (default: [`InMemory`]). With the `journal` feature a
     /// `whish_journal::Journal` is one: a restart, a second receiver or a dead worker then
     /// loses nothing and hands nothing on twice outside the documented window.
+    ///
+    /// # Examples
+    ///
+    /// Two receivers (two processes, or two hosts on PostgreSQL) sharing one journal as their
+    /// inbox: a change either one records is handed on once, by whichever worker takes it.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "journal")]
+    /// # async fn run(
+    /// #     collect: whish_hosted_collect::CollectClient,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// use whish_callbacks::{HandlerError, PaymentUpdate, Receiver};
+    /// let journal = whish_journal::Journal::open("sqlite:whish/journal-live.sqlite").await?;
+    /// let receiver = Receiver::builder()
+    ///     .inbox(journal)
+    ///     .collect(collect, |u: PaymentUpdate| async move {
+    ///         println!("{} is {:?}", u.external_id, u.status.collect_status);
+    ///         Ok::<(), HandlerError>(())
+    ///     })
+    ///     .build();
+    /// # let _ = receiver;
+    /// # Ok(()) }
+    /// ```
     pub fn inbox(mut self, inbox: impl Inbox) -> Self {
         self.inbox = Arc::new(inbox);
         self
@@ -419,6 +442,21 @@ impl Receiver {
     /// The routes of the configured sides, with the body limit and the request deadline. Merge
     /// it into your application's router, or serve it alone. Called inside a Tokio runtime, it
     /// starts the workers ([`start`](Self::start)).
+    ///
+    /// # Examples
+    ///
+    /// The receiver's routes beside the application's own, behind the same listener:
+    ///
+    /// ```no_run
+    /// # async fn run(receiver: whish_callbacks::Receiver) -> std::io::Result<()> {
+    /// let app = axum::Router::new()
+    ///     .route("/health", axum::routing::get(|| async { "ok" }))
+    ///     .merge(receiver.router());
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:8080").await?;
+    /// axum::serve(listener, app).await?;
+    /// receiver.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub fn router(&self) -> Router {
         if tokio::runtime::Handle::try_current().is_ok() {
             self.start();
@@ -456,6 +494,24 @@ impl Receiver {
     /// Poll this transfer's status until its final change (RECEIVED or CANCELED_FULL) has been
     /// handed on to the transfer handler: for the callback that never comes. Needs
     /// [`ReceiverBuilder::transfer_client`] and a running [`start_poller`](Self::start_poller).
+    ///
+    /// # Examples
+    ///
+    /// Watch every transfer as soon as it is sent, so that its collection reaches the handler
+    /// whether or not the service's callback does:
+    ///
+    /// ```no_run
+    /// # async fn run(
+    /// #     receiver: whish_callbacks::Receiver,
+    /// #     journal: whish_journal::Journal,
+    /// #     client: whish_money_transfer::TransferClient,
+    /// #     prepared: whish_money_transfer::PreparedTransfer,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// receiver.start_poller(whish_callbacks::PollSettings::default());
+    /// let sent = journal.transfer(client).send(&prepared).await?;
+    /// receiver.watch_transfer(sent.request_id());
+    /// # Ok(()) }
+    /// ```
     pub fn watch_transfer(&self, request_id: RequestId) {
         poller::watch(&self.shared, poller::Item::Transfer(request_id));
     }

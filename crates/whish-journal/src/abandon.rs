@@ -94,6 +94,29 @@ impl Journal {
     /// Only money-transfer entries can be checked (a `clients` with
     /// [`Clients::transfer`]); the others are [`Abandoned::Unchecked`].
     ///
+    /// # Examples
+    ///
+    /// A person decided not to send a transfer left waiting for the operator:
+    ///
+    /// ```no_run
+    /// # async fn run(
+    /// #     journal: whish_journal::Journal,
+    /// #     client: whish_money_transfer::TransferClient,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// use whish_journal::{Abandoned, Clients, Operation, Service};
+    /// let clients = Clients::new().transfer(client);
+    /// let why = "the beneficiary was paid by cheque instead";
+    /// let done = journal
+    ///     .abandon(&clients, Service::MoneyTransfer, Operation::Send, "1732700000001", why)
+    ///     .await?;
+    /// match done {
+    ///     Abandoned::Recorded { .. } => println!("closed: never sent, never will be"),
+    ///     Abandoned::Received { .. } => println!("the service has it: cancel it instead"),
+    ///     other => println!("left waiting: {other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// A `JournalError` when the journal cannot be read or written. When the final write

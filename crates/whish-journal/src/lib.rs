@@ -420,6 +420,27 @@ impl Journal {
     }
 
     /// Send transfers and cancels through the journal.
+    ///
+    /// # Examples
+    ///
+    /// The Request-id is the caller's before anything goes out; every answer, a lost one
+    /// included, leaves the entry where a later resend or recovery finds it:
+    ///
+    /// ```no_run
+    /// # async fn run(
+    /// #     client: whish_money_transfer::TransferClient,
+    /// #     request: whish_money_transfer::SendRequest,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// let journal = whish_journal::Journal::open("sqlite:whish/journal-live.sqlite").await?;
+    /// let prepared = client.prepare_send(request)?;
+    /// println!("store {} with the order", prepared.request_id());
+    /// match journal.transfer(client).send(&prepared).await {
+    ///     Ok(sent) => println!("sent: {:?}", sent.transfer_id()),
+    ///     Err(e) if e.outcome_unknown() => println!("unknown: resend `prepared` later"),
+    ///     Err(e) => println!("not paid: {e}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     #[cfg(feature = "money-transfer")]
     #[cfg_attr(docsrs, doc(cfg(feature = "money-transfer")))]
     pub fn transfer(&self, client: TransferClient) -> JournaledTransfer {

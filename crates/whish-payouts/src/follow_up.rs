@@ -630,6 +630,30 @@ impl Batch {
     /// nothing). Each row says its [`Source`]. Rows are handed to `sink` as they finish.
     /// Nothing is sent.
     ///
+    /// # Examples
+    ///
+    /// The rows whose receivers have not collected yet, a day after the batch:
+    ///
+    /// ```no_run
+    /// # async fn run(
+    /// #     journal: whish_journal::Journal,
+    /// #     client: whish_money_transfer::TransferClient,
+    /// # ) -> Result<(), Box<dyn std::error::Error>> {
+    /// use whish_payouts::{Batch, Collection, Defaults};
+    /// let batch = Batch::new("aid-2026-11-24", "aid-2026-11-24.csv", Defaults::new())?;
+    /// let mut waiting = Vec::new();
+    /// batch
+    ///     .follow_up(&journal, &client, 8, &mut |row| {
+    ///         if row.collection == Collection::Waiting {
+    ///             waiting.push((row.line, row.ltn_number.clone()));
+    ///         }
+    ///         Ok(())
+    ///     })
+    ///     .await?;
+    /// println!("{} rows still to collect", waiting.len());
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// A `BatchError` when the file cannot be read or `sink` fails.

@@ -135,6 +135,22 @@ impl std::fmt::Debug for Sandbox {
 impl Sandbox {
     /// Start a sandbox with the default settings on a free port of 127.0.0.1.
     ///
+    /// # Examples
+    ///
+    /// The settings a client (or the `whish` command) needs to reach it, then the state a test
+    /// reads back:
+    ///
+    /// ```no_run
+    /// # async fn run() -> std::io::Result<()> {
+    /// let sb = whish_sandbox::Sandbox::start().await?;
+    /// println!("{}", sb.env_exports()); // export WHISH_TRANSFER_BASE_URL='http://127.0.0.1:...'
+    /// // ... run your code against it, then:
+    /// for t in sb.transfers() {
+    ///     println!("{} paid under Request-id {}", t.transfer_id, t.request_id);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// The I/O error when the listening socket cannot be bound.

@@ -122,6 +122,27 @@ struct Sums {
 /// reports are read a few minutes past the range's edges, so that a send at 23:59:59 pairs with
 /// its charge at 00:00:00; only what is dated in the range is counted and reported.
 ///
+/// # Examples
+///
+/// Yesterday's transfers against the journal, each difference printed:
+///
+/// ```no_run
+/// # async fn run(
+/// #     journal: whish_journal::Journal,
+/// #     client: whish_money_transfer::TransferClient,
+/// # ) -> Result<(), Box<dyn std::error::Error>> {
+/// use time::macros::datetime;
+/// use whish_money_transfer::ReportRange;
+/// let range = ReportRange::starting("2026-11-26 00:00:00")?.until("2026-11-26 23:59:59")?;
+/// let (from, to) = (datetime!(2026-11-26 00:00:00 UTC), datetime!(2026-11-26 23:59:59 UTC));
+/// let report = whish_payouts::reconcile::transfers(&journal, &client, &range, from, to).await?;
+/// for f in &report.findings {
+///     println!("{:?} {:?}: {}", f.kind, f.request_id, f.message);
+/// }
+/// println!("{}", if report.is_clean() { "everything matches" } else { "differences" });
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 ///
 /// A `ReconcileError` when the journal or the service cannot be read.
