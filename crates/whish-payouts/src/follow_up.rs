@@ -301,77 +301,8 @@ async fn follow_row(
     row.sent_at = Some(entry.created);
     row.ltn_number = entry.references.ltn_number.clone();
     row.transfer_id = entry.references.transfer_id.clone();
-    let already_held = refusal_code(&entry).is_some_and(confirms_earlier);
-    match entry.state {
-        State::Accepted => {}
-        // A first send answered `transfer.already.done`: the service holds this row's
-        // transfer from an earlier run whose entry is gone; read where it is.
-        State::Refused if already_held => {
-            row.message = Some(ALREADY_HELD.into());
-        }
-        // A person abandoned it after the service showed it never arrived; a request still
-        // travelling then may have arrived since: the service says which.
-        State::Refused
-            if entry
-                .outcome
-                .as_ref()
-                .is_some_and(|o| o.result == whish_journal::ABANDONED) =>
-        {
-            // The activity log first (as every row), then the status read; a "not found"
-            // from the status read alone is confirmed by the log (a second witness, as
-            // abandon itself needs) before the row reads not paid.
-            match at_service(&client, id, &log, &mut row).await {
-                Ok(_) => row.message = Some(ABANDONED_HELD.into()),
-                Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
-                    row.collection = Collection::Unknown;
-                    row.status = None;
-                    match client.logged_under(id).await {
-                        Ok(false) => {
-                            row.collection = Collection::NotPaid;
-                            row.message = entry.outcome.as_ref().and_then(|o| o.message.clone());
-                        }
-                        Ok(true) => {
-                            row.message = Some(format!(
-                                "a person abandoned this row; the status read finds no transfer under its Request-id, but the activity log lists one: run the same command again ({ABANDONED_HELD})"
-                            ));
-                        }
-                        Err(e) => {
-                            row.message = Some(format!(
-                                "a person abandoned this row; the status read finds no transfer under its Request-id, and the activity log could not be read to confirm it ({e}): run the same command again"
-                            ));
-                        }
-                    }
-                    return row;
-                }
-                Err(e) => {
-                    row.collection = Collection::Unknown;
-                    row.message = Some(format!(
-                        "a person abandoned this row, and the service could not be read to confirm it holds nothing under its Request-id: {e}"
-                    ));
-                    return row;
-                }
-            }
-        }
-        State::Refused => {
-            row.collection = Collection::NotPaid;
-            row.message = entry.outcome.as_ref().map(|o| {
-                format!(
-                    "{}{}",
-                    o.result,
-                    o.code
-                        .as_ref()
-                        .map(|c| format!(" ({c})"))
-                        .unwrap_or_default()
-                )
-            });
-            return row;
-        }
-        s => {
-            row.message = Some(format!(
-                "the send is {s} in the journal: run the batch again to settle it"
-            ));
-            return row;
-        }
+    if !send_entry_paid(&client, id, &log, &entry, &mut row).await {
+        return row;
     }
     if entry.references.transfer_status.as_deref() == Some("CREDITED") {
         row.collection = Collection::Credited;
@@ -431,6 +362,92 @@ async fn follow_row(
     }
     journal_cancel(&mut row, earlier_cancel.as_ref());
     row
+}
+
+/// Where the journal's send entry leaves the row: true when the send was paid (accepted, or
+/// held by the service from an earlier run or since a person abandoned it) and the row goes on
+/// to the service's word; false when the row is settled by the entry alone (not paid, or still
+/// open in the journal).
+async fn send_entry_paid(
+    client: &TransferClient,
+    id: RequestId,
+    log: &Activity,
+    entry: &whish_journal::Entry,
+    row: &mut FollowUpRow,
+) -> bool {
+    let already_held = refusal_code(entry).is_some_and(confirms_earlier);
+    match entry.state {
+        State::Accepted => {}
+        // A first send answered `transfer.already.done`: the service holds this row's
+        // transfer from an earlier run whose entry is gone; read where it is.
+        State::Refused if already_held => {
+            row.message = Some(ALREADY_HELD.into());
+        }
+        // A person abandoned it after the service showed it never arrived; a request still
+        // travelling then may have arrived since: the service says which.
+        State::Refused
+            if entry
+                .outcome
+                .as_ref()
+                .is_some_and(|o| o.result == whish_journal::ABANDONED) =>
+        {
+            // The activity log first (as every row), then the status read; a "not found"
+            // from the status read alone is confirmed by the log (a second witness, as
+            // abandon itself needs) before the row reads not paid.
+            match at_service(client, id, log, row).await {
+                Ok(_) => row.message = Some(ABANDONED_HELD.into()),
+                Err(e) if e.code() == Some(&TransferCode::SendingTransferInvalidInfo) => {
+                    row.collection = Collection::Unknown;
+                    row.status = None;
+                    match client.logged_under(id).await {
+                        Ok(false) => {
+                            row.collection = Collection::NotPaid;
+                            row.message = entry.outcome.as_ref().and_then(|o| o.message.clone());
+                        }
+                        Ok(true) => {
+                            row.message = Some(format!(
+                                "a person abandoned this row; the status read finds no transfer under its Request-id, but the activity log lists one: run the same command again ({ABANDONED_HELD})"
+                            ));
+                        }
+                        Err(e) => {
+                            row.message = Some(format!(
+                                "a person abandoned this row; the status read finds no transfer under its Request-id, and the activity log could not be read to confirm it ({e}): run the same command again"
+                            ));
+                        }
+                    }
+                    return false;
+                }
+                Err(e) => {
+                    row.collection = Collection::Unknown;
+                    row.message = Some(format!(
+                        "a person abandoned this row, and the service could not be read to confirm it holds nothing under its Request-id: {e}"
+                    ));
+                    return false;
+                }
+            }
+        }
+        State::Refused => {
+            row.collection = Collection::NotPaid;
+            row.message = entry.outcome.as_ref().map(|o| {
+                format!(
+                    "{}{}",
+                    o.result,
+                    o.code
+                        .as_ref()
+                        .map(|c| format!(" ({c})"))
+                        .unwrap_or_default()
+                )
+            });
+            return false;
+        }
+        s => {
+            row.message = Some(format!(
+                "the send is {s} in the journal: run the batch again to settle it"
+            ));
+            return false;
+        }
+    }
+    true
 }
 
 /// True when a cancel's journal entry is open: it may have been applied, and it is settled by
