@@ -76,10 +76,10 @@ pub async fn run(ctx: &Ctx, cmd: CollectCmd) -> Done {
             external_id: x,
         } => {
             let id = ExternalId::new(x).map_err(usage)?;
-            let s = client.status(currency(c), &id).await.map_err(|e| {
-                let asked = printed::ByExternalId { external_id: &id };
-                output::read_error(&out, &e, &asked)
-            })?;
+            let s = client
+                .status(currency(c), &id)
+                .await
+                .map_err(|e| read_failed(&e))?;
             Ok(out.success(&printed::PaymentStatus {
                 collect_status: &s.collect_status,
                 payer_phone_number: s.payer_phone_number.as_deref(),

@@ -199,17 +199,32 @@ pub fn read_failed<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
 }
 
 fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
-    // A read changes nothing: its remedy is to check what was asked and read again, never the
-    // resend advice a send's error carries. A failure code and a Pending answer keep their own
-    // handling.
+    // A read changes nothing: its remedy is to read again (checking what was asked, when it
+    // named something), never the resend or confirm advice a change's error carries. A failure
+    // code keeps its own handling. A read that names nothing keeps its own hint for a Pending
+    // answer and for a refusal of the request itself (a 4xx page: correct it, do not repeat
+    // it); only a failure on the way (a connection, a proxy's or the service's 5xx) is read
+    // again.
+    let named = asked
+        .as_ref()
+        .is_some_and(|a| !a.as_object().is_some_and(serde_json::Map::is_empty));
+    let on_the_way = match e {
+        Error::Transport(_) => true,
+        Error::Http(h) => h.is_server_side() || h.after_possible_delivery,
+        _ => false,
+    };
+    // The cause of a failed connection is in its message, not in its summary line.
+    let what = match e {
+        Error::Transport(t) => format!("{}: {}", e, t.message),
+        other => other.to_string(),
+    };
     let read_hint = match (e, &asked) {
-        (Error::Failed(_) | Error::Pending(_), _) | (_, None) => None,
-        (other, Some(asked)) if asked.as_object().is_some_and(serde_json::Map::is_empty) => {
-            Some(format!("{other}: a read changes nothing; read it again"))
-        }
-        (other, Some(_)) => Some(format!(
-            "{other}: a read changes nothing; check what was asked, then read it again"
+        (Error::Failed(_), _) | (_, None) => None,
+        _ if named => Some(format!(
+            "{what}: a read changes nothing; check what was asked, then read it again"
         )),
+        _ if on_the_way => Some(format!("{what}: a read changes nothing; read it again")),
+        _ => None,
     };
     let out = &Asking {
         out,

@@ -48,10 +48,11 @@ fn redacted(v: &Value) -> Value {
 }
 
 /// Run `args`, expect exit `code`, and hold its stdout to the snapshot `name`.
-async fn pinned(name: &str, env: &[(String, String)], args: &[&str], code: i32) {
+async fn pinned(name: &str, env: &[(String, String)], args: &[&str], code: i32) -> Run {
     let run = whish(args, env).await;
     assert_eq!(run.code, code, "{args:?}: {run:?}");
     insta::assert_json_snapshot!(name, redacted(&run.json()));
+    run
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,6 +119,23 @@ async fn every_object_the_command_prints_is_pinned_by_a_snapshot() {
         3,
     )
     .await;
+    // A status read answered Pending: the read's own key is never offered as the one to
+    // follow up; the advice is to read what was asked again.
+    sb.inject(Endpoint::TransferStatus, Fault::Pending, 4);
+    let pending = pinned(
+        "transfer_status_pending",
+        &env,
+        &["transfer", "status", "--request-id", "7100001"],
+        3,
+    )
+    .await;
+    assert!(
+        pending
+            .stderr
+            .contains("check what was asked, then read it again"),
+        "{pending:?}"
+    );
+    assert!(!pending.stderr.contains("Pending (key"), "{pending:?}");
     pinned(
         "transfer_status_failed",
         &env,
@@ -151,15 +169,23 @@ async fn every_object_the_command_prints_is_pinned_by_a_snapshot() {
 
     // A read is tried four times: each fault is met once, none is left for the next run.
     sb.inject(Endpoint::CollectBalance, Fault::Page(502), 4);
-    pinned(
+    let page = pinned(
         "collect_balance_page",
         &env,
         &["collect", "balance", "--currency", "USD"],
         4,
     )
     .await;
+    // A read changed nothing: read it again, never a change's "confirm" or "create again".
+    assert!(page.stderr.contains("read it again"), "{page:?}");
+    assert!(!page.stderr.contains("create again"), "{page:?}");
     sb.inject(Endpoint::TopupBalance, Fault::DropRequest, 4);
-    pinned("topup_balance_dropped", &env, &["topup", "balance"], 4).await;
+    let dropped = pinned("topup_balance_dropped", &env, &["topup", "balance"], 4).await;
+    assert!(dropped.stderr.contains("read it again"), "{dropped:?}");
+    assert!(
+        dropped.stderr.contains("connection closed"),
+        "the cause of a failed connection is said: {dropped:?}"
+    );
     assert_eq!(sb.queued_faults(Endpoint::CollectBalance), 0);
     assert_eq!(sb.queued_faults(Endpoint::TopupBalance), 0);
 

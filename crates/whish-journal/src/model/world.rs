@@ -729,6 +729,8 @@ impl System for Model {
                 n.now = until + 1;
                 let why = if renewing {
                     "frozen"
+                } else if in_network {
+                    "while a request or answer is on its way"
                 } else {
                     "nobody renews it"
                 };
