@@ -182,32 +182,39 @@ pub fn exit_code(verdict: Verdict) -> u8 {
 
 /// Report an SDK error and return its exit status, which is [`exit_code`] of its verdict.
 pub fn error<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
-    error_of(out, e, None)
+    error_of(out, e, Call::Change)
+}
+
+/// What the failed call was: its remedy depends on it.
+enum Call {
+    /// A send, cancel, create, refund or pay: its error's own advice (resend, confirm).
+    Change,
+    /// A read that names nothing but its parameters (a balance, a list).
+    Read,
+    /// A read of something the caller named (`{"requestId": ...}`).
+    ReadOf(Value),
 }
 
 /// Report the error of a read about something named by the caller (`asked`, such as
 /// `{"requestId": ...}`): the failure names what was asked for, never the read's own request
 /// key, which identifies nothing the caller knows.
 pub fn read_error<C: ErrorCode>(out: &Out, e: &Error<C>, asked: &impl Serialize) -> u8 {
-    error_of(out, e, Some(value(asked)))
+    error_of(out, e, Call::ReadOf(value(asked)))
 }
 
 /// Report the error of a read that names nothing but its parameters (a balance, a list): its
 /// remedy is to read again, never the resend or confirm advice a change's error carries.
 pub fn read_failed<C: ErrorCode>(out: &Out, e: &Error<C>) -> u8 {
-    error_of(out, e, Some(Value::Object(serde_json::Map::new())))
+    error_of(out, e, Call::Read)
 }
 
-fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
+fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, call: Call) -> u8 {
     // A read changes nothing: its remedy is to read again (checking what was asked, when it
     // named something), never the resend or confirm advice a change's error carries. A failure
     // code keeps its own handling. A read that names nothing keeps its own hint for a Pending
     // answer and for a refusal of the request itself (a 4xx page: correct it, do not repeat
     // it); only a failure on the way (a connection, a proxy's or the service's 5xx) is read
     // again.
-    let named = asked
-        .as_ref()
-        .is_some_and(|a| !a.as_object().is_some_and(serde_json::Map::is_empty));
     let on_the_way = match e {
         Error::Transport(_) => true,
         Error::Http(h) => h.is_server_side() || h.after_possible_delivery,
@@ -218,17 +225,22 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
         Error::Transport(t) => format!("{}: {}", e, t.message),
         other => other.to_string(),
     };
-    let read_hint = match (e, &asked) {
-        (Error::Failed(_), _) | (_, None) => None,
-        _ if named => Some(format!(
+    let read_hint = match (e, &call) {
+        (Error::Failed(_), _) | (_, Call::Change) => None,
+        (_, Call::ReadOf(_)) => Some(format!(
             "{what}: a read changes nothing; check what was asked, then read it again"
         )),
-        _ if on_the_way => Some(format!("{what}: a read changes nothing; read it again")),
-        _ => None,
+        (_, Call::Read) if on_the_way => {
+            Some(format!("{what}: a read changes nothing; read it again"))
+        }
+        (_, Call::Read) => None,
     };
     let out = &Asking {
         out,
-        asked,
+        asked: match call {
+            Call::ReadOf(asked) => Some(asked),
+            Call::Change | Call::Read => None,
+        },
         read_hint,
     };
     let verdict = e.verdict();
@@ -329,7 +341,8 @@ fn error_of<C: ErrorCode>(out: &Out, e: &Error<C>, asked: Option<Value>) -> u8 {
     }
 }
 
-/// Where a failure goes, and what the failed read was asked about.
+/// Where a failure goes, what the failed read was asked about, and a read's hint in place of
+/// the error's own.
 struct Asking<'a> {
     out: &'a Out,
     asked: Option<Value>,
@@ -338,15 +351,11 @@ struct Asking<'a> {
 
 impl Asking<'_> {
     fn failure(&self, v: &Failure<'_>, hint: &str, status: u8) -> u8 {
+        let hint = self.read_hint.as_deref().unwrap_or(hint);
         let Some(asked) = &self.asked else {
             return self.out.failure(v, hint, status);
         };
-        let hint = self.read_hint.as_deref().unwrap_or(hint);
         let mut v = value(v);
-        let nothing_named = asked.as_object().is_some_and(serde_json::Map::is_empty);
-        if nothing_named {
-            return self.out.failure(&v, hint, status);
-        }
         if let Some(o) = v.as_object_mut() {
             o.remove("idempotencyKey");
             o.insert("asked".into(), asked.clone());
