@@ -270,14 +270,24 @@ impl Sandbox {
         callback::verify_signature(self.callback_key(), timestamp, body, signature)
     }
 
-    /// The settings as shell `export` lines, with the variable names the `whish` command reads,
-    /// and the transfer callbacks' signing key (`WHISH_SANDBOX_CALLBACK_KEY`). They hold the
-    /// sandbox's own test credentials, never real ones.
+    /// The settings as shell `export` lines of [`env_vars`](Self::env_vars), each value quoted
+    /// for a POSIX shell.
     pub fn env_exports(&self) -> String {
+        self.env_vars()
+            .iter()
+            .map(|(k, v)| format!("export {k}='{}'\n", v.replace('\'', "'\\''")))
+            .collect()
+    }
+
+    /// The settings as `(variable, value)` pairs, with the variable names the `whish` command
+    /// reads, and the transfer callbacks' signing key (`WHISH_SANDBOX_CALLBACK_KEY`): what a
+    /// child process is given to reach this sandbox. They hold the sandbox's own test
+    /// credentials, never real ones.
+    pub fn env_vars(&self) -> Vec<(&'static str, String)> {
         let t = self.transfer_credentials();
         let c = self.collect_credentials();
         let u = self.topup_credentials();
-        let lines = [
+        vec![
             ("WHISH_TRANSFER_BASE_URL", self.transfer_base_url()),
             ("WHISH_TRANSFER_USERNAME", t.username.clone()),
             ("WHISH_TRANSFER_KEY", t.key.clone()),
@@ -298,11 +308,7 @@ impl Sandbox {
                 "WHISH_SANDBOX_CALLBACK_KEY",
                 String::from_utf8_lossy(self.callback_key()).into_owned(),
             ),
-        ];
-        lines
-            .iter()
-            .map(|(k, v)| format!("export {k}='{}'\n", v.replace('\'', "'\\''")))
-            .collect()
+        ]
     }
 }
 

@@ -143,11 +143,9 @@ fn fault_summary(plan: &[plan::Op]) -> String {
 
 /// The sandbox's `WHISH_*` variables, as a child process of a soak gets them.
 fn child_env(sb: &Sandbox) -> Vec<(String, String)> {
-    sb.env_exports()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
+    sb.env_vars()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
         .collect()
 }
 

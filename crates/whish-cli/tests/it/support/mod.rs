@@ -26,11 +26,9 @@ pub const QUOTE_100_USD: [&str; 8] = [
 
 /// The settings of a sandbox as `(variable, value)` pairs.
 pub fn sandbox_env(sb: &Sandbox) -> Vec<(String, String)> {
-    sb.env_exports()
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
+    sb.env_vars()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
         .collect()
 }
 
