@@ -5,14 +5,9 @@ use std::time::Duration;
 use whish::journal::{Abandoned, Clients, Entry, Journal, Recovery, RecoveryReport};
 
 use crate::cli::JournalCmd;
-use crate::output::{Done, NOT_SENT, OK, PENDING, REFUSED, UNKNOWN, printable, usage};
+use crate::output::{self, Done, NOT_SENT, OK, PENDING, REFUSED, UNKNOWN, printable, usage};
 use crate::printed;
 use crate::settings::Ctx;
-
-fn rfc3339(t: time::OffsetDateTime) -> Option<String> {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .ok()
-}
 
 fn line(e: &Entry) -> printed::EntryLine<'_> {
     printed::EntryLine {
@@ -20,7 +15,7 @@ fn line(e: &Entry) -> printed::EntryLine<'_> {
         service: e.service,
         operation: e.operation,
         state: e.state,
-        created: rfc3339(e.created),
+        created: output::rfc3339(e.created),
     }
 }
 
@@ -30,7 +25,7 @@ fn inbox_line(e: &Entry) -> printed::InboxLine<'_> {
         state: e.state,
         attempts: e.attempts,
         last_error: e.outcome.as_ref().and_then(|o| o.message.as_deref()),
-        recorded: rfc3339(e.created),
+        recorded: output::rfc3339(e.created),
     }
 }
 
@@ -472,9 +467,7 @@ fn tell_left_open(report: &RecoveryReport, missing: &[&str]) {
             printable(&h.key),
             h.state,
             printable(&h.owner),
-            h.until
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default()
+            output::rfc3339(h.until).unwrap_or_default()
         );
     }
     for o in &report.other_service {

@@ -15,6 +15,12 @@ pub fn money(currency: &str, value: whish::Decimal) -> String {
     whish::Currency::from_code(currency).money_text(value)
 }
 
+/// A time as the command prints it: RFC 3339, in the offset it carries.
+pub fn rfc3339(t: time::OffsetDateTime) -> Option<String> {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .ok()
+}
+
 /// Exit statuses.
 /// The service accepted or confirmed it.
 pub const OK: u8 = 0;

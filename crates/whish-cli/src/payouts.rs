@@ -465,12 +465,7 @@ impl FollowWriter {
                     text(&r.status),
                     text(&r.ltn_number),
                     text(&r.transfer_id),
-                    r.sent_at
-                        .and_then(|t| {
-                            t.format(&time::format_description::well_known::Rfc3339)
-                                .ok()
-                        })
-                        .unwrap_or_default(),
+                    r.sent_at.and_then(output::rfc3339).unwrap_or_default(),
                     r.cancelled_now.to_string(),
                     r.cancel
                         .map(RowOutcome::as_str)
