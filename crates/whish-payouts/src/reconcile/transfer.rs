@@ -167,8 +167,9 @@ pub async fn transfers(
     let mut report = TransferReport::default();
     let (book, charges_without_id) = read_statements(&statements, range, &mut report);
     let (events, sent_without_id) = read_activity(&activity, range, &mut report);
-    let earlier_log = earlier_activity(client, &wide, &events).await?;
-    let earlier = earlier_events(&earlier_log, &events);
+    let sent_before = sent_before(&events);
+    let earlier_log = earlier_activity(client, &wide, &sent_before).await?;
+    let earlier = earlier_events(&earlier_log, &sent_before);
     let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
     let none = Events::default();
     for (&request_id, ev) in &events {
@@ -332,9 +333,9 @@ fn read_activity<'a>(
 async fn earlier_activity(
     client: &TransferClient,
     wide: &ReportRange,
-    events: &BTreeMap<RequestId, Events<'_>>,
+    sent_before: &BTreeSet<RequestId>,
 ) -> Result<Vec<ActivityEntry>, ReconcileError> {
-    if !events.values().any(|ev| ev.in_range && ev.sent.is_empty()) {
+    if sent_before.is_empty() {
         return Ok(Vec::new());
     }
     client
@@ -343,16 +344,20 @@ async fn earlier_activity(
         .map_err(ReconcileError::Service)
 }
 
-/// The earlier events of each transfer the range collects or cancels but did not send.
-fn earlier_events<'a>(
-    earlier_log: &'a [ActivityEntry],
-    events: &BTreeMap<RequestId, Events<'_>>,
-) -> BTreeMap<RequestId, Events<'a>> {
-    let sent_before: BTreeSet<RequestId> = events
+/// The transfers the range collects or cancels but did not send (sent on an earlier day).
+fn sent_before(events: &BTreeMap<RequestId, Events<'_>>) -> BTreeSet<RequestId> {
+    events
         .iter()
         .filter(|(_, ev)| ev.in_range && ev.sent.is_empty())
         .map(|(r, _)| *r)
-        .collect();
+        .collect()
+}
+
+/// The earlier events of each transfer in `sent_before`.
+fn earlier_events<'a>(
+    earlier_log: &'a [ActivityEntry],
+    sent_before: &BTreeSet<RequestId>,
+) -> BTreeMap<RequestId, Events<'a>> {
     let mut earlier: BTreeMap<RequestId, Events<'a>> = BTreeMap::new();
     for e in earlier_log {
         let Some(r) = e.request_id.filter(|r| sent_before.contains(r)) else {
