@@ -129,7 +129,7 @@ impl Journal {
         key: &str,
         why: &str,
     ) -> Result<Abandoned, JournalError> {
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         let Some(found) = self.inner.db.get(service, operation, key).await? else {
             return Ok(Abandoned::NoEntry);
         };

@@ -58,7 +58,6 @@ impl Background {
     }
 
     /// How many writes are under way.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.under_way.lock().map(|u| u.len()).unwrap_or(0)
     }

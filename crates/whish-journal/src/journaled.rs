@@ -210,7 +210,7 @@ impl Journal {
         };
         // A resend from this process of a request whose outcome it is still recording: read
         // that outcome, not the entry it leaves behind.
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         // The key was recorded before this call: whatever goes wrong from here, the request may
         // have been sent by then, so an error is an unknown outcome, never "nothing was sent".
         let earlier = |message: String, source: Option<crate::JournalError>| {

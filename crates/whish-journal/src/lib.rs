@@ -221,6 +221,17 @@ struct Inner {
     background: Arc<background::Background>,
 }
 
+impl Inner {
+    /// Wait until every outcome this process began recording in the background before this
+    /// call is written; the writer writes what it is gathering at once.
+    async fn background_written(&self) {
+        if self.background.len() > 0 {
+            self.db.hurry();
+        }
+        self.background.wait().await;
+    }
+}
+
 /// Opens a [`Journal`] with settings other than the defaults.
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until open() is called"]
@@ -496,7 +507,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be read.
     pub async fn list(&self, listing: &Listing) -> Result<Vec<Entry>, JournalError> {
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         self.inner.db.listing(listing).await
     }
 
@@ -508,7 +519,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn unreadable(&self) -> Result<Vec<Unreadable>, JournalError> {
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         let (_, bad) = self.inner.db.list(false, i64::MAX).await?;
         let mut out: Vec<Unreadable> = bad
             .into_iter()
@@ -537,7 +548,7 @@ impl Journal {
     ///
     /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
     pub async fn find(&self, key: &str) -> Result<Vec<Entry>, JournalError> {
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         self.inner.db.by_key(key).await
     }
 
@@ -552,7 +563,7 @@ impl Journal {
         operation: Operation,
         key: &str,
     ) -> Result<Option<Entry>, JournalError> {
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         self.inner.db.get(service, operation, key).await
     }
 
@@ -569,7 +580,7 @@ impl Journal {
         operation: Operation,
         keys: &[&str],
     ) -> Result<Vec<Entry>, JournalError> {
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         let mut out = Vec::new();
         for chunk in keys.chunks(MANY_KEYS) {
             out.extend(self.inner.db.get_many(service, operation, chunk).await?);
@@ -626,7 +637,7 @@ impl Journal {
     /// wait for or to make durable. A failure is logged: the outcomes stay as they are, durable
     /// with the next durable write, or open for recovery.
     pub async fn flush(&self) {
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         if let Err(e) = self.inner.db.sync().await {
             tracing::warn!(error = %e, "the journal could not make its last outcomes durable; a power cut may leave them for recovery");
         }

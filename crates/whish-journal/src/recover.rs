@@ -356,7 +356,7 @@ impl Journal {
         options: &Recovery,
     ) -> Result<RecoveryReport, JournalError> {
         // This process's own outcomes still being written are not open entries to recover.
-        self.inner.background.wait().await;
+        self.inner.background_written().await;
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
         let mut report = RecoveryReport::default();

@@ -80,6 +80,8 @@ enum Work {
     /// [`LINGER`] for more before it writes, so that a batch's outcomes go a group to a
     /// statement instead of one each.
     RecordedOutcome(Finish, oneshot::Sender<Finished>),
+    /// Somebody waits for the outcomes gathered so far: write them now.
+    Hurry,
 }
 
 /// An outcome nobody waits for.
@@ -87,7 +89,8 @@ fn is_detached(w: &Work) -> bool {
     matches!(w, Work::RecordedOutcome(f, _) if f.done.is_some())
 }
 
-/// How long the writer gathers outcomes nobody waits for before it writes them.
+/// How long the writer gathers outcomes nobody waits for before it writes them, unless
+/// somebody waits for them meanwhile (a flush, a read of the journal, a recovery: `hurry`).
 pub(crate) const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The handle of a journal's writer task and its write turn; cheap to clone. The task ends when
@@ -106,6 +109,9 @@ pub(crate) struct Writer {
     alive: Weak<()>,
     /// The runtime the task runs on.
     runtime: tokio::runtime::Id,
+    /// How long the task gathers outcomes nobody waits for, in microseconds ([`LINGER`]).
+    #[cfg_attr(not(test), allow(dead_code))]
+    linger_us: Arc<AtomicU64>,
 }
 
 impl Writer {
@@ -117,6 +123,7 @@ impl Writer {
         let waiting = Arc::new(AtomicUsize::new(0));
         let (queue, work) = mpsc::unbounded_channel();
         let alive = Arc::new(());
+        let linger_us = Arc::new(AtomicU64::new(LINGER.as_micros() as u64));
         let writer = Writer {
             queue,
             turn: turn.clone(),
@@ -124,6 +131,7 @@ impl Writer {
             groups: groups.clone(),
             alive: Arc::downgrade(&alive),
             runtime: tokio::runtime::Handle::current().id(),
+            linger_us: linger_us.clone(),
         };
         let task = Task {
             pool,
@@ -132,6 +140,7 @@ impl Writer {
             turn,
             waiting,
             groups,
+            linger_us,
             _alive: alive,
         };
         tokio::spawn(task.run(work));
@@ -175,6 +184,19 @@ impl Writer {
             }
             Err(_) => unreachable!("an outcome comes back as it was sent"),
         }
+    }
+
+    /// End the writer's moment of gathering: what it holds is written at once.
+    pub(crate) fn hurry(&self) {
+        let _ = self.queue.send(Work::Hurry);
+    }
+
+    /// Gather outcomes nobody waits for this long from now on (tests: a gathering longer than
+    /// any test, so that only a hurry ends it).
+    #[cfg(test)]
+    pub(crate) fn set_linger(&self, linger: std::time::Duration) {
+        self.linger_us
+            .store(linger.as_micros() as u64, Ordering::Relaxed);
     }
 
     /// Hand an outcome nobody waits for to the writer (its `done` set): it is written with the
@@ -232,6 +254,7 @@ fn failed(message: &str) -> JournalError {
 
 /// The writer task's own.
 struct Task {
+    linger_us: Arc<AtomicU64>,
     pool: SqlitePool,
     relaxed: SqlitePool,
     now: &'static str,
@@ -262,7 +285,9 @@ impl Task {
             // caller that finds the turn free meanwhile writes at once), until a full group,
             // or a request somebody waits for, comes.
             if held.iter().all(is_detached) {
-                let until = tokio::time::Instant::now() + LINGER;
+                let linger =
+                    std::time::Duration::from_micros(self.linger_us.load(Ordering::Relaxed));
+                let until = tokio::time::Instant::now() + linger;
                 while held.len() < GROUP {
                     match tokio::time::timeout_at(until, work.recv()).await {
                         Ok(Some(w)) => {
@@ -288,6 +313,7 @@ impl Task {
                 match w {
                     Work::Intent(j, a) if intents.len() < GROUP => intents.push((j, a)),
                     Work::RecordedOutcome(o, a) if outcomes.len() < GROUP => outcomes.push((o, a)),
+                    Work::Hurry => {}
                     full => {
                         held.push_front(full);
                         break;
@@ -763,6 +789,42 @@ mod tests {
                 .await
                 .expect("read");
         assert_eq!(state, "accepted");
+        db.close().await;
+    }
+
+    /// An outcome nobody waited for is gathered with others for a moment; once somebody waits
+    /// for it (a flush, a read), it is written at once, not after the gathering.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_outcome_waited_for_is_written_without_waiting_out_the_gathering() {
+        let db = journal("group-hurry").await;
+        db.writer().set_linger(Duration::from_secs(3600));
+        let lease = spawn_insert(&db, "k".into()).await.expect("join");
+        let lease = lease.expect("inserted").expect("new");
+        let background = Arc::new(crate::background::Background::default());
+        let handed = db.finish_later(
+            lease,
+            "me",
+            State::Accepted,
+            &RecordedOutcome::new("accepted"),
+            &References::default(),
+            background.begin(),
+        );
+        assert!(handed.is_ok(), "handed to the writer");
+        let state = async || -> String {
+            sqlx::query_scalar("SELECT state FROM whish_journal_entries WHERE id = $1")
+                .bind(lease.id)
+                .fetch_one(db.sqlite_pool())
+                .await
+                .expect("read")
+        };
+        queued(&db, 1).await;
+        assert_eq!(background.len(), 1, "still being gathered");
+        assert_eq!(state().await, "intended");
+        db.hurry();
+        tokio::time::timeout(Duration::from_secs(30), background.wait())
+            .await
+            .expect("written at once, not after an hour of gathering");
+        assert_eq!(state().await, "accepted");
         db.close().await;
     }
 

@@ -17,6 +17,17 @@ impl Db {
         }
     }
 
+    /// Ask the writer to write the outcomes it is gathering now, instead of after its moment
+    /// of gathering: somebody waits for them. Nothing on PostgreSQL, which writes each at once.
+    pub(crate) fn hurry(&self) {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(d) => d.writer.hurry(),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => {}
+        }
+    }
+
     /// Make every relaxed write this process made so far durable (one synchronous commit: on
     /// SQLite its fsync of the write-ahead log covers every earlier commit; on PostgreSQL a
     /// synchronous commit waits for the log to be flushed up to it). Nothing when there was
