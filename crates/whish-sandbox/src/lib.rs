@@ -283,7 +283,7 @@ impl Sandbox {
     /// reads, and the transfer callbacks' signing key (`WHISH_SANDBOX_CALLBACK_KEY`): what a
     /// child process is given to reach this sandbox. They hold the sandbox's own test
     /// credentials, never real ones.
-    pub fn env_vars(&self) -> Vec<(&'static str, String)> {
+    pub fn env_vars(&self) -> Vec<(String, String)> {
         let t = self.transfer_credentials();
         let c = self.collect_credentials();
         let u = self.topup_credentials();
@@ -309,6 +309,9 @@ impl Sandbox {
                 String::from_utf8_lossy(self.callback_key()).into_owned(),
             ),
         ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
     }
 }
 

@@ -150,7 +150,7 @@ pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
         "whish batch soak: {} rows, {} in flight, {} kills, seed {}, faults on about a fifth of the transfer calls",
         a.rows, a.concurrency, a.kills, a.seed
     );
-    let env = crate::child_env(&sb);
+    let env = sb.env_vars();
     let stop = Arc::new(AtomicBool::new(false));
     let injector = tokio::spawn(inject_faults(sb.clone(), stop.clone(), a.seed));
 

@@ -316,7 +316,7 @@ pub async fn parent(sb: Arc<Sandbox>, a: CallbackArgs) -> Result<bool, String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let log = dir.join("handled.log");
     let _ = std::fs::remove_file(&log);
-    let env = crate::child_env(&sb);
+    let env = sb.env_vars();
     let ports = free_ports(receivers)?;
     let base = format!(
         "http://{}",

@@ -446,7 +446,7 @@ pub async fn parent(sb: Arc<Sandbox>, a: CrashArgs) -> Result<bool, String> {
         "whish crash soak: {} operations, seed {}, {} kills, {} worker process(es) on one {backend} journal",
         a.ops, a.seed, a.kills, a.workers
     );
-    let mut env = crate::child_env(&sb);
+    let mut env = sb.env_vars();
     env.push((
         "WHISH_SOAK_WALLET_OK".into(),
         sb.wallet_phones().credited.clone(),

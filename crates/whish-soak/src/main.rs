@@ -141,14 +141,6 @@ fn fault_summary(plan: &[plan::Op]) -> String {
     )
 }
 
-/// The sandbox's `WHISH_*` variables, as a child process of a soak gets them.
-fn child_env(sb: &Sandbox) -> Vec<(String, String)> {
-    sb.env_vars()
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
-}
-
 /// Run the child process `argv` names, if it names one; its exit code.
 async fn run_child(argv: &[String]) -> Option<ExitCode> {
     let (role, run) = match argv.first().map(String::as_str) {

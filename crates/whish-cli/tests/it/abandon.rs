@@ -15,7 +15,7 @@ async fn a_row_left_open(
     fault: Fault,
 ) -> (Sandbox, Vec<(String, String)>, Vec<String>, String) {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let dir = temp_file("adv12", "").parent().expect("dir").to_owned();
     env.push(journal_at(&dir.join(format!("{name}.sqlite"))));
     let file = cash_payouts_file(&format!("{name}.csv"), "R", "+9617044", 2, 3);

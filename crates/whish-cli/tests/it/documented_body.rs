@@ -17,7 +17,7 @@ fn documented_body() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_documented_send_body_is_sent_as_written() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("documented-body.sqlite", "");
     let _ = std::fs::remove_file(&journal);
     env.push(journal_at(&journal));

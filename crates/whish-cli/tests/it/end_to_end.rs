@@ -11,7 +11,7 @@ async fn transfer_commands_end_to_end() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let body = temp_file("send.json", &cash_body("100"));
     let body = body.display().to_string();
 
@@ -140,7 +140,7 @@ async fn a_dropped_send_reply_is_confirmed_by_the_resend() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropReply, 1);
     let body = temp_file("send.json", &cash_body("100"))
         .display()
@@ -165,7 +165,7 @@ async fn a_lost_send_is_recovered_with_transfer_resend() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     sb.inject(Endpoint::TransferSend, whish_sandbox::Fault::DropReply, 1);
     let body = temp_file("lost.json", &cash_body("100"))
         .display()
@@ -275,7 +275,7 @@ async fn collect_commands_end_to_end() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let create: Vec<String> = [
         "collect",
         "create",
@@ -435,7 +435,7 @@ async fn topup_commands_end_to_end_and_an_option_not_on_offer_sends_no_pay() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let balance = whish(&["topup", "balance"], &env).await;
     assert_eq!(balance.json()["balance"], 500, "{balance:?}");
     let options = whish(
@@ -537,7 +537,7 @@ async fn no_secret_in_any_output_at_trace_level() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let secrets = [
         sb.transfer_credentials().key.clone(),
         sb.collect_credentials().secret.clone(),
@@ -706,7 +706,7 @@ async fn a_send_killed_midway_is_resolved_by_journal_recover_to_one_transfer() {
         .start()
         .await
         .expect("sandbox");
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = format!(
         "sqlite:{}",
         temp_file("placeholder", "")
@@ -789,7 +789,7 @@ async fn one_lost_send(
         .start()
         .await
         .expect("sandbox");
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(journal_at(
         &temp_file("placeholder", "").with_file_name(format!("{name}.sqlite")),
     ));

@@ -17,7 +17,7 @@ fn printed_id(v: &Value) -> String {
 #[tokio::test]
 async fn a_large_request_id_is_printed_exactly_and_a_resend_under_another_id_is_refused() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("identifiers.sqlite", "");
     let _ = std::fs::remove_file(&journal);
     env.push(journal_at(&journal));
@@ -72,7 +72,7 @@ async fn a_large_request_id_is_printed_exactly_and_a_resend_under_another_id_is_
     // retry rule), here as the transfer it names.
     let elsewhere = temp_file("identifiers-other.sqlite", "");
     let _ = std::fs::remove_file(&elsewhere);
-    let mut other = sandbox_env(&sb);
+    let mut other = sb.env_vars();
     other.push(journal_at(&elsewhere));
     let theirs = whish(
         &["transfer", "resend", "--body", &body, "--request-id", &id],

@@ -46,7 +46,7 @@ fn wallet_body(phone: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_prints_one_shape_whether_sent_credited_or_confirmed_after_a_resend() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let want: BTreeSet<String> = SEND_KEYS.iter().map(|k| (*k).to_owned()).collect();
 
     let cash = temp_file("cash.json", &cash_body("100"))
@@ -142,7 +142,7 @@ async fn collect_and_topup_results_carry_their_key_and_the_outcome() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let create = create_args("ops-1");
     let first = whish(&strs(&create), &env).await;
     let replay = whish(&strs(&create), &env).await;
@@ -301,7 +301,7 @@ fn help_lists_the_commands_own_flags_first_then_its_own_services_settings_each_d
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_negative_amount_is_the_amount_message_not_an_unknown_flag() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let run = whish(
         &[
             "transfer",
@@ -329,7 +329,7 @@ async fn a_negative_amount_is_the_amount_message_not_an_unknown_flag() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_store_the_key_line_when_the_journal_cannot_be_opened() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push((
         "WHISH_JOURNAL".to_owned(),
         "sqlite:/proc/whish-cannot-write-here/journal.sqlite".to_owned(),
@@ -358,7 +358,7 @@ async fn no_store_the_key_line_when_the_journal_cannot_be_opened() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn journal_list_is_newest_first_with_limit_state_since_and_a_table() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("j.sqlite", "").with_file_name("list-journal.sqlite");
     env.push(journal_at(&journal));
     let body = temp_file("send.json", &cash_body("100"))
@@ -411,7 +411,7 @@ async fn journal_list_is_newest_first_with_limit_state_since_and_a_table() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_shows_nested_lists_as_tables_and_numbers_right_aligned() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let body = temp_file("send.json", &cash_body("100"))
         .display()
         .to_string();
@@ -474,7 +474,7 @@ async fn a_table_shows_nested_lists_as_tables_and_numbers_right_aligned() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verbose_prints_one_line_per_call_without_colour_in_a_pipe() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     sb.inject(Endpoint::TransferFees, Fault::Page(502), 1);
     let run = whish(&[&["-v"][..], &QUOTE_100_USD].concat(), &env).await;
     assert_eq!(run.code, 0, "{run:?}");

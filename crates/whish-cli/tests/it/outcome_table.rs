@@ -254,7 +254,7 @@ async fn a_refused_send_run_again_stays_refused() {
         .start()
         .await
         .expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let first = temp_file("a.json", &cash_body("100"));
     let other = temp_file("b.json", &cash_body("120"));
     let a = whish(

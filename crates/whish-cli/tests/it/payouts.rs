@@ -18,7 +18,7 @@ fn lines(path: &std::path::Path) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconciles() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let dir = temp_file("journal-here", "")
         .parent()
         .expect("dir")
@@ -166,7 +166,7 @@ async fn a_batch_killed_part_way_and_run_again_pays_every_row_once_and_reconcile
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_with_a_bad_row_sends_nothing_and_names_the_line() {
     let sb = Sandbox::start().await.expect("sandbox");
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let file = temp_file(
         "bad.csv",
         "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n\
@@ -192,7 +192,7 @@ async fn a_batch_with_a_bad_row_sends_nothing_and_names_the_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let dir = temp_file("ctrl-c-here", "")
         .parent()
         .expect("dir")
@@ -267,7 +267,7 @@ async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let mut text = String::from(
         "reference,receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds\n",
     );
@@ -347,7 +347,7 @@ async fn a_cancel_answered_pending_exits_3_and_the_next_run_settles_it() {
 /// the sandbox, the settings, and the arguments of `payouts send` for this batch.
 async fn a_row_left_for_a_person(name: &str) -> (Sandbox, Vec<(String, String)>, Vec<String>) {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let dir = temp_file("journal-resume", "")
         .parent()
         .expect("dir")
@@ -480,7 +480,7 @@ async fn a_row_a_person_abandons_is_never_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batchs_defaults_are_stored_on_its_first_send_and_never_retyped_differently() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("defaults.sqlite", "");
     let _ = std::fs::remove_file(&journal);
     env.push(journal_at(&journal));

@@ -15,7 +15,7 @@ async fn recover_right_after_a_killed_send_needs_no_take_over() {
         .await
         .expect("sandbox");
     let journal = temp_file("x", "").with_file_name("killed-send.sqlite");
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(journal_at(&journal));
     let body = temp_file("send.json", &cash_body("100"));
     sb.inject(Endpoint::TransferSend, Fault::Stall, 1);

@@ -18,7 +18,7 @@ async fn sandbox_with_journal(name: &str) -> (Sandbox, Vec<(String, String)>, st
         .start()
         .await
         .expect("sandbox");
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("placeholder", "").with_file_name(format!("{name}.sqlite"));
     env.push(journal_at(&journal));
     (sb, env, journal)

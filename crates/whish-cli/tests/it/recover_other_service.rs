@@ -5,7 +5,7 @@
 
 use whish_sandbox::{Endpoint, Fault, Sandbox};
 
-use crate::support::{cash_body, journal_at, sandbox_env, temp_file, whish};
+use crate::support::{cash_body, journal_at, temp_file, whish};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recover_with_another_services_settings_sends_nothing_and_exits_3() {
@@ -20,9 +20,9 @@ async fn recover_with_another_services_settings_sends_nothing_and_exits_3() {
         .await
         .expect("sandbox");
     let journal = temp_file("journal.sqlite", "").with_file_name("other-service.sqlite");
-    let mut env_meant = sandbox_env(&meant);
+    let mut env_meant = meant.env_vars();
     env_meant.push(journal_at(&journal));
-    let mut env_other = sandbox_env(&other);
+    let mut env_other = other.env_vars();
     env_other.push(journal_at(&journal));
     meant.inject(Endpoint::TransferSend, Fault::DropReply, 1);
     let body = temp_file("lost.json", &cash_body("100"))

@@ -130,7 +130,7 @@ async fn a_top_up_retried_under_its_external_id_resends_the_recorded_pay() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_refused_for_bad_rows_keeps_the_earlier_results() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("results-kept.sqlite", "");
     let _ = std::fs::remove_file(&journal);
     env.push(journal_at(&journal));
@@ -173,7 +173,7 @@ async fn a_run_refused_for_bad_rows_keeps_the_earlier_results() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_run_again_under_another_name_pays_nothing_twice() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("repeat.sqlite", "");
     let _ = std::fs::remove_file(&journal);
     env.push(journal_at(&journal));

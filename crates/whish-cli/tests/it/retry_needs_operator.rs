@@ -14,7 +14,7 @@ use whish_sandbox::{Endpoint, Fault};
 /// it): the row's entry is open; its Request-id.
 async fn batch_never_arrived(name: &str) -> (Sent, String) {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let file = cash_payouts_file(&format!("{name}.csv"), "A10-", "+961707", 4, 1);
     let dir = file.parent().expect("dir").to_owned();
     env.push(journal_at(&dir.join("journal.sqlite")));

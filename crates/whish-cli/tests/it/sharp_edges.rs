@@ -25,7 +25,7 @@ fn key_of(v: &Value, field: &str) -> String {
 #[tokio::test]
 async fn a_pending_quote_sends_nothing_and_names_no_key_to_follow() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(fresh_journal("edge-quoted.sqlite"));
     let body = temp_file("edge-quoted.json", &cash_body("100"))
         .display()
@@ -47,7 +47,7 @@ async fn a_pending_quote_sends_nothing_and_names_no_key_to_follow() {
 #[tokio::test]
 async fn identifiers_of_two_transfers_are_no_answer() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(fresh_journal("edge-status.sqlite"));
     let a = temp_file("edge-status-a.json", &cash_body("41"))
         .display()
@@ -88,7 +88,7 @@ async fn identifiers_of_two_transfers_are_no_answer() {
 #[tokio::test]
 async fn a_recovery_opens_the_default_journal_its_send_recorded_in() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push((
         "WHISH_COLLECT_BASE_URL".into(),
         "https://collect.example.com".into(),
@@ -136,7 +136,7 @@ async fn a_recovery_opens_the_default_journal_its_send_recorded_in() {
 #[tokio::test]
 async fn wait_bounds_the_follow_up_and_pending_stays_pending() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(fresh_journal("edge-wait.sqlite"));
     let body = temp_file("edge-wait.json", &cash_body("44"))
         .display()
@@ -171,7 +171,7 @@ async fn wait_bounds_the_follow_up_and_pending_stays_pending() {
 #[tokio::test]
 async fn a_followed_up_send_prints_the_shape_of_a_send() {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(fresh_journal("edge-shape.sqlite"));
     let body = temp_file("edge-shape.json", &cash_body("45"))
         .display()

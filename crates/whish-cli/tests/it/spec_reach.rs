@@ -23,7 +23,7 @@ fn topup_env(base: &str) -> Vec<(String, String)> {
 #[tokio::test]
 async fn a_status_read_by_several_identifiers_sends_them_all_and_a_failure_names_them() {
     let sb = funded_sandbox().await;
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let body = temp_file("reach-body.json", &cash_body("40"))
         .display()
         .to_string();
@@ -64,7 +64,7 @@ async fn a_status_read_by_several_identifiers_sends_them_all_and_a_failure_names
 #[tokio::test]
 async fn a_send_goes_out_only_while_its_quote_is_the_total_the_customer_was_shown() {
     let sb = funded_sandbox().await;
-    let env = sandbox_env(&sb);
+    let env = sb.env_vars();
     let body = temp_file("quoted-body.json", &cash_body("100"))
         .display()
         .to_string();
@@ -256,7 +256,7 @@ async fn a_callback_is_checked_from_the_shell_as_the_receiver_checks_it() {
 async fn a_pending_send_is_followed_to_its_end_with_wait_and_recorded() {
     use whish_sandbox::{Endpoint, Fault};
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let journal = temp_file("wait.sqlite", "");
     let _ = std::fs::remove_file(&journal);
     env.push(journal_at(&journal));

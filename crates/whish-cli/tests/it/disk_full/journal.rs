@@ -43,7 +43,7 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
         return;
     };
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(journal_at(&mount.0.join("journal.sqlite")));
     let file = cash_payouts_file("aid-jfull.csv", "JF", "+961705", 5, ROWS);
     let results = file.with_file_name("results.csv");
@@ -215,7 +215,7 @@ async fn a_send_whose_journal_disk_is_full_says_nothing_was_sent() {
         return;
     };
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(journal_at(&mount.0.join("journal.sqlite")));
     let body = temp_file("disk-full-send.json", &cash_body("80"))
         .display()

@@ -68,7 +68,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
         return;
     };
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     // The journal on an ordinary disk: only the results file runs out of space.
     let journal_dir = file.parent().expect("dir").to_owned();
@@ -131,7 +131,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
         return;
     };
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let file = cash_payouts_file("aid-full.csv", "FULL", "+9617044", 4, ROWS);
     let dir = file.parent().expect("dir").to_owned();
     env.push(journal_at(&dir.join("payouts.sqlite")));

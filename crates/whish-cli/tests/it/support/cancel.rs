@@ -23,7 +23,7 @@ pub struct Sent {
 /// own SQLite journal.
 pub async fn sent_batch(name: &str, rows: usize) -> Sent {
     let sb = funded_sandbox().await;
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     let file = cash_payouts_file(&format!("{name}.csv"), "A9-", "+961706", 4, rows);
     let dir = file.parent().expect("dir").to_owned();
     env.push(journal_at(&dir.join("journal.sqlite")));

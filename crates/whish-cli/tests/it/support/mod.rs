@@ -24,14 +24,6 @@ pub const QUOTE_100_USD: [&str; 8] = [
     "100",
 ];
 
-/// The settings of a sandbox as `(variable, value)` pairs.
-pub fn sandbox_env(sb: &Sandbox) -> Vec<(String, String)> {
-    sb.env_vars()
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
-}
-
 /// The command `whish args...` with only `env` set among the WHISH_* and proxy variables, run
 /// by `runner` when one is given (`faketime -f +25h`: its program and arguments before the
 /// binary's path).
@@ -166,7 +158,7 @@ pub async fn lenient_sandbox_with_journal(file: &str) -> (Sandbox, Vec<(String, 
         .await
         .expect("sandbox");
     let journal = temp_file("journal.sqlite", "").with_file_name(file);
-    let mut env = sandbox_env(&sb);
+    let mut env = sb.env_vars();
     env.push(journal_at(&journal));
     (sb, env)
 }
