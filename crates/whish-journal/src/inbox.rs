@@ -64,7 +64,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached or written (`kind` says which).
     pub async fn record_change(
         &self,
         service: Service,
@@ -110,7 +110,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached or written (`kind` says which).
     pub async fn take_changes(
         &self,
         limit: u32,
@@ -125,7 +125,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached or written (`kind` says which).
     pub async fn take_changes_of(
         &self,
         service: Option<Service>,
@@ -170,7 +170,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached or written (`kind` says which).
     pub async fn renew_change(&self, taken: &Taken) -> Result<bool, JournalError> {
         self.inner
             .db
@@ -187,7 +187,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached or written (`kind()` says which):
+    /// A `JournalError` when the database cannot be reached or written (`kind` says which):
     /// the change stays waiting and is handed on again.
     pub async fn handed_on(&self, taken: &Taken) -> Result<bool, JournalError> {
         let done = self
@@ -211,7 +211,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached or written (`kind()` says which):
+    /// A `JournalError` when the database cannot be reached or written (`kind` says which):
     /// the change's lease then runs out, and it is taken again.
     pub async fn hand_on_failed(
         &self,

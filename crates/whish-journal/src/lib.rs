@@ -517,7 +517,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn unreadable(&self) -> Result<Vec<Unreadable>, JournalError> {
         self.inner.background_written().await;
         let (_, bad) = self.inner.db.list(false, i64::MAX).await?;
@@ -546,7 +546,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn find(&self, key: &str) -> Result<Vec<Entry>, JournalError> {
         self.inner.background_written().await;
         self.inner.db.by_key(key).await
@@ -556,7 +556,8 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached or read, or for SQLite when its
+    /// file was deleted or replaced since it was opened (as [`entries`](Self::entries)).
     pub async fn entry(
         &self,
         service: Service,
@@ -564,6 +565,7 @@ impl Journal {
         key: &str,
     ) -> Result<Option<Entry>, JournalError> {
         self.inner.background_written().await;
+        self.still_there()?;
         self.inner.db.get(service, operation, key).await
     }
 
@@ -573,7 +575,9 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached or read.
+    /// A `JournalError` when the database cannot be reached or read, or for SQLite when its
+    /// file was deleted or replaced since it was opened: what a file nobody else reads holds
+    /// is no ground to send on.
     pub async fn entries(
         &self,
         service: Service,
@@ -581,6 +585,7 @@ impl Journal {
         keys: &[&str],
     ) -> Result<Vec<Entry>, JournalError> {
         self.inner.background_written().await;
+        self.still_there()?;
         let mut out = Vec::new();
         for chunk in keys.chunks(MANY_KEYS) {
             out.extend(self.inner.db.get_many(service, operation, chunk).await?);
@@ -600,7 +605,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn prune(&self, older_than: Duration) -> Result<u64, JournalError> {
         self.inner.db.prune(store::millis(older_than)).await
     }
@@ -618,12 +623,20 @@ impl Journal {
         self.inner.db.check_file()
     }
 
+    /// [`check`](Self::check) before a lookup: a read error.
+    fn still_there(&self) -> Result<(), JournalError> {
+        self.inner.db.check_file().map_err(|mut e| {
+            e.kind = JournalErrorKind::Read;
+            e
+        })
+    }
+
     /// Reach the database (one trivial read): `Err` when it is down, or for SQLite when its file
     /// was deleted or replaced.
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn ping(&self) -> Result<(), JournalError> {
         self.inner.db.check_file()?;
         self.inner.db.now().await.map(|_| ())

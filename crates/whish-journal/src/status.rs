@@ -49,7 +49,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn observe_callback(
         &self,
         cb: &ReceivedCallback,
@@ -63,7 +63,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn observe_status(
         &self,
         transfer_id: &str,
@@ -94,7 +94,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn complete_change(&self, change: &StatusChange) -> Result<(), JournalError> {
         self.complete_notification(&transfer_subject(&change.transfer_id), change.to.as_str())
             .await
@@ -105,7 +105,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn forget_change(&self, change: &StatusChange) -> Result<(), JournalError> {
         self.release_notification(&transfer_subject(&change.transfer_id), change.to.as_str())
             .await
@@ -119,7 +119,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn claim_notification(
         &self,
         subject: &str,
@@ -135,7 +135,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn complete_notification(
         &self,
         subject: &str,
@@ -148,7 +148,7 @@ impl Journal {
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the database cannot be reached, read or written (`kind()` says which).
+    /// A `JournalError` when the database cannot be reached, read or written (`kind` says which).
     pub async fn release_notification(
         &self,
         subject: &str,

@@ -14,7 +14,9 @@ use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
 use crate::row::{Payout, RowError, payout};
-use crate::send::{JOURNAL_FAILED, Planned, RECORDED_BEFORE, Sending, plan_row, send_row};
+use crate::send::{
+    JOURNAL_FAILED, Planned, RECORDED_BEFORE, Sending, plan_row, row_result, send_row, unread_row,
+};
 use crate::{Batch, BatchError, key};
 
 /// Refusals that created nothing and say nothing about the row itself (the account's balance
@@ -306,6 +308,9 @@ const RESERVED_AHEAD: Duration = Duration::from_secs(5);
 enum Slot {
     Done(RowResult),
     Send(RowResult, Sending),
+    /// The chunk's lookup failed: reported when it is handed on, by whether the batch had
+    /// stopped by then (see [`unread_row`]).
+    Unread(RowResult, Arc<str>),
 }
 
 /// A chunk's rows with the journal's word on each (one query for the chunk), and its fresh
@@ -325,12 +330,18 @@ async fn prepare_chunk(
     // The entries may still change before a row is sent (another process): the journal's own
     // hold decides then.
     let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-    let resolved: Vec<Result<Resolved, String>> =
+    let resolved =
         match resolve_many_with_earlier(journal, batch, &keys, key::request_id, Operation::Send)
             .await
         {
-            Ok(v) => v.into_iter().map(Ok).collect(),
-            Err(e) => keys.iter().map(|_| Err(e.to_string())).collect(),
+            Ok(v) => v,
+            Err(e) => {
+                let e: Arc<str> = Arc::from(e.to_string());
+                return chunk
+                    .iter()
+                    .map(|p| Slot::Unread(row_result(p), e.clone()))
+                    .collect();
+            }
         };
     let mut planned = Vec::with_capacity(chunk.len());
     let mut fresh = Vec::new();
@@ -781,6 +792,11 @@ impl Batch {
                 for slot in std::mem::take(&mut ready) {
                     let (r, sending) = match slot {
                         Slot::Done(r) => {
+                            deliver(&mut summary, r, &stop);
+                            continue;
+                        }
+                        Slot::Unread(r, e) => {
+                            let r = unread_row(r, &e, stop.is_stopped());
                             deliver(&mut summary, r, &stop);
                             continue;
                         }

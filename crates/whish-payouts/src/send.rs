@@ -74,7 +74,7 @@ fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
 /// A row after the journal's word on it, before any send.
 pub(crate) enum Planned {
     /// Settled without a send: the journal settles it already, the row changed since it was
-    /// recorded, or it could not be prepared or looked up.
+    /// recorded, or it could not be prepared.
     Done(RowResult),
     /// To send. `fresh` when the journal holds nothing under its Request-id: it is reserved
     /// with the rows about to be sent; otherwise its entry is resent the journal's way.
@@ -85,28 +85,40 @@ pub(crate) enum Planned {
     },
 }
 
+/// A row's report before the journal's word on it: not sent, with its amount.
+pub(crate) fn row_result(p: &Payout) -> RowResult {
+    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
+    r.amount = Some(p.amount);
+    r.currency = Some(p.currency.clone());
+    r
+}
+
+/// A row the journal could not be looked up for. This run did not send it, but an earlier run
+/// (or another process running this batch) may have: never "not sent". Reached while the
+/// batch still runs, the failure is the journal's and stops the batch (`JOURNAL_FAILED`);
+/// reached once the batch has stopped, the row is one the stop left unsent.
+pub(crate) fn unread_row(mut r: RowResult, error: &str, stopped: bool) -> RowResult {
+    r.outcome = RowOutcome::Unknown;
+    if stopped {
+        r.message = Some(format!(
+            "the batch stopped before this row was sent, and the journal could not be read for it ({error}): this run did not send it, but an earlier run, or another process running this batch, may have; run the batch again once the journal is back"
+        ));
+    } else {
+        r.code = Some(JOURNAL_FAILED.into());
+        r.message = Some(format!(
+            "the journal could not be read for this row ({error}): this run did not send it, but an earlier run, or another process running this batch, may have; run the batch again once the journal is back"
+        ));
+    }
+    r
+}
+
 /// What the journal says of a row, and what is left to do with it.
 pub(crate) fn plan_row(
     client: &TransferClient,
     p: &Payout,
-    resolved: Result<crate::run::Resolved, String>,
+    (id, entry, earlier): crate::run::Resolved,
 ) -> Planned {
-    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
-    r.amount = Some(p.amount);
-    r.currency = Some(p.currency.clone());
-    let (id, entry, earlier) = match resolved {
-        Ok(v) => v,
-        // What the journal holds for the row is not known: an earlier run (or another process
-        // running this batch) may have sent it. Never "not sent" then.
-        Err(e) => {
-            r.outcome = RowOutcome::Unknown;
-            r.code = Some(JOURNAL_FAILED.into());
-            r.message = Some(format!(
-                "the journal could not be read for this row ({e}): this run did not send it, but an earlier run, or another process running this batch, may have; run the batch again once the journal is back"
-            ));
-            return Planned::Done(r);
-        }
-    };
+    let mut r = row_result(p);
     r.request_id = Some(id);
     let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
         Ok(prepared) => prepared,

@@ -109,15 +109,29 @@ pub(super) fn is_busy(e: &sqlx::Error) -> bool {
         .is_some_and(|c| matches!(c.as_ref(), "5" | "261" | "517"))
 }
 
+/// Create the journal's file when it is missing (SQLite takes an empty file for an empty
+/// database), with SQLite's own permissions.
+#[cfg(feature = "sqlite")]
+fn create_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+    options.open(path).map(drop)
+}
+
 impl Db {
     #[cfg(feature = "sqlite")]
     pub(crate) async fn open_sqlite(
         path: &Path,
         durable_outcomes: bool,
     ) -> Result<Db, JournalError> {
+        create_file(path).map_err(JournalError::open)?;
+        // Only the open creates the file: a connection the pool opens later to a file deleted
+        // meanwhile fails, where creating it would read an empty journal at the same path.
         let options = SqliteConnectOptions::new()
             .filename(path)
-            .create_if_missing(true)
+            .create_if_missing(false)
             .journal_mode(SqliteJournalMode::Wal)
             // FULL: every commit is on disk before the request it records is sent.
             .synchronous(SqliteSynchronous::Full)

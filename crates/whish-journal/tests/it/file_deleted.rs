@@ -1,13 +1,12 @@
-//! The SQLite file is deleted (or replaced) between a reservation and its send.
-//! `send` checks the file before it sends ("A journaled call checks it before it sends"), but
-//! `send_reserved` does not: the transfer goes out with its intent in a file nobody will read,
-//! and the call says nothing. The next run, on the new file, reports that paid transfer refused.
+//! A SQLite journal whose file is deleted (or replaced) under a running process: nothing is
+//! sent with its intent in a file nobody will read, a paid transfer is never reported refused
+//! by the next run on the new file, and the journal never creates the file again by itself.
 
 use crate::support::{LEASE, cash_send, sandbox, transfer, transfers_with};
 use whish_journal::Journal;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reserved_send_goes_out_silently_after_the_journal_file_was_deleted() {
+async fn a_reserved_send_after_the_file_was_deleted_is_never_a_silent_success() {
     let dir = std::env::temp_dir().join(format!("whish-journal-adv-gone-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
@@ -69,4 +68,51 @@ async fn a_reserved_send_goes_out_silently_after_the_journal_file_was_deleted() 
         "a paid transfer reported refused by the next run: {next:?}"
     );
     b.close().await;
+}
+
+/// Lookups after the file went, on connections the pool opens then, fail: none of them creates
+/// an empty journal at the path, which the next run would take for a journal holding nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_opened_after_the_file_was_deleted_does_not_create_it_again() {
+    let dir =
+        std::env::temp_dir().join(format!("whish-journal-gone-lookup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("journal.sqlite");
+    let j = Journal::builder(format!("sqlite:{}", path.display()))
+        .lease(LEASE)
+        .open()
+        .await
+        .expect("open");
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+    // More lookups at once than the pool holds connections: it opens new ones.
+    let mut lookups = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let j = j.clone();
+        lookups.spawn(async move {
+            j.entries(
+                whish_journal::Service::MoneyTransfer,
+                whish_journal::Operation::Send,
+                &["1", "2", "3"],
+            )
+            .await
+        });
+    }
+    let answers = lookups.join_all().await;
+    let failed = answers.iter().filter(|a| a.is_err()).count();
+    assert!(
+        failed >= 1,
+        "a new connection read a file that is gone: {answers:?}"
+    );
+    for a in answers.iter().filter_map(|a| a.as_ref().err()) {
+        assert_eq!(a.kind, whish_journal::JournalErrorKind::Read, "{a}");
+    }
+    assert!(
+        !path.exists(),
+        "a connection created an empty journal where the deleted one was"
+    );
+    j.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

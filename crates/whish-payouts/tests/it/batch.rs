@@ -720,9 +720,9 @@ async fn a_row_left_for_a_person_is_paid_once_after_a_retrying_recovery() {
 }
 
 /// The journal's file deleted under a running batch (its disk gone, a cleanup script): every
-/// row after it would fail to be recorded too, so the batch stops at the first, says why, and
-/// sends nothing it could not record. Before, it went through every remaining row, each failing
-/// on its own, and ended as if nothing had stopped it.
+/// row after it would fail to be recorded too, so the batch stops at the first failure, says
+/// why, and sends nothing it could not record. The rows after the stop (those whose lookup
+/// failed too) are reported as left by the stop, not each as a failure of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_that_cannot_be_written_stops_the_batch() {
     let d = dir("journal-gone");
