@@ -257,7 +257,8 @@ async fn a_change_held_by_a_killed_receiver_is_handed_on_by_another() {
     let url = format!("sqlite:{}", dir.join("j.sqlite").display());
     let open = || {
         whish_journal::Journal::builder(url.clone())
-            .lease(Duration::from_millis(600))
+            // Renewed every third of it: no stall of a loaded machine skips a whole period.
+            .lease(Duration::from_secs(2))
             .open()
     };
     // The first receiver runs on a runtime of its own: dropping it is the process's death
@@ -398,10 +399,12 @@ fn timed(ms: impl Fn(&str) -> u64 + Send + Sync + 'static) -> (Calls, Arc<Atomic
 /// at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_whose_lease_ran_out_while_it_waited_for_a_worker_runs_once() {
-    let (calls, overlap, handler) = timed(|id| if id.starts_with('A') { 700 } else { 50 });
+    // The A handlers outlast B's lease by more than a second (their own leases are renewed
+    // every third of one, with room for a loaded machine's stalls).
+    let (calls, overlap, handler) = timed(|id| if id.starts_with('A') { 2500 } else { 50 });
     let receiver = Receiver::builder()
         .transfer(any_signature, handler)
-        .inbox(InMemory::new(Duration::from_millis(300)))
+        .inbox(InMemory::new(Duration::from_secs(1)))
         .max_in_flight(2)
         .pump_interval(Duration::from_millis(20))
         .build();
@@ -413,7 +416,7 @@ async fn a_change_whose_lease_ran_out_while_it_waited_for_a_worker_runs_once() {
         );
     }
     eventually("B handed on", || calls.lock().expect("l").contains_key("B")).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     let calls = calls.lock().expect("l").clone();
     assert_eq!(calls.values().copied().max(), Some(1), "{calls:?}");
     assert_eq!(overlap.load(Ordering::SeqCst), 0);
@@ -453,7 +456,7 @@ async fn a_lease_that_cannot_be_renewed_stops_the_handler_before_another_may_run
 /// handed on a second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mark_that_fails_once_is_written_again_and_nothing_runs_twice() {
-    let inbox = Flaky::with_lease(Duration::from_millis(300));
+    let inbox = Flaky::with_lease(Duration::from_secs(1));
     inbox.mark_failures.store(1, Ordering::SeqCst);
     let (calls, handler) = counting(|_| None);
     let receiver = Receiver::builder()
@@ -470,7 +473,7 @@ async fn a_mark_that_fails_once_is_written_again_and_nothing_runs_twice() {
         state_now(&inbox.inner, "transfer:D:RECEIVED") == Some(ChangeState::HandedOn)
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     receiver.shutdown().await;
 }

@@ -51,11 +51,12 @@ impl Inbox for Flaky {
         body: &'a [u8],
     ) -> BoxFuture<'a, Result<Option<Held>, StoreError>> {
         Box::pin(async move {
+            // Down is read when the write starts: a write begun while up is only slow.
+            self.check()?;
             let slow = self.slow_ms.load(Ordering::SeqCst);
             if slow > 0 {
                 tokio::time::sleep(Duration::from_millis(slow)).await;
             }
-            self.check()?;
             self.inner.record(key, body).await
         })
     }

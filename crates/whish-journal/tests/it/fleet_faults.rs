@@ -21,13 +21,14 @@ use whish_sandbox::{Endpoint, Fault};
 async fn a_call_slower_than_the_lease_keeps_its_entry() {
     for place in places("slow_call").await {
         let sb = sandbox().await;
-        let lease = Duration::from_millis(300);
+        // Long enough that a loaded machine's stalls never skip a whole renewal period.
+        let lease = Duration::from_secs(1);
         let sender = Journal::builder(place.url())
             .lease(lease)
             .open()
             .await
             .expect("open");
-        let t = sender.transfer(transfer(&sb, 0));
+        let t = sender.transfer(support::patient_transfer(&sb));
         let prepared = t.client().prepare_send(cash_send(55)).expect("prepare");
         sb.inject(Endpoint::TransferSend, Fault::Delay(lease * 4), 1);
         let sending = tokio::spawn({
@@ -477,6 +478,7 @@ async fn recovery_that_cannot_record_after_sending_says_so() {
     sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
     assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
     // The recovery's resend is held a moment; the disk fills up meanwhile.
+    let sends = support::calls(&sb, Endpoint::TransferSend);
     sb.inject(
         Endpoint::TransferSend,
         Fault::Delay(Duration::from_millis(800)),
@@ -491,7 +493,7 @@ async fn recovery_that_cannot_record_after_sending_says_so() {
                 .await
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::until_calls(&sb, Endpoint::TransferSend, sends + 1).await;
     {
         use std::io::Write;
         let mut filler = std::fs::File::create(dir.join("filler")).expect("filler");

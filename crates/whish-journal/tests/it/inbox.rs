@@ -22,6 +22,8 @@ async fn worker(place: &Place) -> Journal {
 async fn a_change_is_recorded_once_and_handed_on_once() {
     for place in places("inbox_once").await {
         let receiver = worker(&place).await;
+        // Opened first: an open inside the lease or the backoff would eat into it.
+        let other = worker(&place).await;
         let body = br#"{"transferId":"7","status":"PAID"}"#;
         let Recorded::New(taken) = receiver
             .record_change(Service::MoneyTransfer, "transfer:7:PAID", body)
@@ -39,7 +41,6 @@ async fn a_change_is_recorded_once_and_handed_on_once() {
             .expect("record again");
         assert!(matches!(again, Recorded::Before), "{place:?}: {again:?}");
         // Another worker cannot take it while its lease is live.
-        let other = worker(&place).await;
         assert!(
             other
                 .take_changes(10, false)
@@ -71,6 +72,8 @@ async fn a_change_is_recorded_once_and_handed_on_once() {
 async fn a_failed_handler_leaves_the_change_waiting_with_its_error() {
     for place in places("inbox_failed").await {
         let receiver = worker(&place).await;
+        // Opened first: an open inside the lease or the backoff would eat into it.
+        let other = worker(&place).await;
         let Recorded::New(taken) = receiver
             .record_change(Service::HostedCollect, "collect:order-1:success", b"q=1")
             .await
@@ -91,7 +94,6 @@ async fn a_failed_handler_leaves_the_change_waiting_with_its_error() {
         );
         // Not before the backoff: then the next worker takes it, with the error and one more
         // attempt.
-        let other = worker(&place).await;
         assert!(
             other
                 .take_changes(10, false)
@@ -122,6 +124,8 @@ async fn a_failed_handler_leaves_the_change_waiting_with_its_error() {
 async fn a_dead_workers_change_is_taken_again_when_its_lease_runs_out() {
     for place in places("inbox_dead").await {
         let receiver = worker(&place).await;
+        // Opened first: an open inside the lease or the backoff would eat into it.
+        let other = worker(&place).await;
         let Recorded::New(_dies) = receiver
             .record_change(Service::MoneyTransfer, "transfer:8:PAID", b"{}")
             .await
@@ -130,7 +134,6 @@ async fn a_dead_workers_change_is_taken_again_when_its_lease_runs_out() {
             panic!("new");
         };
         // The receiver stops renewing (it died in the handler).
-        let other = worker(&place).await;
         assert!(
             other
                 .take_changes(10, false)

@@ -44,7 +44,7 @@ async fn a_second_task_whose_insert_fails_never_marks_the_first_tasks_send_in_fl
         let p = p.clone();
         tokio::spawn(async move { t.send(&p).await })
     };
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    support::until_calls(&sb, Endpoint::TransferSend, 1).await;
     assert_eq!(
         support::state_of(&j, Service::MoneyTransfer, Operation::Send, &key).await,
         State::Intended,

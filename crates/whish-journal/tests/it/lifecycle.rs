@@ -45,7 +45,13 @@ async fn each_crash_point_of_a_send_ends_in_exactly_one_transfer() {
         let before = stuck.client().prepare_send(cash_send(10)).expect("prepare");
         let id_before = before.request_id();
         let task = tokio::spawn(async move { stuck.send(&before).await });
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        support::until_entry(
+            &journal,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &id_before.to_string(),
+        )
+        .await;
         task.abort();
         assert_eq!(
             state_of(
@@ -547,7 +553,8 @@ async fn two_recovering_processes_never_work_on_the_same_entry() {
         }
         journal.close().await;
         let clients = Clients::new().transfer(transfer(&sb, 0));
-        let (a, b) = (place.open().await, place.open().await);
+        // Exclusive claims are the subject, not leases running out under load.
+        let (a, b) = (place.open_steady().await, place.open_steady().await);
         let options = Recovery::new().batch(2);
         let (ra, rb) = tokio::join!(a.recover(&clients, &options), b.recover(&clients, &options));
         let (ra, rb) = (ra.expect("a"), rb.expect("b"));

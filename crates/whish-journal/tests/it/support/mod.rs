@@ -122,8 +122,19 @@ pub async fn sandbox() -> Sandbox {
 }
 
 pub fn transfer_at(base: &str, sb: &Sandbox, retries: u32) -> TransferClient {
+    transfer_with(base, sb, policy(retries))
+}
+
+/// A transfer client that waits up to 10 s for an answer: for calls meant to outlast leases.
+pub fn patient_transfer(sb: &Sandbox) -> TransferClient {
+    let mut patient = policy(0);
+    patient.timeouts.attempt = Duration::from_secs(10);
+    transfer_with(&sb.transfer_base_url(), sb, patient)
+}
+
+fn transfer_with(base: &str, sb: &Sandbox, policy: Policy) -> TransferClient {
     let c = sb.transfer_credentials();
-    TransferClient::builder(ClientSettings::new(base).policy(policy(retries)))
+    TransferClient::builder(ClientSettings::new(base).policy(policy))
         .username(c.username.clone())
         .key(SecretString::from(c.key.clone()))
         .build()
@@ -213,6 +224,42 @@ pub fn transfers_with(sb: &Sandbox, request_id: i64) -> usize {
         .iter()
         .filter(|t| t.request_id == request_id)
         .count()
+}
+
+/// How many requests of `endpoint` reached the sandbox.
+pub fn calls(sb: &Sandbox, endpoint: whish_sandbox::Endpoint) -> usize {
+    sb.requests()
+        .iter()
+        .filter(|r| r.endpoint == endpoint)
+        .count()
+}
+
+/// Until `n` requests of `endpoint` reached the sandbox (a call of another task is in flight),
+/// for at most 10 s.
+pub async fn until_calls(sb: &Sandbox, endpoint: whish_sandbox::Endpoint, n: usize) {
+    let started = std::time::Instant::now();
+    while calls(sb, endpoint) < n && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(calls(sb, endpoint) >= n, "setup: the call never came");
+}
+
+/// Until the journal holds an entry for the request (another task recorded it), for at most
+/// 10 s.
+pub async fn until_entry(
+    journal: &Journal,
+    service: whish_journal::Service,
+    operation: whish_journal::Operation,
+    key: &str,
+) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(_)) = journal.entry(service, operation, key).await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("setup: the entry of {key} was never recorded");
 }
 
 /// The state of one request's entry, which the test expects to be there.
