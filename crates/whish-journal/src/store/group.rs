@@ -673,6 +673,17 @@ mod tests {
         let winners: Vec<_> = dup.iter().flatten().collect();
         assert_eq!(winners.len(), 1, "exactly one wins: {dup:?}");
         assert_eq!(Some(winners[0].id), row_id(&db, "dup").await);
+        // The row written is the winner's own (each insert draws its own token).
+        let token: i64 = sqlx::query_scalar(
+            "SELECT lease_token FROM whish_journal_entries WHERE idem_key = 'dup'",
+        )
+        .fetch_one(db.sqlite_pool())
+        .await
+        .expect("read");
+        assert_eq!(
+            token, winners[0].token,
+            "the winner's intent is the one written"
+        );
         let olds: Vec<_> = keys
             .iter()
             .zip(&answers)
