@@ -12,12 +12,16 @@ use whish_core::{ClientSettings, SecretString, ServiceHeaders, TransportErrorKin
 use whish_testkit::{ScriptedServer, Step, fixture};
 
 fn transport(base: &str, retries: u32) -> Transport {
+    transport_with(base, whish_testkit::fast_policy(retries))
+}
+
+fn transport_with(base: &str, policy: whish_core::Policy) -> Transport {
     let ua: UserAgent = "WhishTests/1.0 (https://tests.example.com; dev@example.com)"
         .parse()
         .expect("ua");
     ClientSettings::new(base)
         .user_agent(ua)
-        .policy(whish_testkit::fast_policy(retries))
+        .policy(policy)
         .build_transport(
             "test",
             ServiceHeaders::new()
@@ -195,7 +199,10 @@ async fn per_call_timeout_override() {
         Box::new(Step::json(r#"{"status":true,"data":1}"#)),
     );
     let server = ScriptedServer::start(vec![slow]).await;
-    let t = transport(&server.base, 0);
+    // The client's own timeout is far above the reply's delay: only the override times out.
+    let mut patient = whish_testkit::fast_policy(0);
+    patient.timeouts.attempt = Duration::from_secs(5);
+    let t = transport_with(&server.base, patient);
     let req = Request::new("x", Method::GET, "/x")
         .options(CallOptions::new().attempt_timeout(Duration::from_millis(50)));
     let err = t.call::<Value, TestCode>(req).await.expect_err("timeout");
@@ -203,7 +210,7 @@ async fn per_call_timeout_override() {
     let req = Request::new("x", Method::GET, "/x");
     assert!(
         t.call::<Value, TestCode>(req).await.is_ok(),
-        "client timeout is 400 ms"
+        "the override was for one call: the client's 5 s applies again"
     );
 }
 
