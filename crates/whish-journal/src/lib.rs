@@ -377,7 +377,12 @@ impl Target {
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
             .unwrap_or(url);
-        if path.is_empty() || path.contains("://") || path.starts_with(':') {
+        // SQLite reads a name starting `file:` as a URI (`file::memory:`, `file:PATH?mode=`):
+        // not a file this journal can watch for being deleted or replaced.
+        let uri = path
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("file:"));
+        if path.is_empty() || path.contains("://") || path.starts_with(':') || uri {
             return Err(JournalError::new(
                 JournalErrorKind::Url,
                 format!(

@@ -109,29 +109,17 @@ pub(super) fn is_busy(e: &sqlx::Error) -> bool {
         .is_some_and(|c| matches!(c.as_ref(), "5" | "261" | "517"))
 }
 
-/// Create the journal's file when it is missing (SQLite takes an empty file for an empty
-/// database), with SQLite's own permissions.
-#[cfg(feature = "sqlite")]
-fn create_file(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
-    options.open(path).map(drop)
-}
-
 impl Db {
     #[cfg(feature = "sqlite")]
     pub(crate) async fn open_sqlite(
         path: &Path,
         durable_outcomes: bool,
     ) -> Result<Db, JournalError> {
-        create_file(path).map_err(JournalError::open)?;
-        // Only the open creates the file: a connection the pool opens later to a file deleted
-        // meanwhile fails, where creating it would read an empty journal at the same path.
+        // The file is only ever opened through SQLite: closing any other descriptor of it would
+        // drop the locks this process's connections hold on it (POSIX locks are per process).
         let options = SqliteConnectOptions::new()
             .filename(path)
-            .create_if_missing(false)
+            .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             // FULL: every commit is on disk before the request it records is sent.
             .synchronous(SqliteSynchronous::Full)
@@ -154,6 +142,9 @@ impl Db {
                     pool.close().await;
                     return Err((e, JournalError::migrate as fn(sqlx::Error) -> JournalError));
                 }
+                // Only the open creates the file: a connection the pool opens later to a file
+                // deleted meanwhile fails, where creating it would read an empty journal there.
+                pool.set_connect_options(options.clone().create_if_missing(false));
                 Ok(pool)
             }
             .await;
@@ -165,7 +156,12 @@ impl Db {
                         SqlitePoolOptions::new()
                             .max_connections(2)
                             .test_before_acquire(false)
-                            .connect_with(options.clone().synchronous(SqliteSynchronous::Normal))
+                            .connect_with(
+                                options
+                                    .clone()
+                                    .create_if_missing(false)
+                                    .synchronous(SqliteSynchronous::Normal),
+                            )
                             .await
                             .map_err(JournalError::open)?
                     };

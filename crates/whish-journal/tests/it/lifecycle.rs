@@ -731,6 +731,16 @@ async fn a_journal_url_is_checked_and_its_password_never_printed() {
         .expect_err("closed port");
     assert!(!e.to_string().contains("hunter2"), "{e}");
     assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
+    // SQLite would read these as URIs (a database in memory; a file this journal would not
+    // watch): refused before anything is opened or created.
+    for url in [
+        "sqlite:file::memory:?cache=shared",
+        "sqlite:FILE:/tmp/whish-uri.sqlite",
+    ] {
+        let e = Journal::open(url).await.expect_err("a URI");
+        assert_eq!(e.kind, whish_journal::JournalErrorKind::Url, "{url}: {e}");
+    }
+    assert!(!std::path::Path::new("file::memory:?cache=shared").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,5 +22,6 @@ mod recover_entries;
 mod reopen;
 mod reserve;
 mod retry_needs_operator;
+mod same_file;
 mod someone_elses_transfer;
 mod truth;
