@@ -397,7 +397,8 @@ impl Target {
 
 impl Journal {
     /// Open the journal at `url`: `sqlite:PATH` (or `sqlite://PATH`, or a plain file path; the
-    /// file and its folder are created) or `postgres://user:password@host/db`.
+    /// file and its folder are created; not a `file:` URI, which SQLite would read as one) or
+    /// `postgres://user:password@host/db`.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), whish_journal::JournalError> {
