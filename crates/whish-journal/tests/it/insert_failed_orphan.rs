@@ -14,18 +14,18 @@ use whish_sandbox::{Endpoint, Fault};
 /// A trigger that fails every insert of an intent whose key is already recorded (the insert of
 /// a request recorded before: SQLITE_BUSY after the busy wait, a cut connection), and lets every
 /// other write through, `abandon`'s included.
-const FAIL_REINSERT: &str = "CREATE TRIGGER adv16_fail BEFORE INSERT ON whish_journal_entries \
+const FAIL_REINSERT: &str = "CREATE TRIGGER orphan_fail BEFORE INSERT ON whish_journal_entries \
      WHEN NEW.state = 'intended' AND EXISTS (SELECT 1 FROM whish_journal_entries e \
        WHERE e.service = NEW.service AND e.operation = NEW.operation AND e.idem_key = NEW.idem_key) \
      BEGIN SELECT RAISE(ABORT, 'database is locked'); END";
 
 /// A trigger that fails every outcome write (a full disk, a lock held past the busy wait).
-const FAIL_OUTCOME: &str = "CREATE TRIGGER adv16_outcome BEFORE UPDATE ON whish_journal_entries \
+const FAIL_OUTCOME: &str = "CREATE TRIGGER orphan_outcome BEFORE UPDATE ON whish_journal_entries \
      WHEN NEW.state <> 'intended' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_task_whose_insert_fails_never_marks_the_first_tasks_send_in_flight_not_sent() {
-    let place = places("adv16-inflight").await.remove(0);
+    let place = places("orphan-inflight").await.remove(0);
     assert!(matches!(place, Place::Sqlite(_)));
     let sb = sandbox().await;
     let j = place.open().await;
@@ -54,7 +54,7 @@ async fn a_second_task_whose_insert_fails_never_marks_the_first_tasks_send_in_fl
     // fails.
     journal_sql(&place, FAIL_REINSERT).await;
     let b = t.send(&p).await;
-    journal_sql(&place, "DROP TRIGGER adv16_fail").await;
+    journal_sql(&place, "DROP TRIGGER orphan_fail").await;
     let a = a.await.expect("join");
     j.flush().await;
     let e = support::entry_of(&j, Service::MoneyTransfer, Operation::Send, &key).await;
@@ -97,7 +97,7 @@ async fn a_second_task_whose_insert_fails_never_marks_the_first_tasks_send_in_fl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resend_whose_insert_fails_after_an_unrecorded_outcome_is_never_told_nothing_sent() {
-    let place = places("adv16-unrecorded").await.remove(0);
+    let place = places("orphan-unrecorded").await.remove(0);
     let sb = sandbox().await;
     let j = place.open().await;
     let t = j.transfer(transfer(&sb, 0));
@@ -110,7 +110,7 @@ async fn a_resend_whose_insert_fails_after_an_unrecorded_outcome_is_never_told_n
     sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
     let first = t.send(&p).await;
     j.flush().await;
-    journal_sql(&place, "DROP TRIGGER adv16_outcome").await;
+    journal_sql(&place, "DROP TRIGGER orphan_outcome").await;
     eprintln!("first: {first:?}");
     assert!(
         matches!(&first, Err(e) if e.outcome_unknown()),
@@ -130,7 +130,7 @@ async fn a_resend_whose_insert_fails_after_an_unrecorded_outcome_is_never_told_n
     // The caller does as told: resends with the same key, and this insert fails too.
     journal_sql(&place, FAIL_REINSERT).await;
     let resend = t.send(&p).await;
-    journal_sql(&place, "DROP TRIGGER adv16_fail").await;
+    journal_sql(&place, "DROP TRIGGER orphan_fail").await;
     let e = support::entry_of(&j, Service::MoneyTransfer, Operation::Send, &key).await;
     eprintln!("resend: {resend:?}; journal: {:?} {:?}", e.state, e.outcome);
     assert!(
@@ -161,7 +161,7 @@ async fn a_resend_under_a_locked_journal_is_never_told_nothing_sent_for_an_appli
         );
         return;
     }
-    let place = places("adv16-locked").await.remove(0);
+    let place = places("orphan-locked").await.remove(0);
     let sb = sandbox().await;
     let j = place.open().await;
     let t = j.transfer(transfer(&sb, 0));

@@ -707,7 +707,7 @@ async fn prune_keeps_open_entries_and_the_journal_keeps_no_secret() {
         }
 
         // Prune takes what changed strictly before now, to the database clock's millisecond:
-        // one must pass (CI caught a refusal recorded in prune's own millisecond).
+        // one must pass, or a refusal recorded in prune's own millisecond stays.
         tokio::time::sleep(Duration::from_millis(2)).await;
         assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 2);
         let left = journal
@@ -862,7 +862,7 @@ async fn prune_keeps_the_refusals_that_ask_for_a_new_request_id() {
             );
         }
         // Prune takes what changed strictly before now, to the database clock's millisecond:
-        // one must pass (CI caught a refusal recorded in prune's own millisecond).
+        // one must pass, or a refusal recorded in prune's own millisecond stays.
         tokio::time::sleep(Duration::from_millis(2)).await;
         assert_eq!(journal.prune(Duration::ZERO).await.expect("prune"), 1);
         let left = journal

@@ -28,18 +28,17 @@ fn totals_with(sb: &whish_sandbox::Sandbox, request_id: i64) -> Vec<String> {
         .collect()
 }
 
-/// LIE 1. A send that never arrived (the connection closed before the service applied it) is
-/// left open, then goes to the operator after the deadline. Meanwhile the account's Request-id
-/// is used by someone else's transfer of another amount (a caller's own numeric reference, the
+/// A send that never arrived (the connection closed before the service applied it) is left
+/// open, then goes to the operator after the deadline. Meanwhile the account's Request-id is
+/// used by someone else's transfer of another amount (a caller's own numeric reference, the
 /// collision the SDK's resend guards against with the activity log). A person retries the
-/// needs-operator entries: the status read by Request-id returns the OTHER transfer, and the
-/// journal records this send `accepted` ("confirmed"), although the service never created it.
-/// (The same entry recovered while still open is resent, meets `transfer.already.done`, and is
-/// NOT confirmed: see `an_open_send_whose_request_id_is_someone_elses_is_not_confirmed`.)
+/// needs-operator entries: the status read by Request-id returns the other transfer, which
+/// never confirms this send. (The same entry recovered while still open is resent and meets
+/// `transfer.already.done`: see `an_open_send_whose_request_id_is_someone_elses_is_not_confirmed`.)
 #[tokio::test]
 async fn a_retried_send_is_not_confirmed_by_someone_elses_transfer() {
     let mut lies = Vec::new();
-    for place in places("adv10-someone-else").await {
+    for place in places("operator-someone-else").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
@@ -112,7 +111,7 @@ async fn a_retried_send_is_not_confirmed_by_someone_elses_transfer() {
 /// not confirmed, the entry stays open.
 #[tokio::test]
 async fn an_open_send_whose_request_id_is_someone_elses_is_not_confirmed() {
-    for place in places("adv10-someone-else-open").await {
+    for place in places("operator-someone-else-open").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
@@ -149,15 +148,14 @@ async fn an_open_send_whose_request_id_is_someone_elses_is_not_confirmed() {
     }
 }
 
-/// LIE 2. Two operators retry the needs-operator entries at once (two processes, one journal).
-/// The first holds the entry while its status read is in flight (the service answers slowly).
-/// The second neither touches it (right) nor lists it in `held_elsewhere`: its report says
-/// `all_final()` while the first process is sending the request. An open entry held so is
-/// listed (the docs: "does not touch it and does not hide it ... all_final() is false").
+/// Two operators retry the needs-operator entries at once (two processes, one journal). The
+/// first holds the entry while its status read is in flight (the service answers slowly). The
+/// second neither touches it nor hides it: the entry is in its `held_elsewhere`, and its report
+/// is not `all_final()`.
 #[tokio::test]
 async fn a_needs_operator_entry_another_process_is_settling_is_not_hidden() {
     let mut lies = Vec::new();
-    for place in places("adv10-held").await {
+    for place in places("operator-held").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
@@ -227,13 +225,12 @@ async fn a_needs_operator_entry_another_process_is_settling_is_not_hidden() {
     tell(lies);
 }
 
-/// LIE 3. With the person's word given, a needs-operator entry past the deadline is examined
-/// and left as it is (right), but the report says `all_final()`: "nothing for an operator",
-/// while the entry still waits for one.
+/// With the person's word given, a needs-operator entry past the deadline is examined and left
+/// as it is: the report is not `all_final()`, since the entry still waits for an operator.
 #[tokio::test]
 async fn a_retry_that_leaves_an_entry_for_the_operator_is_not_all_final() {
     let mut lies = Vec::new();
-    for place in places("adv10-overdue").await {
+    for place in places("operator-overdue").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
@@ -279,7 +276,7 @@ async fn a_retry_that_leaves_an_entry_for_the_operator_is_not_all_final() {
 /// answered by a proxy's page stays unsettled, nothing sent.
 #[tokio::test]
 async fn retried_pay_replays_and_a_page_on_the_status_read_sends_nothing() {
-    for place in places("adv10-pay").await {
+    for place in places("operator-pay").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let tp = journal.topup(topup(&sb, 0));
@@ -353,7 +350,7 @@ async fn retried_pay_replays_and_a_page_on_the_status_read_sends_nothing() {
 /// once the lease has run out, reads it by status and confirms it. One transfer.
 #[tokio::test]
 async fn a_lying_status_read_or_a_killed_retry_never_sends_a_transfer_twice() {
-    for place in places("adv10-lying-status").await {
+    for place in places("operator-lying-status").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (killed, applied) = lost_and_applied_for_the_operator(&sb, &journal, 46, 45).await;
@@ -425,7 +422,7 @@ async fn a_lying_status_read_or_a_killed_retry_never_sends_a_transfer_twice() {
 /// service for the never-arrived one, none for the others.
 #[tokio::test]
 async fn needs_operator_cancels_are_decided_by_status() {
-    for place in places("adv10-cancels").await {
+    for place in places("operator-cancels").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
@@ -573,7 +570,7 @@ async fn quarantined_send(
 #[tokio::test]
 async fn an_entry_quarantined_as_unreadable_is_not_sent_by_a_retry() {
     let mut found = Vec::new();
-    for place in places("adv10-unreadable").await {
+    for place in places("operator-unreadable").await {
         let (sb, journal, id, clients) = quarantined_send(&place, 55, "outcome").await;
         let report = journal
             .recover(&clients, &Recovery::new().retry_needs_operator(true))
@@ -593,7 +590,7 @@ async fn an_entry_quarantined_as_unreadable_is_not_sent_by_a_retry() {
 /// (the quarantine rewrites only the outcome), and the retry sends nothing for it.
 #[tokio::test]
 async fn an_entry_with_spoiled_references_stays_unsent_by_a_retry() {
-    for place in places("adv10-unreadable-refs").await {
+    for place in places("operator-unreadable-refs").await {
         let (sb, journal, id, clients) = quarantined_send(&place, 56, "refs").await;
         let report = journal
             .recover(&clients, &Recovery::new().retry_needs_operator(true))
@@ -611,7 +608,7 @@ async fn an_entry_with_spoiled_references_stays_unsent_by_a_retry() {
 /// them, one transfer per Request-id, only the six that never arrived sent, all accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_retrying_at_once_send_each_transfer_once() {
-    for place in places("adv10-two-retries").await {
+    for place in places("operator-two-retries").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));

@@ -145,7 +145,7 @@ async fn collision(
 async fn someone_elses_transfer_in_the_other_currency_confirms_ours() {
     tell(
         collision(
-            "adv11-other-currency",
+            "someone-other-currency",
             cash(Currency::Usd, Decimal::from(25), false),
             cash(Currency::Lbp, Decimal::from(1_000_000), false),
             None,
@@ -163,7 +163,7 @@ async fn someone_elses_transfer_in_the_other_currency_confirms_ours() {
 async fn someone_elses_fee_deducted_85_is_taken_for_our_fee_deducted_80() {
     tell(
         collision(
-            "adv11-deducted-85",
+            "someone-deducted-85",
             cash(Currency::Usd, Decimal::from(80), true),
             cash(Currency::Usd, Decimal::from(85), true),
             None,
@@ -179,7 +179,7 @@ async fn someone_elses_fee_deducted_85_is_taken_for_our_fee_deducted_80() {
 async fn an_unreadable_activity_log_lets_someone_elses_transfer_confirm_ours() {
     tell(
         collision(
-            "adv11-activity-page",
+            "someone-activity-page",
             cash(Currency::Usd, Decimal::from(25), false),
             cash(Currency::Usd, Decimal::from(70), false),
             Some(Fault::Page(502)),
@@ -194,7 +194,7 @@ async fn an_unreadable_activity_log_lets_someone_elses_transfer_confirm_ours() {
 #[tokio::test]
 async fn someone_elses_transfer_of_the_same_amount_is_taken_for_ours_as_expected() {
     let lies = collision(
-        "adv11-same-amount",
+        "someone-same-amount",
         cash(Currency::Usd, Decimal::from(25), false),
         cash(Currency::Usd, Decimal::from(25), false),
         None,
@@ -208,7 +208,7 @@ async fn someone_elses_transfer_of_the_same_amount_is_taken_for_ours_as_expected
 #[tokio::test]
 async fn deducted_and_not_deducted_of_the_same_amount() {
     let mut lies = collision(
-        "adv11-ded-vs-plain",
+        "someone-ded-vs-plain",
         cash(Currency::Usd, Decimal::from(80), false),
         cash(Currency::Usd, Decimal::from(80), true),
         None,
@@ -217,7 +217,7 @@ async fn deducted_and_not_deducted_of_the_same_amount() {
     // Ours deducted 80 (charged 80, collects 75), theirs plain 80 (charged 85, collects 80).
     lies.extend(
         collision(
-            "adv11-plain-vs-ded",
+            "someone-plain-vs-ded",
             cash(Currency::Usd, Decimal::from(80), true),
             cash(Currency::Usd, Decimal::from(80), false),
             None,
@@ -314,7 +314,7 @@ async fn own_fee_deducted_sends_with_decimals_and_scales_are_confirmed() {
             let sb = sandbox().await;
             lies.extend(
                 own_pending_is_confirmed(
-                    &format!("adv11-{name}-{deduct}"),
+                    &format!("someone-{name}-{deduct}"),
                     sb,
                     |_| cash(currency.clone(), amount, deduct),
                     false,
@@ -335,7 +335,7 @@ async fn own_mobile_wallet_sends_are_confirmed() {
         let sb = sandbox().await;
         lies.extend(
             own_pending_is_confirmed(
-                &format!("adv11-wallet-{deduct}"),
+                &format!("someone-wallet-{deduct}"),
                 sb,
                 |sb| wallet(sb, Decimal::new(4250, 2), deduct),
                 false,
@@ -356,7 +356,7 @@ async fn own_send_cancelled_meanwhile_is_confirmed() {
         let sb = sandbox().await;
         lies.extend(
             own_pending_is_confirmed(
-                &format!("adv11-cancelled-{deduct}"),
+                &format!("someone-cancelled-{deduct}"),
                 sb,
                 |_| cash(Currency::Usd, Decimal::new(8050, 2), deduct),
                 true,
@@ -387,7 +387,7 @@ async fn own_send_outside_the_log_window_is_confirmed() {
             .expect("sandbox");
         lies.extend(
             own_pending_is_confirmed(
-                &format!("adv11-window-{name}"),
+                &format!("someone-window-{name}"),
                 sb,
                 |_| cash(Currency::Usd, Decimal::from(80), true),
                 false,
@@ -408,7 +408,7 @@ async fn own_send_outside_the_log_window_is_confirmed() {
 #[tokio::test]
 async fn own_pending_send_with_the_log_unreadable_waits_for_the_log() {
     let sb = sandbox().await;
-    for place in places("adv11-own-page").await {
+    for place in places("someone-own-page").await {
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
         let send = t

@@ -21,15 +21,15 @@ async fn state_of(j: &Journal, o: Operation, key: &str) -> State {
     entry_of(j, Service::MoneyTransfer, o, key).await.state
 }
 
-/// Held up since 28bab56 (a lie at 2040f39, where abandon trusted one status read). The service
-/// holds the transfer (applied, its reply lost), and its status read lags once:
-/// `sending.transfer.invalid.info` (the fault the SDK's own recovery is proven against). The
-/// activity log lists the transfer under the Request-id: not abandoned. With the log unreadable
-/// too (a proxy's page), nothing is known: not abandoned either.
+/// Abandon never trusts one status read. The service holds the transfer (applied, its reply
+/// lost), and its status read lags once: `sending.transfer.invalid.info` (the fault the SDK's
+/// own recovery is proven against). The activity log lists the transfer under the Request-id:
+/// not abandoned. With the log unreadable too (a proxy's page), nothing is known: not abandoned
+/// either.
 #[tokio::test]
 async fn a_lagging_status_read_does_not_abandon_a_transfer_the_service_holds() {
     let mut lies = Vec::new();
-    for place in places("adv12-lagging-status").await {
+    for place in places("abandon-lagging-status").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (_, applied) = lost_and_applied_for_the_operator(&sb, &journal, 40, 41).await;
@@ -81,7 +81,7 @@ async fn a_lagging_status_read_does_not_abandon_a_transfer_the_service_holds() {
 #[tokio::test]
 async fn someone_elses_transfer_under_the_request_id_is_not_told_as_received() {
     let mut lies = Vec::new();
-    for place in places("adv12-someone-else").await {
+    for place in places("abandon-someone-else").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
@@ -130,7 +130,7 @@ async fn someone_elses_transfer_under_the_request_id_is_not_told_as_received() {
 /// held elsewhere). The entry is abandoned, nothing sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retrying_recovery_during_the_check_sends_nothing() {
-    for place in places("adv12-race-abandon-first").await {
+    for place in places("abandon-race-abandon-first").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (lost, _) = lost_and_applied_for_the_operator(&sb, &journal, 42, 43).await;
@@ -178,7 +178,7 @@ async fn a_retrying_recovery_during_the_check_sends_nothing() {
 /// meanwhile closes nothing. The entry ends accepted, one transfer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandon_during_a_retrying_recovery_closes_nothing() {
-    for place in places("adv12-race-recovery-first").await {
+    for place in places("abandon-race-recovery-first").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (lost, _) = lost_and_applied_for_the_operator(&sb, &journal, 44, 45).await;
@@ -222,7 +222,7 @@ async fn abandon_during_a_retrying_recovery_closes_nothing() {
 /// lease's token: it records nothing and says another process took the entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_take_over_during_the_check_wins_and_abandon_records_nothing() {
-    for place in places("adv12-take-over").await {
+    for place in places("abandon-take-over").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (lost, _) = lost_and_applied_for_the_operator(&sb, &journal, 46, 47).await;
@@ -272,7 +272,7 @@ async fn a_take_over_during_the_check_wins_and_abandon_records_nothing() {
 /// entry is accepted (abandon records nothing), or the entry is abandoned and nothing went.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_of_the_same_request_during_the_check_is_never_both() {
-    for place in places("adv12-send-during").await {
+    for place in places("abandon-send-during").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (lost, _) = lost_and_applied_for_the_operator(&sb, &journal, 48, 49).await;
@@ -313,7 +313,7 @@ async fn a_send_of_the_same_request_during_the_check_is_never_both() {
 /// recovery then either lists it held (never hidden) or settles it, sent once.
 #[tokio::test]
 async fn a_dropped_abandon_leaves_the_entry_as_it_was_and_free_after_its_lease() {
-    for place in places("adv12-dropped").await {
+    for place in places("abandon-dropped").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (lost, _) = lost_and_applied_for_the_operator(&sb, &journal, 50, 51).await;
@@ -361,7 +361,7 @@ async fn a_dropped_abandon_leaves_the_entry_as_it_was_and_free_after_its_lease()
 #[tokio::test]
 async fn a_dropped_abandon_does_not_hide_the_entry_from_this_processs_recovery() {
     let mut lies = Vec::new();
-    for place in places("adv12-dropped-own").await {
+    for place in places("abandon-dropped-own").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let (lost, _) = lost_and_applied_for_the_operator(&sb, &journal, 52, 53).await;
@@ -394,7 +394,7 @@ async fn a_dropped_abandon_does_not_hide_the_entry_from_this_processs_recovery()
 /// still cannot be read is not abandoned either, and nothing is written.
 #[tokio::test]
 async fn quarantined_and_unreadable_entries_are_not_abandoned() {
-    for place in places("adv12-quarantined").await {
+    for place in places("abandon-quarantined").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
@@ -499,7 +499,7 @@ async fn quarantined_and_unreadable_entries_are_not_abandoned() {
 /// cancel cannot have applied) is closed, and recovery sends no cancel for it afterwards.
 #[tokio::test]
 async fn a_cancels_check_closes_only_what_cannot_have_applied() {
-    for place in places("adv12-cancel").await {
+    for place in places("abandon-cancel").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
