@@ -385,7 +385,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_change_is_recorded_once_held_and_taken_again_only_when_its_lease_is_over() {
-        let inbox = InMemory::new(Duration::from_millis(60));
+        let inbox = InMemory::new(Duration::from_millis(300));
         let held = inbox.record("k", b"body").await.expect("ok").expect("new");
         assert!(inbox.record("k", b"body").await.expect("ok").is_none());
         assert!(
@@ -397,7 +397,7 @@ mod tests {
             "leased"
         );
         assert!(inbox.renew(&held).await.expect("ok"));
-        tokio::time::sleep(Duration::from_millis(90)).await;
+        tokio::time::sleep(Duration::from_millis(450)).await;
         let again = inbox.take(ChangeKind::Collect, 10).await.expect("ok");
         assert_eq!(again.len(), 1);
         assert_eq!(

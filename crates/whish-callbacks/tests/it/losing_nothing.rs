@@ -162,7 +162,8 @@ async fn a_change_that_fails_past_the_deadline_waits_for_a_person() {
     let receiver = Receiver::builder()
         .transfer(any_signature, handler)
         .inbox(inbox.clone())
-        .retry(quick_retry().deadline(Duration::from_millis(100)))
+        // Long enough that the first failure is marked inside it on a loaded machine.
+        .retry(quick_retry().deadline(Duration::from_secs(1)))
         .pump_interval(Duration::from_millis(20))
         .build();
     let router = receiver.router();
