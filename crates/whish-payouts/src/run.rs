@@ -754,10 +754,7 @@ impl Batch {
                     None => ended = true,
                     Some(Ok(p)) if !bad.contains_key(&p.line) => chunk.push(p),
                     Some(Ok(p)) => {
-                        let mut r =
-                            RowResult::new(p.line, p.reference.clone(), RowOutcome::NotSent);
-                        r.amount = Some(p.amount);
-                        r.currency = Some(p.currency.clone());
+                        let mut r = row_result(&p);
                         r.code = Some("bad-row".into());
                         r.message = bad.get(&p.line).cloned();
                         deliver(&mut summary, r, &stop);

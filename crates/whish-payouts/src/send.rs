@@ -12,10 +12,9 @@ use crate::row::Payout;
 /// A row's result as the journal holds it, when the journal already settles it (accepted,
 /// refused for good, waiting for an operator); `None` when the row is to be sent.
 fn from_journal(p: &Payout, id: RequestId, entry: &Entry) -> Option<RowResult> {
-    let mut r = RowResult::new(p.line, p.reference.clone(), RowOutcome::Accepted);
+    let mut r = row_result(p);
+    r.outcome = RowOutcome::Accepted;
     r.request_id = Some(id);
-    r.amount = Some(p.amount);
-    r.currency = Some(p.currency.clone());
     r.earlier_run = true;
     let outcome = entry.outcome.as_ref();
     match entry.state {
@@ -99,16 +98,15 @@ pub(crate) fn row_result(p: &Payout) -> RowResult {
 /// reached once the batch has stopped, the row is one the stop left unsent.
 pub(crate) fn unread_row(mut r: RowResult, error: &str, stopped: bool) -> RowResult {
     r.outcome = RowOutcome::Unknown;
-    if stopped {
-        r.message = Some(format!(
-            "the batch stopped before this row was sent, and the journal could not be read for it ({error}): this run did not send it, but an earlier run, or another process running this batch, may have; run the batch again once the journal is back"
-        ));
+    let what = if stopped {
+        "the batch stopped before this row was sent, and the journal could not be read for it"
     } else {
         r.code = Some(JOURNAL_FAILED.into());
-        r.message = Some(format!(
-            "the journal could not be read for this row ({error}): this run did not send it, but an earlier run, or another process running this batch, may have; run the batch again once the journal is back"
-        ));
-    }
+        "the journal could not be read for this row"
+    };
+    r.message = Some(format!(
+        "{what} ({error}): this run did not send it, but an earlier run, or another process running this batch, may have; run the batch again once the journal is back"
+    ));
     r
 }
 

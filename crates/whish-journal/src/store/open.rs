@@ -124,8 +124,11 @@ impl Db {
             // FULL: every commit is on disk before the request it records is sent.
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(30));
-        // Processes opening a new file at once may meet SQLITE_BUSY where SQLite does not wait
-        // (CI found it): try again, with a growing pause, for up to 30 s.
+        // Only the open creates the file: a connection opened later to a file deleted meanwhile
+        // fails, where creating it would read an empty journal there.
+        let later = options.clone().create_if_missing(false);
+        // Processes opening a new file at once may meet SQLITE_BUSY where SQLite does not
+        // wait: try again, with a growing pause, for up to 30 s.
         let started = std::time::Instant::now();
         let mut pause = Duration::from_millis(10);
         loop {
@@ -142,9 +145,7 @@ impl Db {
                     pool.close().await;
                     return Err((e, JournalError::migrate as fn(sqlx::Error) -> JournalError));
                 }
-                // Only the open creates the file: a connection the pool opens later to a file
-                // deleted meanwhile fails, where creating it would read an empty journal there.
-                pool.set_connect_options(options.clone().create_if_missing(false));
+                pool.set_connect_options(later.clone());
                 Ok(pool)
             }
             .await;
@@ -156,12 +157,7 @@ impl Db {
                         SqlitePoolOptions::new()
                             .max_connections(2)
                             .test_before_acquire(false)
-                            .connect_with(
-                                options
-                                    .clone()
-                                    .create_if_missing(false)
-                                    .synchronous(SqliteSynchronous::Normal),
-                            )
+                            .connect_with(later.clone().synchronous(SqliteSynchronous::Normal))
                             .await
                             .map_err(JournalError::open)?
                     };

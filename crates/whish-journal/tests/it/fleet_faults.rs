@@ -414,11 +414,10 @@ async fn recoverer_ahead_meets_a_live_lease(place: &Place) {
     child
         .arg("+5 minutes")
         .arg(std::env::current_exe().expect("exe"))
-        .args([
-            "--exact",
-            &this_module_test("skewed_child_recovers"),
-            "--nocapture",
-        ])
+        .args(support::child_test_args(
+            module_path!(),
+            "skewed_child_recovers",
+        ))
         .env(SKEWED_CHILD, place.url())
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
         .env("SKEWED_BASE", sb.transfer_base_url())
@@ -509,10 +508,4 @@ async fn recovery_that_cannot_record_after_sending_says_so() {
     assert_eq!(report.unrecorded.len(), 1, "{report:?}");
     assert_eq!(report.unrecorded[0].to, State::Accepted, "{report:?}");
     assert!(!report.all_final());
-}
-
-/// The full name of a test of this module, as the harness filters it (`module::test`).
-fn this_module_test(name: &str) -> String {
-    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
-    format!("{module}::{name}")
 }

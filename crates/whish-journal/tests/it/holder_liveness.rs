@@ -11,12 +11,6 @@ use whish_sandbox::{Endpoint, Fault};
 
 const CHILD: &str = "WHISH_JOURNAL_NAMESPACE_CHILD";
 
-/// The full name of a test of this module, as the harness filters it (`module::test`).
-fn this_module_test(name: &str) -> String {
-    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
-    format!("{module}::{name}")
-}
-
 /// In a child run in a new PID namespace: send one transfer through the journal named in the
 /// environment, and wait on it (the sandbox stalls it). In the parent: does nothing.
 #[tokio::test]
@@ -68,11 +62,10 @@ async fn a_live_holder_in_another_pid_namespace_is_not_taken_for_dead() {
         let mut child = Command::new("unshare")
             .args(["--pid", "--fork", "--mount-proc"])
             .arg(std::env::current_exe().expect("exe"))
-            .args([
-                "--exact",
-                &this_module_test("sender_in_another_namespace"),
-                "--nocapture",
-            ])
+            .args(support::child_test_args(
+                module_path!(),
+                "sender_in_another_namespace",
+            ))
             .env(CHILD, place.url())
             .env("NS_BASE", sb.transfer_base_url())
             .env("NS_USER", &creds.username)

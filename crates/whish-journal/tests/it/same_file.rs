@@ -3,7 +3,7 @@
 //! journal writes after the second opened stays in the file every process reads, and the other
 //! process's close leaves the write-ahead log this one writes to in place.
 
-use crate::support::{cash_send, sandbox, transfer};
+use crate::support::{self, cash_send, sandbox, transfer};
 use whish_journal::{Journal, Operation, Service};
 
 const CHILD: &str = "WHISH_JOURNAL_SAME_FILE_CHILD";
@@ -30,14 +30,12 @@ async fn same_file_child_opens_and_closes() {
 
 /// Run the child on `url`; with `key`, whether it found that entry.
 async fn child(url: &str, key: Option<String>) -> Option<bool> {
-    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
     let mut command = std::process::Command::new(std::env::current_exe().expect("exe"));
     command
-        .args([
-            "--exact",
-            &format!("{module}::same_file_child_opens_and_closes"),
-            "--nocapture",
-        ])
+        .args(support::child_test_args(
+            module_path!(),
+            "same_file_child_opens_and_closes",
+        ))
         .env(CHILD, url);
     if let Some(key) = &key {
         command.env(CHILD_KEY, key);

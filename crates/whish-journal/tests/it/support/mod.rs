@@ -226,6 +226,17 @@ pub fn transfers_with(sb: &Sandbox, request_id: i64) -> usize {
         .count()
 }
 
+/// The arguments that run one test of this binary alone, its output shown, in a child process
+/// (after `std::env::current_exe()`): `module` is the test's `module_path!()`.
+pub fn child_test_args(module: &str, test: &str) -> [String; 3] {
+    let module = module.split_once("::").map_or("", |(_, m)| m);
+    [
+        "--exact".to_owned(),
+        format!("{module}::{test}"),
+        "--nocapture".to_owned(),
+    ]
+}
+
 /// How many requests of `endpoint` reached the sandbox.
 pub fn calls(sb: &Sandbox, endpoint: whish_sandbox::Endpoint) -> usize {
     sb.requests()
