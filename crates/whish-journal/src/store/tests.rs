@@ -271,6 +271,7 @@ async fn the_open_entry_statements_read_an_index_never_the_final_rows_postgres()
 /// known state is.
 #[tokio::test]
 async fn unknown_states_are_found_in_every_gap_between_the_known_ones() {
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut dbs = vec![sqlite("unknown-states").await];
     #[cfg(feature = "postgres")]
     dbs.extend(postgres().await);
@@ -323,6 +324,7 @@ async fn unknown_states_are_found_in_every_gap_between_the_known_ones() {
 /// is nothing to make durable.
 #[tokio::test]
 async fn sync_makes_relaxed_writes_durable_and_leaves_nothing() {
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut dbs = vec![sqlite("sync").await];
     #[cfg(feature = "postgres")]
     dbs.extend(postgres().await);
