@@ -16,7 +16,7 @@ async fn a_row_left_open(
 ) -> (Sandbox, Vec<(String, String)>, Vec<String>, String) {
     let sb = funded_sandbox().await;
     let mut env = sb.env_vars();
-    let dir = temp_file("adv12", "").parent().expect("dir").to_owned();
+    let dir = temp_file("abandon", "").parent().expect("dir").to_owned();
     env.push(journal_at(&dir.join(format!("{name}.sqlite"))));
     let file = cash_payouts_file(&format!("{name}.csv"), "R", "+9617044", 2, 3);
     let results = dir
@@ -82,7 +82,7 @@ fn transfers_with(sb: &Sandbox, key: &str) -> usize {
 /// nothing is moved to the operator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_hours_that_are_not_hours_change_nothing() {
-    let (sb, env, _, _) = a_row_left_open("adv12-deadline", Fault::DropRequest).await;
+    let (sb, env, _, _) = a_row_left_open("deadline", Fault::DropRequest).await;
     let before = the_open_entry(&env).await;
     assert_eq!(before["state"], "may-have-arrived", "setup: {before}");
     let requests = sb.requests().len();
@@ -118,7 +118,7 @@ async fn deadline_hours_that_are_not_hours_change_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lagging_status_read_does_not_make_a_paid_row_read_abandoned() {
     let (sb, env, send, results, key) =
-        a_row_left_for_a_person("adv12-lagging", Fault::DropReply).await;
+        a_row_left_for_a_person("lagging", Fault::DropReply).await;
     assert_eq!(transfers_with(&sb, &key), 1, "setup: the service holds it");
     sb.inject(
         Endpoint::TransferStatus,
@@ -155,7 +155,7 @@ async fn a_lagging_status_read_does_not_make_a_paid_row_read_abandoned() {
 /// (`held_elsewhere`, exit 3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandon_while_another_process_holds_the_entry_says_so() {
-    let (sb, env, _, _, key) = a_row_left_for_a_person("adv12-held", Fault::DropRequest).await;
+    let (sb, env, _, _, key) = a_row_left_for_a_person("held", Fault::DropRequest).await;
     let statuses = |sb: &Sandbox| {
         sb.requests()
             .iter()
@@ -210,7 +210,7 @@ async fn abandon_while_another_process_holds_the_entry_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_row_is_not_abandoned() {
     let (sb, env, _, _, key) =
-        a_row_left_for_a_person("adv12-unreadable", Fault::DropRequest).await;
+        a_row_left_for_a_person("unreadable", Fault::DropRequest).await;
     let url = env
         .iter()
         .find(|(k, _)| k == "WHISH_JOURNAL")
@@ -263,11 +263,11 @@ async fn an_unreadable_row_is_not_abandoned() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandon_never_advises_cancelling_someone_elses_transfer() {
     let (sb, env, _, _, key) =
-        a_row_left_for_a_person("adv12-someone-else", Fault::DropRequest).await;
+        a_row_left_for_a_person("someone-else", Fault::DropRequest).await;
     assert_eq!(transfers_with(&sb, &key), 0, "setup");
     let mut theirs_env = env.clone();
     theirs_env.retain(|(k, _)| k != "WHISH_JOURNAL");
-    let dir = temp_file("adv12-theirs", "")
+    let dir = temp_file("theirs", "")
         .parent()
         .expect("dir")
         .to_owned();
@@ -299,7 +299,7 @@ async fn abandon_never_advises_cancelling_someone_elses_transfer() {
 /// entry any more and the status read now answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_abandon_does_not_block_the_next_one() {
-    let (sb, env, _, _, key) = a_row_left_for_a_person("adv12-killed", Fault::DropRequest).await;
+    let (sb, env, _, _, key) = a_row_left_for_a_person("killed", Fault::DropRequest).await;
     let statuses = |sb: &Sandbox| {
         sb.requests()
             .iter()

@@ -53,7 +53,7 @@ fn held(sb: &Sandbox, op: &str, key: &str) -> (usize, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_a_first_money_moving_attempt_is_unknown_then_settled_once() {
-    let (sb, env) = lenient_sandbox_with_journal("adv9-page-journal.sqlite").await;
+    let (sb, env) = lenient_sandbox_with_journal("page-journal.sqlite").await;
     let faults = [
         (Fault::AppliedPage(403), true),
         (Fault::AppliedPage(404), true),
@@ -109,7 +109,7 @@ async fn a_page_on_a_first_money_moving_attempt_is_unknown_then_settled_once() {
 /// next step): exit 0, `confirmed` when it had been applied, `sent` when not; one transfer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_answered_by_a_page_then_resent_is_one_transfer() {
-    let (sb, env) = lenient_sandbox_with_journal("adv9-resend-journal.sqlite").await;
+    let (sb, env) = lenient_sandbox_with_journal("resend-journal.sqlite").await;
     let mut failures = Vec::new();
     for (i, (fault, result)) in [
         (Fault::AppliedPage(403), "confirmed"),

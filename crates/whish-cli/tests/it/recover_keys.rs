@@ -72,7 +72,7 @@ async fn state_of(env: &[(String, String)], id: &str) -> String {
 /// journal holds afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_keyed_recoveries_of_one_entry_at_once_send_once_and_agree_with_the_journal() {
-    let (sb, env, _) = sandbox_with_journal("adv15-two-at-once").await;
+    let (sb, env, _) = sandbox_with_journal("two-at-once").await;
     let id = "951500001";
     parked(&sb, &env, id, Fault::DropRequest).await;
     sb.inject(
@@ -111,7 +111,7 @@ async fn two_keyed_recoveries_of_one_entry_at_once_send_once_and_agree_with_the_
 /// service answers, the entry is confirmed from the one transfer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyed_recovery_whose_status_read_meets_a_page_or_silence_settles_nothing() {
-    let (sb, env, _) = sandbox_with_journal("adv15-page").await;
+    let (sb, env, _) = sandbox_with_journal("page").await;
     let id = "951500002";
     parked(&sb, &env, id, Fault::DropReply).await;
     assert_eq!(transfers_under(&sb, id), 1, "setup: the service applied it");
@@ -156,7 +156,7 @@ async fn a_keyed_recovery_whose_status_read_meets_a_page_or_silence_settles_noth
 /// from the one transfer, and a second keyed recovery finds nothing to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyed_recovery_takes_the_entry_of_a_killed_whish_at_once() {
-    let (sb, env, _) = sandbox_with_journal("adv15-killed").await;
+    let (sb, env, _) = sandbox_with_journal("killed").await;
     let id = "951500003";
     let body = temp_file("killed.json", &cash_body("70"));
     sb.inject(Endpoint::TransferSend, Fault::Stall, 1);

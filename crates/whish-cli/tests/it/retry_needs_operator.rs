@@ -69,7 +69,7 @@ async fn someone_elses_transfer(s: &Sent, key: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_row_does_not_take_someone_elses_transfer_and_cancel_it() {
-    let (s, key) = batch_never_arrived("adv10-collide").await;
+    let (s, key) = batch_never_arrived("collide").await;
     someone_elses_transfer(&s, &key).await;
     assert_eq!(s.sb.transfers().len(), 1, "setup");
     assert_eq!(s.sb.transfers()[0].request_id.to_string(), key, "setup");
@@ -98,7 +98,7 @@ async fn a_retried_row_does_not_take_someone_elses_transfer_and_cancel_it() {
             .map(|t| (t.request_id, t.total.to_string(), t.status.clone()))
             .collect::<Vec<_>>()
     );
-    eprintln!("adv10 collide: {report}");
+    eprintln!("collide: {report}");
     // The truth: the sandbox never held the row's transfer; only someone else's 90 USD one.
     assert_eq!(sandbox.len(), 1, "{report}");
     assert_eq!(
@@ -117,7 +117,7 @@ async fn a_retried_row_does_not_take_someone_elses_transfer_and_cancel_it() {
 /// given a moment ago silently not acted on, for the length of the dead process's lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_killed_mid_flight_is_taken_over_or_said_held() {
-    let (s, key) = batch_never_arrived("adv10-killed").await;
+    let (s, key) = batch_never_arrived("killed").await;
     let late = whish(&["journal", "recover", "--deadline-hours", "0"], &s.env).await;
     assert_eq!(late.code, 3, "setup: {late:?}");
     s.sb.inject(Endpoint::TransferStatus, Fault::Stall, 1);
@@ -157,7 +157,7 @@ async fn a_retry_killed_mid_flight_is_taken_over_or_said_held() {
         again.stderr,
         s.sb.transfers()
     );
-    eprintln!("adv10 killed: {report}");
+    eprintln!("killed: {report}");
     let json = again.json();
     let taken = json["report"]["taken_from_dead"].as_u64().unwrap_or(0);
     let held = json["report"]["held_elsewhere"]
@@ -176,7 +176,7 @@ async fn a_retry_killed_mid_flight_is_taken_over_or_said_held() {
 /// cancelled by the batch, nothing left open, and the sandbox holds RECEIVED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_cancel_of_a_collected_row_without_ltn_is_told_refused() {
-    let s = sent_batch("adv10-ltn-collected", 1).await;
+    let s = sent_batch("ltn-collected", 1).await;
     let ltn = s.sb.transfers()[0].ltn_number.clone();
     s.sb.inject(Endpoint::TransferCancel, Fault::Page(502), 1);
     s.sb.inject(Endpoint::TransferStatus, Fault::Delay(Duration::ZERO), 1);
@@ -218,7 +218,7 @@ async fn an_open_cancel_of_a_collected_row_without_ltn_is_told_refused() {
 /// someone else's transfer alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_row_does_not_take_someone_elses_transfer() {
-    let (s, key) = batch_never_arrived("adv10-collide-open").await;
+    let (s, key) = batch_never_arrived("collide-open").await;
     someone_elses_transfer(&s, &key).await;
     let plain = whish(&["journal", "recover"], &s.env).await;
     assert_ne!(plain.code, 0, "{plain:?}");

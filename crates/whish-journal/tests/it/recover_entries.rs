@@ -44,7 +44,7 @@ fn a_dead_process_of_this_host() -> String {
 #[tokio::test]
 async fn recover_entries_takes_a_dead_holders_entry_and_leaves_the_final_ones() {
     let mut lies = Vec::new();
-    for place in places("adv13-entries-dead").await {
+    for place in places("entries-dead").await {
         let sb = sandbox().await;
         let j = place.open().await;
         let (lost, applied) = lost_and_applied_for_the_operator(&sb, &j, 30, 31).await;
@@ -143,7 +143,7 @@ async fn recover_entries_takes_a_dead_holders_entry_and_leaves_the_final_ones() 
 #[tokio::test]
 async fn an_unreadable_entry_held_elsewhere_is_not_hidden() {
     let mut lies = Vec::new();
-    for place in places("adv13-held-unreadable").await {
+    for place in places("held-unreadable").await {
         let sb = sandbox().await;
         let j = place.open().await;
         let t = j.transfer(transfer(&sb, 0));
@@ -187,7 +187,7 @@ async fn an_unreadable_entry_held_elsewhere_is_not_hidden() {
 #[tokio::test]
 async fn prune_keeps_an_abandoned_entry_on_every_backend() {
     let mut lies = Vec::new();
-    for place in places("adv13-prune-abandoned").await {
+    for place in places("prune-abandoned").await {
         let sb = sandbox().await;
         let j = place.open().await;
         let (lost, _) = lost_and_applied_for_the_operator(&sb, &j, 20, 21).await;
@@ -226,7 +226,7 @@ async fn prune_keeps_an_abandoned_entry_on_every_backend() {
 #[tokio::test]
 async fn two_processes_abandoning_one_entry_record_it_once() {
     let mut lies = Vec::new();
-    for place in places("adv14-abandon-race").await {
+    for place in places("abandon-race").await {
         let sb = sandbox().await;
         let j1 = place.open().await;
         let j2 = place.open().await;
@@ -288,7 +288,7 @@ async fn two_processes_abandoning_one_entry_record_it_once() {
 #[tokio::test]
 async fn abandon_of_an_applied_fee_deducted_send_says_received() {
     let mut lies = Vec::new();
-    for place in places("adv14-abandon-deducted").await {
+    for place in places("abandon-deducted").await {
         let sb = sandbox().await;
         let j = place.open().await;
         let t = j.transfer(transfer(&sb, 0));

@@ -20,7 +20,7 @@ use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 fn dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
-        "whish-payouts-adv12-{test}-{}-{}",
+        "whish-payouts-abandoned-{test}-{}-{}",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -72,7 +72,7 @@ async fn scenario(sb: Sandbox, advance_after_send: Option<Duration>, name: &str)
     let c = client(&sb);
     let file = d.join("aid.csv");
     write(&file, &csv_rows(30, "10"));
-    let batch = Batch::new(format!("adv2-{name}"), &file, defaults()).expect("batch");
+    let batch = Batch::new(name.to_owned(), &file, defaults()).expect("batch");
     let j = journal(&d).await;
     let (s, _) = run(&batch, &j, &c, &RunOptions::new().concurrency(4)).await;
     assert!(s.expect("run").all_accepted());

@@ -27,7 +27,7 @@ use whish_sandbox::{Endpoint, Fault, Sandbox};
 
 fn dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
-        "whish-payouts-adv15-{test}-{}-{}",
+        "whish-payouts-journal-fails-{test}-{}-{}",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -117,7 +117,7 @@ async fn a_row_open_from_an_earlier_run_is_never_reported_not_sent_when_the_jour
         .expect("journal");
     let c = client(&sb);
     let file = d.join("aid.csv");
-    let name = "adv15-busy";
+    let name = "busy";
 
     // Run 1: row A paid and accepted.
     write(&file, &format!("{HEADER}\n{}", row("A-1", "+96170111001")));
@@ -222,7 +222,7 @@ async fn a_journal_read_that_fails_mid_run_never_reports_paid_rows_not_sent() {
         return;
     };
     let name = format!(
-        "whish_adv15_{}",
+        "whish_journal_fails_{}",
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -241,7 +241,7 @@ async fn a_journal_read_that_fails_mid_run_never_reports_paid_rows_not_sent() {
     let c = client(&sb);
     let file = d.join("aid.csv");
     write(&file, &rows(ROWS));
-    let batch = Batch::new("adv15-pg-down", &file, defaults()).expect("batch");
+    let batch = Batch::new("pg-down", &file, defaults()).expect("batch");
 
     // Run 1: every row paid and accepted.
     let (s, r) = run(&batch, &j, &c, &RunOptions::new().concurrency(4), |_| {}).await;
@@ -376,18 +376,18 @@ async fn a_paid_row_is_never_reported_not_sent_when_the_batch_runs_again_in_the_
             "{HEADER}\nA-1,Rami,Haddad,+96170111001,07-03-1990,25,USD,Family Support,Savings\n"
         ),
     );
-    let batch = Batch::new("adv16-rerun", &file, defaults()).expect("batch");
+    let batch = Batch::new("rerun", &file, defaults()).expect("batch");
 
     // Run 1: A's reply is lost after the service applied it, and its outcome is not recorded.
     sqlite3(
         &db,
-        "CREATE TRIGGER adv16_outcome BEFORE UPDATE ON whish_journal_entries \
+        "CREATE TRIGGER fail_outcome BEFORE UPDATE ON whish_journal_entries \
          WHEN NEW.state <> 'intended' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END;",
     );
     sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
     let (s, r) = run(&batch, &j, &c, &RunOptions::new().concurrency(1), |_| {}).await;
     j.flush().await;
-    sqlite3(&db, "DROP TRIGGER adv16_outcome;");
+    sqlite3(&db, "DROP TRIGGER fail_outcome;");
     eprintln!("run 1: {s:?}");
     for x in &r {
         eprintln!("  {x:?}");
@@ -402,13 +402,13 @@ async fn a_paid_row_is_never_reported_not_sent_when_the_batch_runs_again_in_the_
     // Run 2, same process, same journal: A's insert fails, the writes after it go through.
     sqlite3(
         &db,
-        "CREATE TRIGGER adv16_fail BEFORE INSERT ON whish_journal_entries \
+        "CREATE TRIGGER fail_insert BEFORE INSERT ON whish_journal_entries \
          WHEN NEW.state = 'intended' AND EXISTS (SELECT 1 FROM whish_journal_entries e \
            WHERE e.service = NEW.service AND e.operation = NEW.operation AND e.idem_key = NEW.idem_key) \
          BEGIN SELECT RAISE(ABORT, 'database is locked'); END;",
     );
     let (s, r) = run(&batch, &j, &c, &RunOptions::new().concurrency(1), |_| {}).await;
-    sqlite3(&db, "DROP TRIGGER adv16_fail;");
+    sqlite3(&db, "DROP TRIGGER fail_insert;");
     eprintln!("run 2: {s:?}");
     for x in &r {
         eprintln!("  {x:?}");

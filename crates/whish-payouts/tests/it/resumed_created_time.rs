@@ -95,7 +95,7 @@ async fn cancel_uncollected_never_cancels_rows_sent_after_the_cutoff() {
     let c = client(&sb);
     let file = d.join("aid.csv");
     write(&file, &csv_rows(40, "10"));
-    let batch = Batch::new("adv2-created-cancel", &file, defaults()).expect("batch");
+    let batch = Batch::new("created-cancel", &file, defaults()).expect("batch");
     let j = journal(&d).await;
     let (run1, run2, before) = stopped_then_resumed(&d, &sb, &batch, &j).await;
 
@@ -159,7 +159,7 @@ async fn reconcile_of_a_window_before_the_resume_finds_nothing_lost() {
     let c = client(&sb);
     let file = d.join("aid.csv");
     write(&file, &csv_rows(40, "10"));
-    let batch = Batch::new("adv2-created-reconcile", &file, defaults()).expect("batch");
+    let batch = Batch::new("created-reconcile", &file, defaults()).expect("batch");
     let j = journal(&d).await;
     let from = OffsetDateTime::now_utc() - time::Duration::minutes(5);
     let (run1, run2, before) = stopped_then_resumed(&d, &sb, &batch, &j).await;

@@ -38,7 +38,7 @@ async fn cancel_applied_reply_lost_status_unreadable(name: &str) -> (Sent, Run, 
 /// sandbox holds cancelled. Exit 3 and `cancel: unknown` are right; "waiting" is not known.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_applied_with_its_reply_lost_is_not_written_waiting() {
-    let (_s, run, rows) = cancel_applied_reply_lost_status_unreadable("adv8-lost-waiting").await;
+    let (_s, run, rows) = cancel_applied_reply_lost_status_unreadable("lost-waiting").await;
     assert_eq!(run.code, 3, "{run:?}");
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["cancel"], "unknown", "{rows:?}");
@@ -55,7 +55,7 @@ async fn a_cancel_applied_with_its_reply_lost_is_not_written_waiting() {
 /// settled". Exit 0 with the cancel still open in the journal is one of the two lies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_run_does_not_exit_0_while_the_cancel_it_recovers_stays_open() {
-    let (s, first, _) = cancel_applied_reply_lost_status_unreadable("adv8-recover-open").await;
+    let (s, first, _) = cancel_applied_reply_lost_status_unreadable("recover-open").await;
     assert_eq!(first.code, 3, "{first:?}");
     assert_eq!(open_entries(&s).await.len(), 1, "setup: the cancel is open");
     // The recovery's status read by LTN: a proxy's page.
@@ -79,7 +79,7 @@ async fn a_cancel_run_does_not_exit_0_while_the_cancel_it_recovers_stays_open() 
 /// follow-up reported waiting and settled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_up_does_not_exit_0_while_a_cancel_of_the_row_is_open() {
-    let s = sent_batch("adv8-follow-open", 1).await;
+    let s = sent_batch("follow-open", 1).await;
     s.sb.inject(Endpoint::TransferCancel, Fault::DropRequest, 1);
     let cutoff = in_an_hour();
     let (first, rows) = payouts(&s, Some(&cutoff), "cancel-1.jsonl").await;
@@ -110,7 +110,7 @@ async fn a_follow_up_does_not_exit_0_while_a_cancel_of_the_row_is_open() {
 /// did, as the journal says)". Summed over the runs, `cancelled` is 0 for 1 cancel applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_settled_by_recovery_is_reported_as_the_batchs_cancel() {
-    let (s, first, rows1) = cancel_applied_reply_lost_status_unreadable("adv8-recovered").await;
+    let (s, first, rows1) = cancel_applied_reply_lost_status_unreadable("recovered").await;
     assert_eq!(first.code, 3, "{first:?}");
     let cutoff = in_an_hour();
     let (again, rows2) = payouts(&s, Some(&cutoff), "cancel-2.jsonl").await;
@@ -144,7 +144,7 @@ async fn a_cancel_settled_by_recovery_is_reported_as_the_batchs_cancel() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_made_by_someone_else_is_not_recorded_as_the_batchs() {
-    let mut s = sent_batch("adv8-operator", 1).await;
+    let mut s = sent_batch("operator", 1).await;
     let proxy = racing_proxy(s.sb.addr(), "777000111");
     for (k, v) in s.env.iter_mut() {
         if k == "WHISH_TRANSFER_BASE_URL" {
@@ -253,7 +253,7 @@ fn spoiling_proxy(upstream: SocketAddr, spoil: Spoil, cancels: usize) -> SocketA
 }
 
 async fn spoiled_cancel_then_again(spoil: Spoil) {
-    let name = format!("adv8-spoil-{spoil:?}").to_lowercase();
+    let name = format!("spoil-{spoil:?}").to_lowercase();
     let mut s = sent_batch(&name, 3).await;
     let proxy = spoiling_proxy(s.sb.addr(), spoil, 1);
     for (k, v) in s.env.iter_mut() {
@@ -307,7 +307,7 @@ async fn a_cancel_applied_then_answered_with_truncated_json_is_unknown_then_sett
 /// the run gives another reason: the same cancel, settled, never "not sent".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_cancel_is_sent_again_with_its_own_reason() {
-    let s = sent_batch("adv8-other-reason", 1).await;
+    let s = sent_batch("other-reason", 1).await;
     let cutoff = in_an_hour();
     let with_reason = |out: &str, reason: &str| {
         let (mut args, results) = payouts_args(&s, Some(&cutoff), out);
@@ -358,7 +358,7 @@ async fn an_open_cancel_is_sent_again_with_its_own_reason() {
 /// (it was), and was left open for every later run. It is sent again with its own bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_cancel_is_settled_when_the_row_has_no_ltn_known() {
-    let (s, first, _) = cancel_applied_reply_lost_status_unreadable("adv8-no-ltn").await;
+    let (s, first, _) = cancel_applied_reply_lost_status_unreadable("no-ltn").await;
     assert_eq!(first.code, 3, "setup: {first:?}");
     assert_eq!(open_entries(&s).await.len(), 1, "setup: the cancel is open");
     let emptied = journal_sql(

@@ -86,7 +86,7 @@ async fn a_cancel_run_killed_and_run_again_with_the_clock_moved_cancels_each_row
         return;
     }
     const ROWS: usize = 16;
-    let s = sent_batch("adv8-kill-clock", ROWS).await;
+    let s = sent_batch("kill-clock", ROWS).await;
     s.sb.inject(
         Endpoint::TransferCancel,
         Fault::Delay(Duration::from_secs(2)),
@@ -180,7 +180,7 @@ async fn a_cancel_left_open_then_run_with_the_clock_a_day_ahead_reports_the_trut
     if !faketime_here() {
         return;
     }
-    let s = sent_batch("adv8-clock-deadline", 1).await;
+    let s = sent_batch("clock-deadline", 1).await;
     s.sb.inject(Endpoint::TransferCancel, Fault::DropRequest, 1);
     let cutoff = in_an_hour();
     let (a1, r1) = payouts_args(&s, Some(&cutoff), "cancel-1.jsonl");

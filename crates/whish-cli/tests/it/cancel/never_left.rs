@@ -10,7 +10,7 @@ use whish_sandbox::Endpoint;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_that_never_left_then_someone_elses_cancel_is_not_the_batchs() {
-    let s = sent_batch("adv9-notsent-other", 1).await;
+    let s = sent_batch("notsent-other", 1).await;
     let cutoff = in_an_hour();
 
     // Run 1: the activity log and the status read pass; the cancel's connection is refused.

@@ -39,7 +39,7 @@ fn applied_cancels(s: &Sent) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_run_that_cannot_read_its_file_sends_nothing_or_says_so() {
-    let s = one_cancel_open("adv9-nofile", 1).await;
+    let s = one_cancel_open("nofile", 1).await;
     let before = (
         applied_cancels(&s),
         request_ids(&s.sb, Endpoint::TransferCancel).len(),
@@ -70,7 +70,7 @@ async fn a_cancel_run_that_cannot_read_its_file_sends_nothing_or_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_run_whose_journal_read_fails_sends_nothing_or_says_so() {
-    let s = one_cancel_open("adv9-badentry", 2).await;
+    let s = one_cancel_open("badentry", 2).await;
     // Another row's send entry (accepted, final: recovery does not read it) becomes unreadable.
     let sends = journal_lines(&s, &["--state", "accepted"]).await;
     let open = open_entries(&s).await;

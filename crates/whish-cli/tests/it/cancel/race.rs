@@ -64,7 +64,7 @@ fn lies(name: &str, run: &Run, rows: &[Value], open: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_cancel_runs_at_once_cancel_each_row_once_and_both_tell_the_truth() {
-    let s = sent_batch("adv9-race-two", 4).await;
+    let s = sent_batch("race-two", 4).await;
     s.sb.inject(
         Endpoint::TransferCancel,
         Fault::Delay(Duration::from_millis(1500)),
@@ -103,7 +103,7 @@ async fn two_cancel_runs_at_once_cancel_each_row_once_and_both_tell_the_truth() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_run_killed_mid_cancel_then_another_run_settles_every_row_once() {
-    let s = sent_batch("adv9-race-kill", 4).await;
+    let s = sent_batch("race-kill", 4).await;
     s.sb.inject(
         Endpoint::TransferCancel,
         Fault::Delay(Duration::from_millis(3000)),

@@ -48,7 +48,7 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
     let file = cash_payouts_file("aid-jfull.csv", "JF", "+961705", 5, ROWS);
     let results = file.with_file_name("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
-    let mut send = payouts_cmd("send", &file_arg, "adv7-journal-full", &results_arg);
+    let mut send = payouts_cmd("send", &file_arg, "journal-full", &results_arg);
     send.extend(["--concurrency", "4"]);
 
     // The first run, bounded: a run that cannot write its journal must still end and say so

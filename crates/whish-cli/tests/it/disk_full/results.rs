@@ -77,7 +77,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
     fill_leaving(&mount.0, 6 * 1024);
     let results = mount.0.join("results.csv");
     let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
-    let mut send = payouts_cmd("send", &file_arg, "adv7-results-full", &results_arg);
+    let mut send = payouts_cmd("send", &file_arg, "results-full", &results_arg);
     send.extend(["--concurrency", "4"]);
 
     let first = whish(&send, &env).await;
@@ -137,7 +137,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
     env.push(journal_at(&dir.join("payouts.sqlite")));
     let file_arg = file.display().to_string();
     let sent_results = dir.join("results.csv").display().to_string();
-    let send = payouts_cmd("send", &file_arg, "adv7-cancel-full", &sent_results);
+    let send = payouts_cmd("send", &file_arg, "cancel-full", &sent_results);
     let sent = whish(&send, &env).await;
     assert_eq!(sent.code, 0, "{sent:?}");
     assert_eq!(sb.transfers().len(), ROWS);
@@ -155,7 +155,7 @@ async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_
         "cancel",
         &file_arg,
         "--batch",
-        "adv7-cancel-full",
+        "cancel-full",
         "--uncollected-before",
         &later,
         "--reason",

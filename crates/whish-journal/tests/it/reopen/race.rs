@@ -22,7 +22,7 @@ const ROUNDS: i64 = 4;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_is_never_reopened_as_a_never_sent_request() {
     let mut lies: Vec<String> = Vec::new();
-    for place in places("adv3-reopen-race").await {
+    for place in places("reopen-race").await {
         for round in 0..ROUNDS {
             let sb = sandbox().await;
             let a = place.open_steady().await;

@@ -50,7 +50,7 @@ async fn proxy(upstream: String, needle: &'static [u8], armed: Arc<AtomicBool>) 
                         {
                             armed.store(false, Ordering::SeqCst);
                             hit2.store(true, Ordering::SeqCst);
-                            eprintln!("adv16 proxy: reply to the reopen will be lost");
+                            eprintln!("proxy: reply to the reopen will be lost");
                         }
                         if sw.write_all(&buf[..n]).await.is_err() {
                             return;
@@ -74,7 +74,7 @@ async fn proxy(upstream: String, needle: &'static [u8], armed: Arc<AtomicBool>) 
                                 && swallowed[i..].windows(5).any(|w| w == b"Z\0\0\0\x05")
                             {
                                 eprintln!(
-                                    "adv16 proxy: the server committed; cutting the connection"
+                                    "proxy: the server committed; cutting the connection"
                                 );
                                 break;
                             }
@@ -100,8 +100,8 @@ async fn proxy(upstream: String, needle: &'static [u8], armed: Arc<AtomicBool>) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reopen_whose_reply_is_lost_is_told_nothing_sent_and_then_sent_by_recovery() {
-    let Some(Place::Postgres(url)) = places("adv16-pg-reopen").await.into_iter().nth(1) else {
-        eprintln!("adv16_pg_reopen_lost NOT RUN: no PostgreSQL server");
+    let Some(Place::Postgres(url)) = places("pg-reopen").await.into_iter().nth(1) else {
+        eprintln!("a_reopen_whose_reply_is_lost NOT RUN: no PostgreSQL server");
         return;
     };
     let sb = sandbox().await;

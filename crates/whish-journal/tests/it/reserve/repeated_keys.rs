@@ -11,7 +11,7 @@ use whish_journal::{Operation, Service, State};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_repeated_across_reservation_pieces_is_recorded_once_with_the_first_bytes() {
-    for place in places("adv3-reserve-pieces").await {
+    for place in places("reserve-pieces").await {
         for n in [7usize, 100] {
             let sb = sandbox().await;
             let journal = place.open().await;

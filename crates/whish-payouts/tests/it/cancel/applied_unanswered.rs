@@ -34,7 +34,7 @@ async fn scenario(name: &str, fault: Fault, cancel: whish_payouts::RowOutcome) {
     let c = client(&sb);
     let file = d.join("aid.csv");
     write(&file, &csv_rows(1, "10"));
-    let batch = Batch::new(format!("adv4-{name}"), &file, defaults()).expect("batch");
+    let batch = Batch::new(name.to_owned(), &file, defaults()).expect("batch");
     let j = journal(&d).await;
     let (s, _) = run(&batch, &j, &c, &RunOptions::new().concurrency(1)).await;
     assert!(s.expect("run").all_accepted());

@@ -15,7 +15,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn a_row_changed_after_a_limit_refusal_is_sent_not_refused() {
-    let d = dir("adv6-limit-changed");
+    let d = dir("limit-changed");
     let sb = sandbox(1_000_000).await;
     let (j, c) = (journal(&d).await, client(&sb));
     let file = d.join("aid.csv");
@@ -25,7 +25,7 @@ async fn a_row_changed_after_a_limit_refusal_is_sent_not_refused() {
             "{HEADER}\nBEN-00017,Rami,Haddad,+96170123456,07-03-1990,150,USD,Family Support,Savings\n"
         ),
     );
-    let batch = Batch::new("adv6-limit-changed", &file, defaults()).expect("batch");
+    let batch = Batch::new("limit-changed", &file, defaults()).expect("batch");
     sb.inject(
         Endpoint::TransferSend,
         Fault::Code("transfer.exceeds_account_daily_limit"),

@@ -22,7 +22,7 @@ async fn every_bad_or_changed_row_is_reported_once_across_chunks_and_none_is_sen
     let file = d.join("aid.csv");
     const N: usize = 600;
     write(&file, &csv_rows(N, "10"));
-    let batch = Batch::new("adv3-check-chunks", &file, defaults()).expect("batch");
+    let batch = Batch::new("check-chunks", &file, defaults()).expect("batch");
     let j = journal(&d).await;
 
     // Run 1: the first three rows meet the receiver's daily limit (retryable), the rest is

@@ -13,7 +13,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn references_differing_only_by_invisible_code_points_are_refused() {
-    let d = dir("adv6-invisible");
+    let d = dir("invisible");
     let sb = sandbox(1_000_000).await;
     let (j, c) = (journal(&d).await, client(&sb));
     let file = d.join("aid.csv");
@@ -32,7 +32,7 @@ async fn references_differing_only_by_invisible_code_points_are_refused() {
         ));
     }
     write(&file, &text);
-    let batch = Batch::new("adv6-invisible", &file, defaults()).expect("batch");
+    let batch = Batch::new("invisible", &file, defaults()).expect("batch");
     let check = batch.check(&j, &c).await.expect("check");
     let (s, _) = run(&batch, &j, &c, &RunOptions::new()).await;
     let paid = sb.transfers().len();

@@ -11,7 +11,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn a_json_false_in_a_name_column_is_paid_to_a_receiver_named_false() {
-    let d = dir("adv6-json-bool");
+    let d = dir("json-bool");
     let sb = sandbox(1_000_000).await;
     let (j, c) = (journal(&d).await, client(&sb));
     let file = d.join("aid.jsonl");
@@ -19,7 +19,7 @@ async fn a_json_false_in_a_name_column_is_paid_to_a_receiver_named_false() {
         &file,
         "{\"reference\":\"B1\",\"receiver_first_name\":\"Maya\",\"receiver_middle_name\":false,\"receiver_last_name\":\"Khoury\",\"receiver_phone\":\"+96170100000\",\"receiver_date_of_birth\":\"01-01-1985\",\"amount\":150,\"currency\":\"USD\",\"reason\":\"Family Support\",\"source_of_funds\":\"Salary\"}\n",
     );
-    let batch = Batch::new("adv6-json-bool", &file, defaults()).expect("batch");
+    let batch = Batch::new("json-bool", &file, defaults()).expect("batch");
     let check = batch.check(&j, &c).await.expect("check");
     if check.errors.is_empty() {
         let (s, _) = run(&batch, &j, &c, &RunOptions::new()).await;

@@ -36,12 +36,12 @@ fn file_bytes(later_amount: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_non_utf8_json_line_hides_every_later_bad_row_from_the_check() {
-    let d = dir("adv6-json-utf8-check");
+    let d = dir("json-utf8-check");
     let sb = sandbox(1_000_000).await;
     let (j, c) = (journal(&d).await, client(&sb));
     let file = d.join("aid.jsonl");
     std::fs::write(&file, file_bytes("ten")).expect("write");
-    let report = Batch::new("adv6-json-utf8-check", &file, defaults())
+    let report = Batch::new("json-utf8-check", &file, defaults())
         .expect("batch")
         .check(&j, &c)
         .await
@@ -63,12 +63,12 @@ async fn a_non_utf8_json_line_hides_every_later_bad_row_from_the_check() {
 
 #[tokio::test]
 async fn skip_bad_rows_silently_drops_every_good_row_after_a_non_utf8_json_line() {
-    let d = dir("adv6-json-utf8-skip");
+    let d = dir("json-utf8-skip");
     let sb = sandbox(1_000_000).await;
     let (j, c) = (journal(&d).await, client(&sb));
     let file = d.join("aid.jsonl");
     std::fs::write(&file, file_bytes("10")).expect("write");
-    let batch = Batch::new("adv6-json-utf8-skip", &file, defaults()).expect("batch");
+    let batch = Batch::new("json-utf8-skip", &file, defaults()).expect("batch");
     let (summary, results) = run(&batch, &j, &c, &RunOptions::new().skip_bad_rows(true)).await;
     let summary = summary.expect("run");
     let seen: Vec<(u64, RowOutcome)> = results.iter().map(|r| (r.line, r.outcome)).collect();

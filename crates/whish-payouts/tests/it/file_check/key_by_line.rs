@@ -17,7 +17,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn a_row_without_a_reference_is_refused_unless_keyed_by_line_on_purpose() {
-    let d = dir("adv6-convert");
+    let d = dir("convert");
     let sb = sandbox(1_000_000).await;
     let (j, c) = (journal(&d).await, client(&sb));
     let header = "receiver_first_name,receiver_last_name,receiver_phone,receiver_date_of_birth,amount,currency,reason,source_of_funds";

@@ -10,7 +10,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn a_wallet_rows_nationality_without_a_birth_date_is_silently_dropped() {
-    let d = dir("adv6-nationality");
+    let d = dir("nationality");
     let sb = sandbox(1_000_000).await;
     let (j, c) = (journal(&d).await, client(&sb));
     let file = d.join("wallets.csv");
@@ -19,7 +19,7 @@ async fn a_wallet_rows_nationality_without_a_birth_date_is_silently_dropped() {
         "reference,payment_mode,receiver_first_name,receiver_last_name,receiver_phone,receiver_nationality,amount,currency,reason,source_of_funds\n\
          W1,MOBILE_WALLET,Maya,Khoury,+96171234567,Syrian,150,USD,Family Support,Savings\n",
     );
-    let batch = Batch::new("adv6-nationality", &file, defaults()).expect("batch");
+    let batch = Batch::new("nationality", &file, defaults()).expect("batch");
     let check = batch.check(&j, &c).await.expect("check");
     if check.errors.is_empty() {
         let (s, r) = run(&batch, &j, &c, &RunOptions::new()).await;

@@ -30,7 +30,7 @@ async fn rows_paid_before_a_retention_prune_are_never_reported_unpaid_or_refused
     let c = client(&sb);
     let file = d.join("aid.csv");
     write(&file, &csv_rows(2, "10"));
-    let batch = Batch::new("adv3-prune-paid", &file, defaults()).expect("batch");
+    let batch = Batch::new("prune-paid", &file, defaults()).expect("batch");
     let j = journal(&d).await;
 
     // Run 1: the first row meets the receiver's daily limit (retryable), the second is paid.

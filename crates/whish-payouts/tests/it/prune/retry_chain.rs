@@ -17,7 +17,7 @@ async fn a_prune_between_a_retryable_refusal_and_its_retry_never_pays_the_row_tw
     let c = client(&sb);
     let file = d.join("aid.csv");
     write(&file, &csv_rows(1, "10"));
-    let batch = Batch::new("adv2-prune-retry", &file, defaults()).expect("batch");
+    let batch = Batch::new("prune-retry", &file, defaults()).expect("batch");
     let j = journal(&d).await;
 
     // Run 1: the receiver's daily limit refuses the row (retryable: nothing was created).

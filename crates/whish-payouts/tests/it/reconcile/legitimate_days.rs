@@ -36,7 +36,7 @@ const MIXED_HEADER: &str = "reference,payment_mode,receiver_first_name,receiver_
 /// collections of transfers sent before it, opening balance mid-book); a range with no activity.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_legitimate_day_is_clean() {
-    let d = dir("adv5-mixed");
+    let d = dir("mixed");
     let plenty = Decimal::from(10_000_000_000u64);
     let sb = Sandbox::builder()
         .transfer_balance("USD", Decimal::from(1_000_000u64))
@@ -72,7 +72,7 @@ async fn a_mixed_legitimate_day_is_clean() {
     ));
     let file = d.join("aid.csv");
     write(&file, &csv);
-    let batch = Batch::new("adv5-mixed", &file, defaults()).expect("batch");
+    let batch = Batch::new("mixed", &file, defaults()).expect("batch");
     let j = journal(&d).await;
     let (s, rows) = run(&batch, &j, &c, &RunOptions::new().concurrency(2)).await;
     assert!(s.expect("run").all_accepted(), "{rows:#?}");

@@ -39,7 +39,7 @@ async fn race() {
         let file = d.join("aid.csv");
         write(&file, &csv_rows(200, "10"));
         let batch =
-            Batch::new(format!("adv2-race-unsent-{round}"), &file, defaults()).expect("batch");
+            Batch::new(format!("race-unsent-{round}"), &file, defaults()).expect("batch");
         let (ja, jb) = (journal(&d).await, journal(&d).await);
         let c = client(&sb);
         let stop = StopSignal::new();
