@@ -44,16 +44,19 @@ const BENCHES: &[Bench] = &[
         // SQLite's figure: the goal is set on it (PostgreSQL's is reported by the full bench).
         env: &[("WHISH_BENCH_ONLY", "ab"), ("WHISH_TEST_POSTGRES_URL", "")],
     },
+    // A payout batch of 1 000 rows, as its goal was set: a 400-row run spends about a tenth of
+    // its time before its first send and after its last (the file's check, the start-up
+    // recovery, the closing flush), which is not a row's cost.
     Bench {
         package: "whish-payouts",
         target: "batch",
-        args: &["400", "7", "0"],
+        args: &["1000", "7", "0"],
         env: &[],
     },
     Bench {
         package: "whish-payouts",
         target: "batch",
-        args: &["400", "7", "2"],
+        args: &["1000", "7", "2"],
         env: &[],
     },
 ];
@@ -81,11 +84,17 @@ const OWED: &[(&str, f64)] = &[
         "whish-hosted-collect: create, client CPU per call, SDK/baseline",
         1.10,
     ),
-    // A 400-row batch against a 2 ms service: 0.75, 0.79 and 0.74 (under the rest of CI) on
-    // 2026-11-27.
+    // A payout batch's CPU per row over plain sends' (the whole process: the sandbox, the
+    // client, the runtime, SQLite's threads), 1 000 rows, on a quiet machine on 2026-11-28:
+    // 1.43, 1.44, 1.66, 1.66 and 1.72 against a service that answers at once; 1.74, 1.65, 1.60
+    // and 1.54 against one that answers in 2 ms.
     (
-        "whish-payouts: journaled batch / plain, answered after 2 ms",
-        0.74,
+        "whish-payouts: journaled batch, CPU per row / plain, answered after 0 ms",
+        1.72,
+    ),
+    (
+        "whish-payouts: journaled batch, CPU per row / plain, answered after 2 ms",
+        1.74,
     ),
 ];
 

@@ -418,6 +418,21 @@ pub fn thread_cpu() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
+/// The CPU time this whole process has run, every thread's (those that have ended too): the
+/// user and system times of `/proc/self/stat`, counted by the kernel in ticks of 1/100 s (its
+/// `USER_HZ` on Linux); `None` where that file does not exist. Measure spans of a second or
+/// more with it.
+pub fn process_cpu() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (the second field) is in parentheses and may hold spaces: count the
+    // fields from after it, where the state (the third field) comes first.
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
+}
+
 /// [`serve`] on a thread and a single-threaded runtime of its own, for figures that measure
 /// the client's thread alone ([`Report::pair_cpu`]); returns its base URL.
 pub fn serve_elsewhere(reply: fn(&str) -> &'static str) -> String {
@@ -472,5 +487,29 @@ mod tests {
         assert_eq!(Goal::AtLeast(0.98).met(0.99), Some(true));
         assert_eq!(Goal::AtLeast(0.98).met(0.97), Some(false));
         assert_eq!(Goal::None.met(5.0), None);
+    }
+
+    /// The process's CPU time counts a thread's after it ended.
+    #[test]
+    fn process_cpu_counts_a_thread_that_ended() {
+        let Some(before) = super::process_cpu() else {
+            return; // not Linux: nothing to read
+        };
+        let spun = std::thread::spawn(|| {
+            // Spin until this thread has run 300 ms, however busy the machine is.
+            let start = thread_cpu().expect("this thread's CPU time");
+            let mut x = 0u64;
+            while thread_cpu().expect("again") - start < Duration::from_millis(300) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            thread_cpu().expect("again") - start
+        })
+        .join()
+        .expect("spinner");
+        let counted = super::process_cpu().expect("read again") - before;
+        assert!(
+            counted + Duration::from_millis(20) >= spun,
+            "the process counts the ended thread's {spun:?} (ticks of 10 ms): {counted:?}"
+        );
     }
 }

@@ -117,8 +117,7 @@ async fn deadline_hours_that_are_not_hours_change_nothing() {
 /// transfer: not abandoned (exit 1), and the batch never reports the row refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lagging_status_read_does_not_make_a_paid_row_read_abandoned() {
-    let (sb, env, send, results, key) =
-        a_row_left_for_a_person("lagging", Fault::DropReply).await;
+    let (sb, env, send, results, key) = a_row_left_for_a_person("lagging", Fault::DropReply).await;
     assert_eq!(transfers_with(&sb, &key), 1, "setup: the service holds it");
     sb.inject(
         Endpoint::TransferStatus,
@@ -209,8 +208,7 @@ async fn abandon_while_another_process_holds_the_entry_says_so() {
 /// operator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_row_is_not_abandoned() {
-    let (sb, env, _, _, key) =
-        a_row_left_for_a_person("unreadable", Fault::DropRequest).await;
+    let (sb, env, _, _, key) = a_row_left_for_a_person("unreadable", Fault::DropRequest).await;
     let url = env
         .iter()
         .find(|(k, _)| k == "WHISH_JOURNAL")
@@ -262,15 +260,11 @@ async fn an_unreadable_row_is_not_abandoned() {
 /// request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandon_never_advises_cancelling_someone_elses_transfer() {
-    let (sb, env, _, _, key) =
-        a_row_left_for_a_person("someone-else", Fault::DropRequest).await;
+    let (sb, env, _, _, key) = a_row_left_for_a_person("someone-else", Fault::DropRequest).await;
     assert_eq!(transfers_with(&sb, &key), 0, "setup");
     let mut theirs_env = env.clone();
     theirs_env.retain(|(k, _)| k != "WHISH_JOURNAL");
-    let dir = temp_file("theirs", "")
-        .parent()
-        .expect("dir")
-        .to_owned();
+    let dir = temp_file("theirs", "").parent().expect("dir").to_owned();
     theirs_env.push(journal_at(&dir.join("theirs.sqlite")));
     let body = temp_file("theirs.json", &cash_body("90"))
         .display()

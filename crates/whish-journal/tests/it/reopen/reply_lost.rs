@@ -73,9 +73,7 @@ async fn proxy(upstream: String, needle: &'static [u8], armed: Arc<AtomicBool>) 
                             if let Some(i) = swallowed.windows(9).position(|w| w == b"UPDATE 1\0")
                                 && swallowed[i..].windows(5).any(|w| w == b"Z\0\0\0\x05")
                             {
-                                eprintln!(
-                                    "proxy: the server committed; cutting the connection"
-                                );
+                                eprintln!("proxy: the server committed; cutting the connection");
                                 break;
                             }
                             continue;

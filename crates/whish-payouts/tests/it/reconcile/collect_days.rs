@@ -33,7 +33,10 @@ struct Setup {
 }
 
 async fn setup(name: &str) -> Setup {
-    let d = std::env::temp_dir().join(format!("whish-payouts-collect-days-{name}-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "whish-payouts-collect-days-{name}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("dir");
     let sb = Sandbox::builder()

@@ -38,8 +38,7 @@ async fn race() {
         let d = dir(&format!("race-unsent-{round}"));
         let file = d.join("aid.csv");
         write(&file, &csv_rows(200, "10"));
-        let batch =
-            Batch::new(format!("race-unsent-{round}"), &file, defaults()).expect("batch");
+        let batch = Batch::new(format!("race-unsent-{round}"), &file, defaults()).expect("batch");
         let (ja, jb) = (journal(&d).await, journal(&d).await);
         let c = client(&sb);
         let stop = StopSignal::new();
