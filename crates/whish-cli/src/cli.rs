@@ -458,6 +458,12 @@ pub enum TransferCmd {
         /// Request-id) and record what it became in the journal.
         #[arg(long, value_name = "SECS")]
         wait: Option<u64>,
+        /// Send it even when the journal holds this exact body as a send under another
+        /// Request-id whose outcome is still open. Without it such a send is refused (exit 2):
+        /// it is most often the same transfer sent twice by hand, where `transfer resend`
+        /// under the earlier Request-id was meant.
+        #[arg(long)]
+        allow_repeat: bool,
     },
     /// Resend an earlier send whose outcome is unknown: the same body with the same Request-id.
     /// `transfer.already.done` is then a confirmation, read through status by requestId.

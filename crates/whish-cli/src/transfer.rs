@@ -84,7 +84,11 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             request_id,
             quoted_total,
             wait,
-        } => send(ctx, client, &body, request_id, quoted_total, wait).await,
+            allow_repeat,
+        } => {
+            let repeat = Repeat::allowed_if(allow_repeat);
+            send(ctx, client, &body, request_id, quoted_total, wait, repeat).await
+        }
         TransferCmd::Resend {
             body,
             request_id,
@@ -170,6 +174,26 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
     }
 }
 
+/// Whether `transfer send` may send a body the journal holds, its outcome still open, as a
+/// send under another Request-id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repeat {
+    /// Refused: most often the same transfer sent again by hand after an unknown outcome.
+    Refused,
+    /// Sent: the same payment again, on purpose (`--allow-repeat`).
+    Allowed,
+}
+
+impl Repeat {
+    fn allowed_if(allowed: bool) -> Repeat {
+        if allowed {
+            Repeat::Allowed
+        } else {
+            Repeat::Refused
+        }
+    }
+}
+
 /// `transfer send`: check the body (and the quote, when given), journal it, then send it once.
 async fn send(
     ctx: &Ctx,
@@ -178,6 +202,7 @@ async fn send(
     request_id: Option<i64>,
     quoted_total: Option<String>,
     wait: Option<u64>,
+    repeat: Repeat,
 ) -> Done {
     let out = ctx.out;
     let report = |e: &whish::transfer::Error| output::error(&out, e);
@@ -193,6 +218,25 @@ async fn send(
     // The journal first: a journal that cannot be opened sends nothing, and a line
     // telling to store the key of a request that never left would mislead.
     let journal = ctx.journal().await?;
+    // A body the journal holds as a send under another Request-id whose outcome is still
+    // open (unknown, Pending, waiting for an operator) is most often that transfer sent again
+    // by hand, and a new Request-id would pay it twice. A Request-id the journal holds itself
+    // is that transfer's resend (below).
+    if repeat == Repeat::Refused
+        && let Some(other) = same_body_elsewhere(
+            &journal,
+            &client.target(),
+            id,
+            prepared.body(),
+            Counted::Open,
+        )
+        .await?
+    {
+        return Err(usage(format!(
+            "this body was sent under Request-id {other} and its outcome is still open (the journal holds it {}): sending it under {id} could make a second transfer. Resend it instead: `whish transfer resend --body FILE --request-id {other}`; to pay the same again on purpose, add --allow-repeat",
+            other_state(&journal, &other).await
+        )));
+    }
     eprintln!(
         "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
     );
@@ -218,7 +262,15 @@ async fn resend(
     // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
     // the outcome is read with status by requestId.
     let journal = ctx.journal().await?;
-    if let Some(other) = same_body_elsewhere(&journal, id, prepared.body()).await? {
+    if let Some(other) = same_body_elsewhere(
+        &journal,
+        &client.target(),
+        id,
+        prepared.body(),
+        Counted::OpenOrAccepted,
+    )
+    .await?
+    {
         return Err(usage(format!(
             "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
             other_state(&journal, &other).await
@@ -395,31 +447,49 @@ fn range(r: &Report) -> Result<ReportRange, u8> {
     Ok(range)
 }
 
-/// The one shape of a send's result, whichever way it was reached (sent, credited, confirmed
-/// after a resend): every field always present (`null` when the way did not give it), the
-/// Request-id always, `outcome` the verdict and `result` the way.
 /// The most recent journal entries a resend's body is looked for in.
 const RESEND_LOOKBACK: u32 = 50_000;
 
-/// When the journal holds nothing under `id` but holds this very body as a send under another
-/// Request-id, open or accepted: that id. A resend under `id` would then be a new transfer of
-/// a request already made (a mistyped or rounded id); one whose journal knows nothing of the
-/// body (another process's send) goes out, as the retry rule intends.
+/// Which sends under another Request-id a body is held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counted {
+    /// Those whose outcome is still open (every one of them: the journal's open entries are
+    /// read whole).
+    Open,
+    /// Those open or accepted, among the [`RESEND_LOOKBACK`] most recent entries.
+    OpenOrAccepted,
+}
+
+/// When the journal holds no send under `id` but holds this very body as a send under another
+/// Request-id to the same service and account (`target`; an entry from before 0.4, which
+/// records none, counts), in a state `counted` names: that id. A resend under `id` would then
+/// be a second transfer of a request already made (a mistyped or rounded id), and so would a
+/// new send of a body whose first send's outcome is still open (the same file sent again by
+/// hand); one whose journal knows nothing of the body (another process's send) goes out, as
+/// the retry rule intends.
 async fn same_body_elsewhere(
     journal: &whish::journal::Journal,
+    target: &str,
     id: RequestId,
     body: &[u8],
+    counted: Counted,
 ) -> Result<Option<String>, u8> {
     use whish::journal::{Listing, Operation, Service, State};
     let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
     let key = id.to_string();
-    if !journal.find(&key).await.map_err(failed)?.is_empty() {
+    if journal
+        .entry(Service::MoneyTransfer, Operation::Send, &key)
+        .await
+        .map_err(failed)?
+        .is_some()
+    {
         return Ok(None);
     }
-    let entries = journal
-        .list(&Listing::new().limit(RESEND_LOOKBACK))
-        .await
-        .map_err(failed)?;
+    let listing = match counted {
+        Counted::Open => Listing::new().open().limit(u32::MAX),
+        Counted::OpenOrAccepted => Listing::new().limit(RESEND_LOOKBACK),
+    };
+    let entries = journal.list(&listing).await.map_err(failed)?;
     Ok(entries
         .into_iter()
         .find(|e| {
@@ -427,20 +497,27 @@ async fn same_body_elsewhere(
                 && e.operation == Operation::Send
                 && e.key != key
                 && e.request == body
-                && (e.state == State::Accepted || !e.state.is_final())
+                && e.target.as_deref().is_none_or(|t| t == target)
+                && (!e.state.is_final()
+                    || (counted == Counted::OpenOrAccepted && e.state == State::Accepted))
         })
         .map(|e| e.key))
 }
 
+/// The state of the send the journal holds under `key`, for a message.
 async fn other_state(journal: &whish::journal::Journal, key: &str) -> String {
+    use whish::journal::{Operation, Service};
     journal
-        .find(key)
+        .entry(Service::MoneyTransfer, Operation::Send, key)
         .await
         .ok()
-        .and_then(|v| v.into_iter().next())
+        .flatten()
         .map_or_else(|| "recorded".to_owned(), |e| e.state.as_str().to_owned())
 }
 
+/// The one shape of a send's result, whichever way it was reached (sent, credited, confirmed
+/// after a resend): every field always present (`null` when the way did not give it), the
+/// Request-id always, `outcome` the verdict and `result` the way.
 fn send_outcome(out: &output::Out, o: SendOutcome, request_id: RequestId) -> u8 {
     let accepted = printed::SendResult {
         outcome: "accepted",

@@ -24,5 +24,6 @@ mod recover_keys;
 mod recover_other_service;
 mod replays;
 mod retry_needs_operator;
+mod same_body_again;
 mod sharp_edges;
 mod spec_reach;

@@ -379,7 +379,12 @@ async fn an_unreadable_200_reply_to_a_money_moving_command_is_an_unknown_outcome
         let send_body = support::temp_file("send.json", &support::cash_body("100"))
             .display()
             .to_string();
-        let vars = env(&server.base_url());
+        // A journal of its own: the same body left open (exit 4) in a shared journal would
+        // refuse the next one, and httpmock hands the same server (the same base URL) back.
+        let journal = support::temp_file("unreadable-200.sqlite", "");
+        let _ = std::fs::remove_file(&journal);
+        let mut vars = env(&server.base_url());
+        vars.push(support::journal_at(&journal));
         let send = whish(
             &["transfer", "send", "--body", &send_body, "--retries", "0"],
             &vars,

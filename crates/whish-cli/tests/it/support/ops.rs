@@ -52,7 +52,9 @@ pub async fn command(
     match op.service_flag {
         "send" => {
             let id = (990_000_000 + n).to_string();
-            let body = temp_file("send.json", &cash_body("100"));
+            // A transfer of its own (an amount of its own): the same body as a send whose
+            // outcome is still open would be refused as the same transfer sent again.
+            let body = temp_file("send.json", &cash_body(&(100 + n).to_string()));
             (
                 s(&[
                     "transfer",
@@ -66,7 +68,7 @@ pub async fn command(
             )
         }
         "cancel" => {
-            let body = temp_file("send.json", &cash_body("100"));
+            let body = temp_file("send.json", &cash_body(&(100 + n).to_string()));
             let sent = whish(
                 &[
                     "transfer",

@@ -1,0 +1,125 @@
+//! `transfer send` of a body the journal holds as a send under another Request-id whose
+//! outcome is still open: refused (exit 2, nothing sent) unless `--allow-repeat`, because it is
+//! most often the same transfer sent again by hand where `transfer resend` was meant. Once the
+//! first send's outcome is known, or for another service or account, the body is a new
+//! transfer.
+
+use whish_sandbox::{Endpoint, Fault, Sandbox};
+
+use crate::support::*;
+
+/// A sandbox, the environment of a command using a journal of its own, and a body file.
+async fn sandbox_and_body(name: &str) -> (Sandbox, Vec<(String, String)>, String) {
+    let (sb, env) = lenient_sandbox_with_journal(&format!("{name}.sqlite")).await;
+    let body = temp_file(&format!("{name}.json"), &cash_body("75"))
+        .display()
+        .to_string();
+    (sb, env, body)
+}
+
+/// `transfer send` of `body` under `id` whose reply is lost: the transfer is made, the
+/// outcome unknown (exit 4), the entry open.
+async fn lost_send(sb: &Sandbox, env: &[(String, String)], body: &str, id: &str) {
+    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
+    let lost = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            body,
+            "--request-id",
+            id,
+            "--retries",
+            "0",
+        ],
+        env,
+    )
+    .await;
+    assert_eq!(lost.code, 4, "setup, an unknown outcome: {lost:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_whose_outcome_is_unknown_is_pointed_to_its_resend_not_sent_again() {
+    let (sb, env, body) = sandbox_and_body("outcome-unknown").await;
+    lost_send(&sb, &env, &body, "770101").await;
+    assert_eq!(sb.transfers().len(), 1);
+
+    // The operator runs `send` again (a new Request-id): it would pay twice.
+    let again = whish(&["transfer", "send", "--body", &body], &env).await;
+    assert_eq!(again.code, 2, "refused before sending: {again:?}");
+    assert!(
+        again.stderr.contains("transfer resend")
+            && again.stderr.contains("770101")
+            && again.stderr.contains("--allow-repeat"),
+        "points to the resend under the first id, and to the way to pay again: {}",
+        again.stderr
+    );
+    assert_eq!(sb.transfers().len(), 1, "nothing sent");
+
+    let resent = whish(
+        &[
+            "transfer",
+            "resend",
+            "--body",
+            &body,
+            "--request-id",
+            "770101",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(resent.code, 0, "{resent:?}");
+    assert_eq!(resent.json()["result"], "confirmed");
+    assert_eq!(sb.transfers().len(), 1, "one transfer in all");
+
+    // Its outcome known (accepted), the same body is a new payment: the same amount to the
+    // same receiver again.
+    let next = whish(&["transfer", "send", "--body", &body], &env).await;
+    assert_eq!(next.code, 0, "{next:?}");
+    assert_eq!(sb.transfers().len(), 2);
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeat_is_sent_on_purpose_with_allow_repeat() {
+    let (sb, env, body) = sandbox_and_body("on-purpose").await;
+    lost_send(&sb, &env, &body, "770201").await;
+    let on_purpose = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &body,
+            "--request-id",
+            "770202",
+            "--allow-repeat",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(on_purpose.code, 0, "{on_purpose:?}");
+    assert_eq!(sb.transfers().len(), 2, "the same payment again, asked for");
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_body_sent_to_another_service_is_another_transfer() {
+    let (first, env, body) = sandbox_and_body("other-service").await;
+    lost_send(&first, &env, &body, "770301").await;
+
+    // The same journal, another service's base URL and account.
+    let (second, _) = lenient_sandbox_with_journal("unused.sqlite").await;
+    let journal = env
+        .iter()
+        .find(|(k, _)| k == "WHISH_JOURNAL")
+        .cloned()
+        .expect("the journal");
+    let mut elsewhere = second.env_vars();
+    elsewhere.push(journal);
+    let there = whish(&["transfer", "send", "--body", &body], &elsewhere).await;
+    assert_eq!(there.code, 0, "{there:?}");
+    assert_eq!(first.transfers().len(), 1);
+    assert_eq!(second.transfers().len(), 1);
+    first.shutdown().await;
+    second.shutdown().await;
+}
