@@ -422,13 +422,11 @@ async fn joined_check(
         .map_err(|e| BatchError::Input(format!("the check of a chunk failed: {e}")))?
 }
 
-/// The check of a chunk's rows against what the journal holds: a row the service would refuse
-/// before it is sent, and a row changed since an earlier run recorded it.
 /// The most recent journal entries a batch's new rows are looked for in.
 const REPEAT_LOOKBACK: u32 = 50_000;
 
-/// The sends this journal holds as accepted or still open, by a digest of their exact bytes:
-/// their Request-id and state.
+/// The sends this journal holds as accepted or still open to the batch's service and account,
+/// by a digest of their exact bytes: their Request-id and state.
 pub(crate) type SentBodies = HashMap<[u8; 32], (String, State)>;
 
 fn digest(body: &[u8]) -> [u8; 32] {
@@ -437,7 +435,10 @@ fn digest(body: &[u8]) -> [u8; 32] {
     out
 }
 
-async fn sent_bodies(journal: &Journal) -> Result<SentBodies, BatchError> {
+/// [`SentBodies`] of the sends to `target` (the client's service and account; an entry from
+/// before 0.4, which records none, counts): the same payment made at another service (the
+/// sandbox, where the file was tried first) is not this one.
+async fn sent_bodies(journal: &Journal, target: &str) -> Result<SentBodies, BatchError> {
     let entries = journal
         .list(&whish_journal::Listing::new().limit(REPEAT_LOOKBACK))
         .await
@@ -448,11 +449,14 @@ async fn sent_bodies(journal: &Journal) -> Result<SentBodies, BatchError> {
             e.service == Service::MoneyTransfer
                 && e.operation == Operation::Send
                 && (e.state == State::Accepted || !e.state.is_final())
+                && e.target.as_deref().is_none_or(|t| t == target)
         })
         .map(|e| (digest(&e.request), (e.key, e.state)))
         .collect())
 }
 
+/// The check of a chunk's rows against what the journal holds: a row the service would refuse
+/// before it is sent, and a row changed since an earlier run recorded it.
 fn check_against_journal(
     client: &TransferClient,
     chunk: Vec<Payout>,
@@ -543,7 +547,7 @@ impl Batch {
         let sent = if self.allow_repeats {
             None
         } else {
-            Some(Arc::new(sent_bodies(journal).await?))
+            Some(Arc::new(sent_bodies(journal, &client.target()).await?))
         };
         let mut rows = self.rows()?;
         // Each chunk's journal lookup and comparison run as a task of their own while the next

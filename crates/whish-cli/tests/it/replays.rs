@@ -209,3 +209,36 @@ async fn a_batch_run_again_under_another_name_pays_nothing_twice() {
     assert_eq!(again.code, 0, "{again:?}");
     assert_eq!(sb.transfers().len(), 6);
 }
+
+/// A payouts file tried at one service (the sandbox) and then run at another, under another
+/// batch name, with the same journal: the rows are new payments there, not repeats.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_paid_at_one_service_is_not_a_repeat_at_another() {
+    let tried = funded_sandbox().await;
+    let journal = temp_file("tried.sqlite", "");
+    let _ = std::fs::remove_file(&journal);
+    let mut env = tried.env_vars();
+    env.push(journal_at(&journal));
+    let file = cash_payouts_file("tried.csv", "TR", "+961705", 5, 3);
+    let results = file.with_file_name("tried.results.csv");
+    let (file_arg, results_arg) = (file.display().to_string(), results.display().to_string());
+    let first = whish(
+        &payouts_cmd("send", &file_arg, "trial-2026-11", &results_arg),
+        &env,
+    )
+    .await;
+    assert_eq!(first.code, 0, "{first:?}");
+    assert_eq!(tried.transfers().len(), 3);
+
+    let live = funded_sandbox().await;
+    let mut there = live.env_vars();
+    there.push(journal_at(&journal));
+    let run = whish(
+        &payouts_cmd("send", &file_arg, "payroll-2026-11", &results_arg),
+        &there,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(live.transfers().len(), 3, "paid at the other service");
+    assert_eq!(tried.transfers().len(), 3, "nothing more at the first");
+}
