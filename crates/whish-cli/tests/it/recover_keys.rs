@@ -30,22 +30,7 @@ async fn parked(sb: &Sandbox, env: &[(String, String)], id: &str, fault: Fault) 
     let body = temp_file(&format!("{id}.json"), &cash_body("60"))
         .display()
         .to_string();
-    sb.inject(Endpoint::TransferSend, fault, 1);
-    let lost = whish(
-        &[
-            "transfer",
-            "send",
-            "--body",
-            &body,
-            "--request-id",
-            id,
-            "--retries",
-            "0",
-        ],
-        env,
-    )
-    .await;
-    assert_eq!(lost.code, 4, "setup: {lost:?}");
+    lost_send(sb, env, &body, id, fault).await;
     let late = whish(&["journal", "recover", "--deadline-hours", "0"], env).await;
     assert_eq!(late.code, 3, "setup: {late:?}");
     let show = whish(&["journal", "show", id], env).await;

@@ -4,7 +4,7 @@
 //! first send's outcome is known, or for another service or account, the body is a new
 //! transfer.
 
-use whish_sandbox::{Endpoint, Fault, Sandbox};
+use whish_sandbox::{Fault, Sandbox};
 
 use crate::support::*;
 
@@ -17,31 +17,10 @@ async fn sandbox_and_body(name: &str) -> (Sandbox, Vec<(String, String)>, String
     (sb, env, body)
 }
 
-/// `transfer send` of `body` under `id` whose reply is lost: the transfer is made, the
-/// outcome unknown (exit 4), the entry open.
-async fn lost_send(sb: &Sandbox, env: &[(String, String)], body: &str, id: &str) {
-    sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
-    let lost = whish(
-        &[
-            "transfer",
-            "send",
-            "--body",
-            body,
-            "--request-id",
-            id,
-            "--retries",
-            "0",
-        ],
-        env,
-    )
-    .await;
-    assert_eq!(lost.code, 4, "setup, an unknown outcome: {lost:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_whose_outcome_is_unknown_is_pointed_to_its_resend_not_sent_again() {
     let (sb, env, body) = sandbox_and_body("outcome-unknown").await;
-    lost_send(&sb, &env, &body, "770101").await;
+    lost_send(&sb, &env, &body, "770101", Fault::DropReply).await;
     assert_eq!(sb.transfers().len(), 1);
 
     // The operator runs `send` again (a new Request-id): it would pay twice.
@@ -83,7 +62,7 @@ async fn a_send_whose_outcome_is_unknown_is_pointed_to_its_resend_not_sent_again
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeat_is_sent_on_purpose_with_allow_repeat() {
     let (sb, env, body) = sandbox_and_body("on-purpose").await;
-    lost_send(&sb, &env, &body, "770201").await;
+    lost_send(&sb, &env, &body, "770201", Fault::DropReply).await;
     let on_purpose = whish(
         &[
             "transfer",
@@ -105,7 +84,7 @@ async fn a_repeat_is_sent_on_purpose_with_allow_repeat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_body_sent_to_another_service_is_another_transfer() {
     let (first, env, body) = sandbox_and_body("other-service").await;
-    lost_send(&first, &env, &body, "770301").await;
+    lost_send(&first, &env, &body, "770301", Fault::DropReply).await;
 
     // The same journal, another service's base URL and account.
     let (second, _) = lenient_sandbox_with_journal("unused.sqlite").await;

@@ -149,6 +149,33 @@ pub fn create_args(external_id: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// `transfer send` of `body` under `id` whose one attempt meets `fault` (a request or a reply
+/// lost): exit 4, the outcome unknown, the entry left open.
+pub async fn lost_send(
+    sb: &Sandbox,
+    env: &[(String, String)],
+    body: &str,
+    id: &str,
+    fault: whish_sandbox::Fault,
+) {
+    sb.inject(whish_sandbox::Endpoint::TransferSend, fault, 1);
+    let lost = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            body,
+            "--request-id",
+            id,
+            "--retries",
+            "0",
+        ],
+        env,
+    )
+    .await;
+    assert_eq!(lost.code, 4, "setup, an unknown outcome: {lost:?}");
+}
+
 /// A lenient sandbox (local callback addresses accepted) and its settings, with a journal of
 /// the test's own named `file` (in a fresh temporary directory).
 pub async fn lenient_sandbox_with_journal(file: &str) -> (Sandbox, Vec<(String, String)>) {
