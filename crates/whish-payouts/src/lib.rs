@@ -167,10 +167,10 @@ impl Batch {
 
     /// Pay rows this journal already holds as sent (accepted, or still open) to the same
     /// service and account under another Request-id, the same bytes (the same file run under
-    /// another batch name, or the same payment in an earlier batch). Off by default: [`check`](Self::check) reports each such
-    /// row as bad, naming the Request-id it was sent under, because a batch name mistyped on a
-    /// second run would pay every row again. Turn it on for a batch that repeats an earlier one
-    /// on purpose (the same payroll next month).
+    /// another batch name, or the same payment in an earlier batch). Off by default:
+    /// [`check`](Self::check) reports each such row as bad, naming the Request-id it was sent
+    /// under, because a batch name mistyped on a second run would pay every row again. Turn it
+    /// on for a batch that repeats an earlier one on purpose (the same payroll next month).
     pub fn allow_repeats(mut self, yes: bool) -> Self {
         self.allow_repeats = yes;
         self
