@@ -254,6 +254,8 @@ async fn the_inbox_and_recovery_never_take_each_others_entries() {
         else {
             panic!("new");
         };
+        // Past a deadline of zero means recorded at least a millisecond ago.
+        tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(
             journal
                 .hand_on_failed(&taken, "the handler failed", Duration::ZERO, Duration::ZERO)
