@@ -86,8 +86,16 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
             wait,
             allow_repeat,
         } => {
-            let repeat = Repeat::allowed_if(allow_repeat);
-            send(ctx, client, &body, request_id, quoted_total, wait, repeat).await
+            send(
+                ctx,
+                client,
+                &body,
+                request_id,
+                quoted_total,
+                wait,
+                allow_repeat,
+            )
+            .await
         }
         TransferCmd::Resend {
             body,
@@ -174,27 +182,9 @@ pub async fn run(ctx: &Ctx, cmd: TransferCmd) -> Done {
     }
 }
 
-/// Whether `transfer send` may send a body the journal holds, its outcome still open, as a
-/// send under another Request-id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Repeat {
-    /// Refused: most often the same transfer sent again by hand after an unknown outcome.
-    Refused,
-    /// Sent: the same payment again, on purpose (`--allow-repeat`).
-    Allowed,
-}
-
-impl Repeat {
-    fn allowed_if(allowed: bool) -> Repeat {
-        if allowed {
-            Repeat::Allowed
-        } else {
-            Repeat::Refused
-        }
-    }
-}
-
 /// `transfer send`: check the body (and the quote, when given), journal it, then send it once.
+/// `allow_repeat`: send it even when the journal holds the same body as a send under another
+/// Request-id whose outcome is still open.
 async fn send(
     ctx: &Ctx,
     client: TransferClient,
@@ -202,7 +192,7 @@ async fn send(
     request_id: Option<i64>,
     quoted_total: Option<String>,
     wait: Option<u64>,
-    repeat: Repeat,
+    allow_repeat: bool,
 ) -> Done {
     let out = ctx.out;
     let report = |e: &whish::transfer::Error| output::error(&out, e);
@@ -222,8 +212,8 @@ async fn send(
     // open (unknown, Pending, waiting for an operator) is most often that transfer sent again
     // by hand, and a new Request-id would pay it twice. A Request-id the journal holds itself
     // is that transfer's resend (below).
-    if repeat == Repeat::Refused
-        && let Some(other) = same_body_elsewhere(
+    if !allow_repeat
+        && let Some((other, state)) = same_body_elsewhere(
             &journal,
             &client.target(),
             id,
@@ -234,7 +224,7 @@ async fn send(
     {
         return Err(usage(format!(
             "this body was sent under Request-id {other} and its outcome is still open (the journal holds it {}): sending it under {id} could make a second transfer. Resend it instead: `whish transfer resend --body FILE --request-id {other}`; to pay the same again on purpose, add --allow-repeat",
-            other_state(&journal, &other).await
+            state.as_str()
         )));
     }
     eprintln!(
@@ -262,7 +252,7 @@ async fn resend(
     // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
     // the outcome is read with status by requestId.
     let journal = ctx.journal().await?;
-    if let Some(other) = same_body_elsewhere(
+    if let Some((other, state)) = same_body_elsewhere(
         &journal,
         &client.target(),
         id,
@@ -273,7 +263,7 @@ async fn resend(
     {
         return Err(usage(format!(
             "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
-            other_state(&journal, &other).await
+            state.as_str()
         )));
     }
     let journaled = journal.transfer(client);
@@ -462,18 +452,18 @@ enum Counted {
 
 /// When the journal holds no send under `id` but holds this very body as a send under another
 /// Request-id to the same service and account (`target`; an entry from before 0.4, which
-/// records none, counts), in a state `counted` names: that id. A resend under `id` would then
-/// be a second transfer of a request already made (a mistyped or rounded id), and so would a
-/// new send of a body whose first send's outcome is still open (the same file sent again by
-/// hand); one whose journal knows nothing of the body (another process's send) goes out, as
-/// the retry rule intends.
+/// records none, counts), in a state `counted` names: that id and its state. A resend under
+/// `id` would then be a second transfer of a request already made (a mistyped or rounded id),
+/// and so would a new send of a body whose first send's outcome is still open (the same file
+/// sent again by hand); one whose journal knows nothing of the body (another process's send)
+/// goes out, as the retry rule intends.
 async fn same_body_elsewhere(
     journal: &whish::journal::Journal,
     target: &str,
     id: RequestId,
     body: &[u8],
     counted: Counted,
-) -> Result<Option<String>, u8> {
+) -> Result<Option<(String, whish::journal::State)>, u8> {
     use whish::journal::{Listing, Operation, Service, State};
     let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
     let key = id.to_string();
@@ -501,18 +491,7 @@ async fn same_body_elsewhere(
                 && (!e.state.is_final()
                     || (counted == Counted::OpenOrAccepted && e.state == State::Accepted))
         })
-        .map(|e| e.key))
-}
-
-/// The state of the send the journal holds under `key`, for a message.
-async fn other_state(journal: &whish::journal::Journal, key: &str) -> String {
-    use whish::journal::{Operation, Service};
-    journal
-        .entry(Service::MoneyTransfer, Operation::Send, key)
-        .await
-        .ok()
-        .flatten()
-        .map_or_else(|| "recorded".to_owned(), |e| e.state.as_str().to_owned())
+        .map(|e| (e.key, e.state)))
 }
 
 /// The one shape of a send's result, whichever way it was reached (sent, credited, confirmed
