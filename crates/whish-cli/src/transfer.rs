@@ -437,16 +437,14 @@ fn range(r: &Report) -> Result<ReportRange, u8> {
     Ok(range)
 }
 
-/// The most recent journal entries a resend's body is looked for in.
-const RESEND_LOOKBACK: u32 = 50_000;
-
 /// Which sends under another Request-id a body is held against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Counted {
     /// Those whose outcome is still open (every one of them: the journal's open entries are
     /// read whole).
     Open,
-    /// Those open or accepted, among the [`RESEND_LOOKBACK`] most recent entries.
+    /// Those open or accepted, among the
+    /// [`REPEAT_LOOKBACK`](whish::journal::REPEAT_LOOKBACK) most recent entries.
     OpenOrAccepted,
 }
 
@@ -464,7 +462,7 @@ async fn same_body_elsewhere(
     body: &[u8],
     counted: Counted,
 ) -> Result<Option<(String, whish::journal::State)>, u8> {
-    use whish::journal::{Listing, Operation, Service, State};
+    use whish::journal::{Listing, Operation, Service};
     let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
     let key = id.to_string();
     if journal
@@ -477,19 +475,16 @@ async fn same_body_elsewhere(
     }
     let listing = match counted {
         Counted::Open => Listing::new().open().limit(u32::MAX),
-        Counted::OpenOrAccepted => Listing::new().limit(RESEND_LOOKBACK),
+        Counted::OpenOrAccepted => Listing::new().limit(whish::journal::REPEAT_LOOKBACK),
     };
     let entries = journal.list(&listing).await.map_err(failed)?;
     Ok(entries
         .into_iter()
         .find(|e| {
-            e.service == Service::MoneyTransfer
-                && e.operation == Operation::Send
+            e.may_have_paid(target)
                 && e.key != key
                 && e.request == body
-                && e.target.as_deref().is_none_or(|t| t == target)
-                && (!e.state.is_final()
-                    || (counted == Counted::OpenOrAccepted && e.state == State::Accepted))
+                && (counted == Counted::OpenOrAccepted || !e.state.is_final())
         })
         .map(|e| (e.key, e.state)))
 }

@@ -254,6 +254,31 @@ pub struct Entry {
     pub target: Option<String>,
 }
 
+impl Entry {
+    /// Whether this entry may be for `target` (a client's `target()`, its service and account):
+    /// recorded for it, or recorded before 0.4, when entries named none (such an entry may be
+    /// for any service and account).
+    pub fn may_be_for(&self, target: &str) -> bool {
+        self.target.as_deref().is_none_or(|t| t == target)
+    }
+
+    /// Whether this is a money-transfer send to `target` ([`may_be_for`](Self::may_be_for))
+    /// whose transfer exists or may yet: accepted, or not final (open, pending, waiting for an
+    /// operator). A refused send made none. The same exact body held so under another
+    /// Request-id is a payment made, or being made, already: sending it again pays twice.
+    pub fn may_have_paid(&self, target: &str) -> bool {
+        self.service == Service::MoneyTransfer
+            && self.operation == Operation::Send
+            && (self.state == State::Accepted || !self.state.is_final())
+            && self.may_be_for(target)
+    }
+}
+
+/// How many of the most recent entries a check for a payment made before reads (a resend under
+/// a new Request-id, a batch's new rows): enough for a day's sends of a busy account, and a
+/// bounded read whatever the journal's size.
+pub const REPEAT_LOOKBACK: u32 = 50_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +301,54 @@ mod tests {
             [&State::Intended, &State::MayHaveArrived, &State::Pending]
         );
         assert!(!State::NeedsOperator.is_open() && !State::NeedsOperator.is_final());
+    }
+
+    fn send(state: State, target: Option<&str>) -> Entry {
+        Entry {
+            id: 1,
+            service: Service::MoneyTransfer,
+            operation: Operation::Send,
+            key: "7".into(),
+            context: None,
+            request: b"{}".to_vec(),
+            state,
+            attempts: 1,
+            created: OffsetDateTime::UNIX_EPOCH,
+            updated: OffsetDateTime::UNIX_EPOCH,
+            outcome: None,
+            references: References::default(),
+            target: target.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_send_may_have_paid_unless_refused_and_only_at_its_own_target() {
+        let here = "https://whish.example/api account=1";
+        let paid: Vec<State> = State::ALL
+            .iter()
+            .copied()
+            .filter(|s| send(*s, Some(here)).may_have_paid(here))
+            .collect();
+        assert_eq!(
+            paid,
+            [
+                State::Intended,
+                State::MayHaveArrived,
+                State::Pending,
+                State::Accepted,
+                State::NeedsOperator,
+                State::Waiting,
+                State::Escalated,
+            ]
+        );
+        // Recorded for another service or account: not a payment made here.
+        assert!(!send(State::Accepted, Some("http://127.0.0.1:1 account=1")).may_have_paid(here));
+        // Recorded before entries named their target: it may be this one.
+        assert!(send(State::Accepted, None).may_have_paid(here));
+        assert!(send(State::Accepted, None).may_be_for(here));
+        // Only a money-transfer send pays a transfer.
+        let mut cancel = send(State::Accepted, Some(here));
+        cancel.operation = Operation::Cancel;
+        assert!(!cancel.may_have_paid(here));
     }
 }

@@ -83,7 +83,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use abandon::{ABANDONED, Abandoned};
-pub use entry::{Entry, Operation, RecordedOutcome, References, Service, State};
+pub use entry::{Entry, Operation, REPEAT_LOOKBACK, RecordedOutcome, References, Service, State};
 pub use error::{JournalError, JournalErrorKind};
 pub use inbox::{InboxChange, Recorded, Taken};
 #[cfg(feature = "hosted-collect")]

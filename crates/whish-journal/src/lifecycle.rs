@@ -538,6 +538,11 @@ pub fn after_hand_on_failure(overdue: bool) -> State {
 
 /// True when an entry recorded at `created` is past a recovery `deadline` at `now` (all in ms
 /// on the journal's clock): recovery then hands it to a person and sends nothing.
+///
+/// Strictly past: with a deadline of zero an entry is overdue from the millisecond after it was
+/// recorded. Within that millisecond it stays where it is (open, or waiting in the inbox), and
+/// the next pass, which finds it overdue, hands it to a person: the one way to err is to wait
+/// a little longer, never to act on an entry that is not overdue.
 pub fn overdue(created: i64, deadline: i64, now: i64) -> bool {
     if whish_core::lies::on(whish_core::lies::Lie::RecoverPastDeadline) {
         return false;

@@ -422,9 +422,6 @@ async fn joined_check(
         .map_err(|e| BatchError::Input(format!("the check of a chunk failed: {e}")))?
 }
 
-/// The most recent journal entries a batch's new rows are looked for in.
-const REPEAT_LOOKBACK: u32 = 50_000;
-
 /// The sends this journal holds as accepted or still open to the batch's service and account,
 /// by a digest of their exact bytes: their Request-id and state.
 pub(crate) type SentBodies = HashMap<[u8; 32], (String, State)>;
@@ -440,17 +437,12 @@ fn digest(body: &[u8]) -> [u8; 32] {
 /// sandbox, where the file was tried first) is not this one.
 async fn sent_bodies(journal: &Journal, target: &str) -> Result<SentBodies, BatchError> {
     let entries = journal
-        .list(&whish_journal::Listing::new().limit(REPEAT_LOOKBACK))
+        .list(&whish_journal::Listing::new().limit(whish_journal::REPEAT_LOOKBACK))
         .await
         .map_err(BatchError::Journal)?;
     Ok(entries
         .into_iter()
-        .filter(|e| {
-            e.service == Service::MoneyTransfer
-                && e.operation == Operation::Send
-                && (e.state == State::Accepted || !e.state.is_final())
-                && e.target.as_deref().is_none_or(|t| t == target)
-        })
+        .filter(|e| e.may_have_paid(target))
         .map(|e| (digest(&e.request), (e.key, e.state)))
         .collect())
 }
