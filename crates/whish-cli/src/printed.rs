@@ -62,6 +62,17 @@ pub enum Failure<'a> {
         endpoint: Option<&'a str>,
         idempotency_key: Option<&'a str>,
     },
+    /// Refused before sending: the journal holds the same body as a send under another
+    /// Request-id (`held_under`) to the same service and account, in `held_state`, that may
+    /// have paid already.
+    Repeat {
+        outcome: &'a str,
+        error: &'a str,
+        message: String,
+        idempotency_key: String,
+        held_under: &'a str,
+        held_state: &'a str,
+    },
     /// The answer could not be read.
     Decode {
         outcome: &'a str,

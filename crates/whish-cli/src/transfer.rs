@@ -222,10 +222,16 @@ async fn send(
         )
         .await?
     {
-        return Err(usage(format!(
-            "this body was sent under Request-id {other} and its outcome is still open (the journal holds it {}): sending it under {id} could make a second transfer. Resend it instead: `whish transfer resend --body FILE --request-id {other}`; to pay the same again on purpose, add --allow-repeat",
-            state.as_str()
-        )));
+        return Err(a_repeat(
+            &out,
+            id,
+            &other,
+            state,
+            format!(
+                "this body was sent under Request-id {other} and its outcome is still open (the journal holds it {}): sending it under {id} could make a second transfer. Resend it instead: `whish transfer resend --body FILE --request-id {other}`; to pay the same again on purpose, add --allow-repeat",
+                state.as_str()
+            ),
+        ));
     }
     eprintln!(
         "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
@@ -261,10 +267,16 @@ async fn resend(
     )
     .await?
     {
-        return Err(usage(format!(
-            "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
-            state.as_str()
-        )));
+        return Err(a_repeat(
+            &out,
+            id,
+            &other,
+            state,
+            format!(
+                "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
+                state.as_str()
+            ),
+        ));
     }
     let journaled = journal.transfer(client);
     let answer = journaled.resend(&prepared).await;
@@ -473,20 +485,53 @@ async fn same_body_elsewhere(
     {
         return Ok(None);
     }
-    let listing = match counted {
-        Counted::Open => Listing::new().open().limit(u32::MAX),
-        Counted::OpenOrAccepted => Listing::new().limit(whish::journal::REPEAT_LOOKBACK),
-    };
-    let entries = journal.list(&listing).await.map_err(failed)?;
-    Ok(entries
+    if counted == Counted::OpenOrAccepted {
+        let mut found = None;
+        journal
+            .sends_that_may_have_paid(target, |s| {
+                if found.is_none() && s.key != key && s.request == body {
+                    found = Some((s.key.to_owned(), s.state));
+                }
+            })
+            .await
+            .map_err(failed)?;
+        return Ok(found);
+    }
+    let open = journal
+        .list(&Listing::new().open().limit(u32::MAX))
+        .await
+        .map_err(failed)?;
+    Ok(open
         .into_iter()
         .find(|e| {
-            e.may_have_paid(target)
-                && e.key != key
-                && e.request == body
-                && (counted == Counted::OpenOrAccepted || !e.state.is_final())
+            e.may_have_paid(target) && !e.state.is_final() && e.key != key && e.request == body
         })
         .map(|e| (e.key, e.state)))
+}
+
+/// Refused before sending, the body being a send the journal holds under `other`: the failure
+/// object on stdout (so that a script tells this refusal from a bad body, and finds the
+/// Request-id to resend), the message on stderr, exit 2.
+fn a_repeat(
+    out: &output::Out,
+    id: RequestId,
+    other: &str,
+    state: whish::journal::State,
+    message: String,
+) -> u8 {
+    let hint = format!("{message}; nothing was sent");
+    out.failure(
+        &printed::Failure::Repeat {
+            outcome: whish::core::verdict::Verdict::NothingSent.as_str(),
+            error: "same-body-elsewhere",
+            message,
+            idempotency_key: id.to_string(),
+            held_under: other,
+            held_state: state.as_str(),
+        },
+        &hint,
+        output::NOT_SENT,
+    )
 }
 
 /// The one shape of a send's result, whichever way it was reached (sent, credited, confirmed

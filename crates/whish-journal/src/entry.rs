@@ -269,9 +269,14 @@ impl Entry {
     pub fn may_have_paid(&self, target: &str) -> bool {
         self.service == Service::MoneyTransfer
             && self.operation == Operation::Send
-            && (self.state == State::Accepted || !self.state.is_final())
+            && may_have_paid(self.state)
             && self.may_be_for(target)
     }
+}
+
+/// Whether a send in `state` has a transfer, or may yet: accepted, or not final.
+pub(crate) fn may_have_paid(state: State) -> bool {
+    state == State::Accepted || !state.is_final()
 }
 
 /// How many of the most recent entries a check for a payment made before reads (a resend under

@@ -74,6 +74,7 @@ pub mod lifecycle;
 pub mod model;
 mod owner;
 mod recover;
+mod repeats;
 mod status;
 mod store;
 
@@ -97,6 +98,7 @@ pub use journaled::{JournaledTransfer, ReservedSend};
 pub use recover::{
     Change, Clients, HeldElsewhere, OtherService, Recovery, RecoveryReport, UNTARGETED,
 };
+pub use repeats::RecordedSend;
 pub use store::Backend;
 
 /// Which entries [`Journal::list`] returns, newest first. `Listing::new()` is every entry, at

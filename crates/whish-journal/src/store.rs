@@ -268,6 +268,7 @@ mod notify;
 mod open;
 mod prune;
 mod read;
+mod repeats;
 mod sql;
 mod steps;
 
@@ -276,6 +277,7 @@ pub(crate) use clock::*;
 #[allow(unused_imports)]
 pub(crate) use prune::*;
 use read::*;
+pub(crate) use repeats::PAGE as SEND_PAGE;
 pub(crate) use sql::*;
 
 #[cfg(all(test, feature = "sqlite"))]

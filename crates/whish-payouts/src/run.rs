@@ -436,15 +436,14 @@ fn digest(body: &[u8]) -> [u8; 32] {
 /// before 0.4, which records none, counts): the same payment made at another service (the
 /// sandbox, where the file was tried first) is not this one.
 async fn sent_bodies(journal: &Journal, target: &str) -> Result<SentBodies, BatchError> {
-    let entries = journal
-        .list(&whish_journal::Listing::new().limit(whish_journal::REPEAT_LOOKBACK))
+    let mut sent = SentBodies::new();
+    journal
+        .sends_that_may_have_paid(target, |s| {
+            sent.insert(digest(s.request), (s.key.to_owned(), s.state));
+        })
         .await
         .map_err(BatchError::Journal)?;
-    Ok(entries
-        .into_iter()
-        .filter(|e| e.may_have_paid(target))
-        .map(|e| (digest(&e.request), (e.key, e.state)))
-        .collect())
+    Ok(sent)
 }
 
 /// The check of a chunk's rows against what the journal holds: a row the service would refuse

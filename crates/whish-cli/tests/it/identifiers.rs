@@ -56,6 +56,13 @@ async fn a_large_request_id_is_printed_exactly_and_a_resend_under_another_id_is_
         resent.stderr.contains(&id) && resent.stderr.contains(&wrong),
         "both ids are named: {resent:?}"
     );
+    // A script reads the refusal and the Request-id to resend from stdout, exactly.
+    let refusal = resent.json();
+    assert_eq!(refusal["outcome"], "not-sent", "{refusal}");
+    assert_eq!(refusal["error"], "same-body-elsewhere", "{refusal}");
+    assert_eq!(refusal["idempotencyKey"], wrong.as_str(), "{refusal}");
+    assert_eq!(refusal["heldUnder"], id.as_str(), "{refusal}");
+    assert_eq!(refusal["heldState"], "accepted", "{refusal}");
     assert_eq!(sb.transfers().len(), 1, "no second transfer");
 
     // Under its own id, the resend is the known resend: confirmed, still one transfer.

@@ -26,6 +26,14 @@ async fn a_send_whose_outcome_is_unknown_is_pointed_to_its_resend_not_sent_again
     // The operator runs `send` again (a new Request-id): it would pay twice.
     let again = whish(&["transfer", "send", "--body", &body], &env).await;
     assert_eq!(again.code, 2, "refused before sending: {again:?}");
+    let refusal = again.json();
+    assert_eq!(
+        (&refusal["outcome"], &refusal["error"]),
+        (&"not-sent".into(), &"same-body-elsewhere".into()),
+        "a script tells this refusal from a bad body: {refusal}"
+    );
+    assert_eq!(refusal["heldUnder"], "770101", "{refusal}");
+    assert_eq!(refusal["heldState"], "may-have-arrived", "{refusal}");
     assert!(
         again.stderr.contains("transfer resend")
             && again.stderr.contains("770101")

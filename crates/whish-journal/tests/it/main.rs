@@ -20,6 +20,7 @@ mod lifecycle;
 mod other_service;
 mod recover_entries;
 mod reopen;
+mod repeat_check;
 mod reserve;
 mod retry_needs_operator;
 mod same_file;

@@ -1,0 +1,86 @@
+//! The sends a check for a payment made before reads: a page at a time, and only what the
+//! check needs (the Request-id, the state, the exact body).
+
+use super::*;
+
+/// How many sends one page carries: the memory a check holds at once, whatever the journal's
+/// size.
+pub(crate) const PAGE: i64 = 1000;
+
+/// One send as the check reads it.
+pub(crate) struct SendRow {
+    pub id: i64,
+    pub key: String,
+    /// `None`: a state this version does not know. Not counted, as [`Journal::list`] leaves
+    /// such rows out ([`Journal::unreadable`] names them).
+    ///
+    /// [`Journal::list`]: crate::Journal::list
+    /// [`Journal::unreadable`]: crate::Journal::unreadable
+    pub state: Option<State>,
+    pub request: Vec<u8>,
+}
+
+impl Db {
+    /// The lowest id among the `lookback` most recent entries (of any kind), or `None` when the
+    /// journal holds none.
+    pub(crate) async fn lookback_floor(&self, lookback: u32) -> Result<Option<i64>, JournalError> {
+        const SQL: &str = "SELECT MIN(id) AS floor FROM \
+            (SELECT id FROM whish_journal_entries ORDER BY id DESC LIMIT $1) AS recent";
+        on_db!(self, pool => {
+            let row = sqlx::query(SQL)
+                .bind(i64::from(lookback))
+                .fetch_one(pool)
+                .await
+                .map_err(JournalError::read)?;
+            row.try_get::<Option<i64>, _>("floor").map_err(JournalError::read)
+        })
+    }
+
+    /// The money-transfer sends to `target` (or recorded with none) with an id at or above
+    /// `floor` and below `before`, newest first, at most [`PAGE`].
+    pub(crate) async fn sends_page(
+        &self,
+        target: &str,
+        floor: i64,
+        before: i64,
+    ) -> Result<Vec<SendRow>, JournalError> {
+        // A page is a range of ids, read backwards along the primary key; SQLite would
+        // otherwise take the (service, operation, key) index and sort every send of the
+        // journal for each page. PostgreSQL's planner takes the primary key by itself.
+        const SQL: &str = "SELECT id, idem_key, state, request FROM whish_journal_entries {} \
+            WHERE id >= $1 AND id < $2 AND service = $3 AND operation = $4 \
+              AND (target = $5 OR target IS NULL) \
+            ORDER BY id DESC LIMIT $6";
+        let sql = SQL.replace(
+            "{}",
+            match self.backend() {
+                crate::Backend::Sqlite => "NOT INDEXED",
+                crate::Backend::Postgres => "",
+            },
+        );
+        on_db!(self, pool => {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(floor)
+                .bind(before)
+                .bind(Service::MoneyTransfer.as_str())
+                .bind(Operation::Send.as_str())
+                .bind(target)
+                .bind(PAGE)
+                .fetch_all(pool)
+                .await
+                .map_err(JournalError::read)?;
+            rows.iter()
+                .map(|r| {
+                    Ok(SendRow {
+                        id: r.try_get("id").map_err(JournalError::read)?,
+                        key: r.try_get("idem_key").map_err(JournalError::read)?,
+                        state: State::parse(
+                            &r.try_get::<String, _>("state").map_err(JournalError::read)?,
+                        ),
+                        request: r.try_get("request").map_err(JournalError::read)?,
+                    })
+                })
+                .collect()
+        })
+    }
+}

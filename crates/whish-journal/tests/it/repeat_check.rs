@@ -1,0 +1,147 @@
+//! The check for a payment made before (`Journal::sends_that_may_have_paid`): every
+//! money-transfer send to the client's service and account that is accepted or not final, and
+//! those recorded before entries named a target, newest first, across pages; none refused, none
+//! of another account or service, none older than the `REPEAT_LOOKBACK` most recent entries.
+//! SQLite files and the PostgreSQL server when one is given.
+
+use crate::support::{Place, cash_send, journal_sql, places, sandbox, transfer, transfer_at};
+use whish_journal::{Listing, REPEAT_LOOKBACK, State};
+
+/// The keys and states the check hands over, in its order.
+async fn visited(journal: &whish_journal::Journal, target: &str) -> Vec<(String, State)> {
+    let mut seen = Vec::new();
+    journal
+        .sends_that_may_have_paid(target, |s| seen.push((s.key.to_owned(), s.state)))
+        .await
+        .expect("read the sends");
+    seen
+}
+
+/// `n` entries of another service, refused, newer than everything before them.
+async fn fill(place: &Place, n: u32) {
+    let batch = uuid::Uuid::new_v4().simple().to_string();
+    let values = format!(
+        "'hosted-collect', 'create', 'filler-{batch}-' || i, 'refused', 1, 0, 0, 'elsewhere'"
+    );
+    let sql = match place {
+        Place::Sqlite(_) => format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n}) \
+             INSERT INTO whish_journal_entries \
+             (service, operation, idem_key, state, attempts, created_ms, updated_ms, target, request) \
+             SELECT {values}, X'7B7D' FROM n"
+        ),
+        Place::Postgres(_) => format!(
+            "INSERT INTO whish_journal_entries \
+             (service, operation, idem_key, state, attempts, created_ms, updated_ms, target, request) \
+             SELECT {values}, '\\x7b7d'::bytea FROM generate_series(1, {n}) AS i"
+        ),
+    };
+    assert_eq!(journal_sql(place, &sql).await, u64::from(n));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repeat_check_reads_every_send_that_may_have_paid_here_and_no_other() {
+    for place in places("repeat-check").await {
+        let sb = sandbox().await;
+        let journal = place.open_steady().await;
+        let here = journal.transfer(transfer(&sb, 0));
+        let target = here.client().target();
+        // More sends than one page holds, each its own body.
+        let prepared: Vec<_> = (0..2_500)
+            .map(|i| {
+                here.client()
+                    .prepare_send(cash_send(10 + i))
+                    .expect("prepare")
+            })
+            .collect();
+        assert!(here.reserve(prepared).await.iter().all(|r| r.is_held()));
+        // Sends to another service, with bodies the sends here also have.
+        let elsewhere = journal.transfer(transfer_at("http://127.0.0.1:9/api", &sb, 0));
+        let theirs: Vec<_> = (0..10)
+            .map(|i| {
+                elsewhere
+                    .client()
+                    .prepare_send(cash_send(10 + i))
+                    .expect("prepare")
+            })
+            .collect();
+        assert!(elsewhere.reserve(theirs).await.iter().all(|r| r.is_held()));
+        assert_ne!(elsewhere.client().target(), target);
+        // A tenth refused (no transfer), a tenth accepted, a tenth recorded before entries named
+        // their target, a tenth waiting for an operator; the rest stay intended.
+        journal_sql(
+            &place,
+            "UPDATE whish_journal_entries SET state = 'refused' WHERE id % 10 = 0",
+        )
+        .await;
+        journal_sql(
+            &place,
+            "UPDATE whish_journal_entries SET state = 'accepted' WHERE id % 10 = 1",
+        )
+        .await;
+        journal_sql(
+            &place,
+            "UPDATE whish_journal_entries SET target = NULL WHERE id % 10 = 2 AND id <= 2500",
+        )
+        .await;
+        journal_sql(
+            &place,
+            "UPDATE whish_journal_entries SET state = 'needs-operator' WHERE id % 10 = 3",
+        )
+        .await;
+
+        let seen = visited(&journal, &target).await;
+        let all = journal
+            .list(&Listing::new().limit(u32::MAX))
+            .await
+            .expect("list");
+        let expected: Vec<(String, State)> = all
+            .iter()
+            .filter(|e| e.may_have_paid(&target))
+            .map(|e| (e.key.clone(), e.state))
+            .collect();
+        assert_eq!(seen.len(), 2_250, "every send here but the refused ones");
+        assert_eq!(seen, expected, "newest first, as the journal lists them");
+        assert!(seen.iter().all(|(_, s)| *s != State::Refused));
+        let count = |state: State| seen.iter().filter(|(_, s)| *s == state).count();
+        assert_eq!(
+            (
+                count(State::Intended),
+                count(State::Accepted),
+                count(State::NeedsOperator)
+            ),
+            (1_750, 250, 250)
+        );
+        let untargeted: Vec<&String> = all
+            .iter()
+            .filter(|e| e.target.is_none())
+            .map(|e| &e.key)
+            .collect();
+        assert_eq!(untargeted.len(), 250);
+        assert!(untargeted.iter().all(|k| seen.iter().any(|(s, _)| s == *k)));
+        // The other service's sends are its own.
+        assert_eq!(
+            visited(&journal, &elsewhere.client().target()).await.len(),
+            250 + 10 - 1
+        );
+
+        // The check reads the REPEAT_LOOKBACK most recent entries, of every kind: with the
+        // newest send here that may have paid (id 2499; 2500 was refused, 2501 to 2510 are
+        // the other service's) the oldest of them, it is the one send read; one entry more,
+        // and it is out of reach.
+        let last_here = all.iter().find(|e| e.id == 2_499).expect("id 2499");
+        assert!(last_here.may_have_paid(&target));
+        fill(&place, REPEAT_LOOKBACK - 12).await;
+        assert_eq!(
+            visited(&journal, &target).await,
+            [(last_here.key.clone(), last_here.state)]
+        );
+        fill(&place, 1).await;
+        assert_eq!(visited(&journal, &target).await, []);
+        let newest = here.client().prepare_send(cash_send(5)).expect("prepare");
+        let key = newest.request_id().to_string();
+        assert!(here.reserve(vec![newest]).await.iter().all(|r| r.is_held()));
+        assert_eq!(visited(&journal, &target).await, [(key, State::Intended)]);
+        journal.close().await;
+    }
+}
