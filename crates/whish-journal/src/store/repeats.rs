@@ -1,9 +1,10 @@
-//! The sends a check for a payment made before reads: a page at a time, and only what the
-//! check needs (the Request-id, the state, the exact body).
+//! The reads that look at a whole window of the journal, a page at a time: the sends a check
+//! for a payment made before reads (only what it needs: the Request-id, the state, the exact
+//! body), and the rows this version cannot read.
 
 use super::*;
 
-/// How many sends one page carries: the memory a check holds at once, whatever the journal's
+/// How many rows one page carries: the memory a read holds at once, whatever the journal's
 /// size.
 pub(crate) const PAGE: i64 = 1000;
 
@@ -82,5 +83,40 @@ impl Db {
                 })
                 .collect()
         })
+    }
+}
+
+impl Db {
+    /// The rows that cannot be read (id, key, why), oldest first: every row is looked at, a
+    /// page at a time, so the journal's size bounds the time this takes, never the memory.
+    pub(crate) async fn unreadable_rows(&self) -> Result<Vec<(i64, String, String)>, JournalError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM whish_journal_entries WHERE id > $1 ORDER BY id LIMIT $2"
+        );
+        let mut bad = Vec::new();
+        let mut after = 0i64;
+        loop {
+            let (read, last) = on_db!(self, pool => {
+                let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                    .bind(after)
+                    .bind(PAGE)
+                    .fetch_all(pool)
+                    .await
+                    .map_err(JournalError::read)?;
+                let mut last = None;
+                for row in &rows {
+                    let claimed = claimed_of(row)?;
+                    last = Some(claimed.lease.id);
+                    if let Err(e) = claimed.entry {
+                        bad.push((claimed.lease.id, claimed.key, e.to_string()));
+                    }
+                }
+                (rows.len() as i64, last)
+            });
+            match last {
+                Some(id) if read == PAGE => after = id,
+                _ => return Ok(bad),
+            }
+        }
     }
 }

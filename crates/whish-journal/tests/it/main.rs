@@ -26,3 +26,4 @@ mod retry_needs_operator;
 mod same_file;
 mod someone_elses_transfer;
 mod truth;
+mod unreadable_rows;

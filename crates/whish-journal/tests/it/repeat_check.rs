@@ -4,7 +4,7 @@
 //! of another account or service, none older than the `REPEAT_LOOKBACK` most recent entries.
 //! SQLite files and the PostgreSQL server when one is given.
 
-use crate::support::{Place, cash_send, journal_sql, places, sandbox, transfer, transfer_at};
+use crate::support::{cash_send, fill, journal_sql, places, sandbox, transfer, transfer_at};
 use whish_journal::{Listing, REPEAT_LOOKBACK, State};
 
 /// The keys and states the check hands over, in its order.
@@ -15,28 +15,6 @@ async fn visited(journal: &whish_journal::Journal, target: &str) -> Vec<(String,
         .await
         .expect("read the sends");
     seen
-}
-
-/// `n` entries of another service, refused, newer than everything before them.
-async fn fill(place: &Place, n: u32) {
-    let batch = uuid::Uuid::new_v4().simple().to_string();
-    let values = format!(
-        "'hosted-collect', 'create', 'filler-{batch}-' || i, 'refused', 1, 0, 0, 'elsewhere'"
-    );
-    let sql = match place {
-        Place::Sqlite(_) => format!(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n}) \
-             INSERT INTO whish_journal_entries \
-             (service, operation, idem_key, state, attempts, created_ms, updated_ms, target, request) \
-             SELECT {values}, X'7B7D' FROM n"
-        ),
-        Place::Postgres(_) => format!(
-            "INSERT INTO whish_journal_entries \
-             (service, operation, idem_key, state, attempts, created_ms, updated_ms, target, request) \
-             SELECT {values}, '\\x7b7d'::bytea FROM generate_series(1, {n}) AS i"
-        ),
-    };
-    assert_eq!(journal_sql(place, &sql).await, u64::from(n));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -366,6 +366,28 @@ pub async fn journal_sql(place: &Place, sql: &str) -> u64 {
     }
 }
 
+/// `n` entries of another service, refused, newer than everything before them.
+pub async fn fill(place: &Place, n: u32) {
+    let batch = uuid::Uuid::new_v4().simple().to_string();
+    let values = format!(
+        "'hosted-collect', 'create', 'filler-{batch}-' || i, 'refused', 1, 0, 0, 'elsewhere'"
+    );
+    let sql = match place {
+        Place::Sqlite(_) => format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n}) \
+             INSERT INTO whish_journal_entries \
+             (service, operation, idem_key, state, attempts, created_ms, updated_ms, target, request) \
+             SELECT {values}, X'7B7D' FROM n"
+        ),
+        Place::Postgres(_) => format!(
+            "INSERT INTO whish_journal_entries \
+             (service, operation, idem_key, state, attempts, created_ms, updated_ms, target, request) \
+             SELECT {values}, '\\x7b7d'::bytea FROM generate_series(1, {n}) AS i"
+        ),
+    };
+    assert_eq!(journal_sql(place, &sql).await, u64::from(n));
+}
+
 /// `Journal::abandon` of a money-transfer send, which the test expects to answer.
 pub async fn abandon_send(
     journal: &Journal,

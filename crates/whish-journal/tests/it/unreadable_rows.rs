@@ -1,0 +1,49 @@
+//! `Journal::unreadable` looks at every row of the journal, a page at a time: a row it cannot
+//! read is named wherever it is (the first row, either side of a page's edge, the last), once,
+//! oldest first, and one bad row never hides another. SQLite files and the PostgreSQL server
+//! when one is given.
+
+use crate::support::{fill, journal_sql, places};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_unreadable_row_is_named_wherever_it_lies_in_the_journal() {
+    for place in places("unreadable-rows").await {
+        let journal = place.open().await;
+        fill(&place, 2_500).await;
+        // Outcomes this version cannot parse, at the first row, on both sides of the first
+        // pages' edges and at the last; a state it does not know in the middle.
+        let spoiled = [1, 1_000, 1_001, 2_000, 2_001, 2_500];
+        for id in spoiled {
+            journal_sql(
+                &place,
+                &format!("UPDATE whish_journal_entries SET outcome = '{{not json' WHERE id = {id}"),
+            )
+            .await;
+        }
+        journal_sql(
+            &place,
+            "UPDATE whish_journal_entries SET state = 'frozen' WHERE id = 1500",
+        )
+        .await;
+
+        let unreadable = journal.unreadable().await.expect("read the journal");
+        let ids: Vec<i64> = unreadable.iter().map(|u| u.id).collect();
+        assert_eq!(
+            ids,
+            [1, 1_000, 1_001, 1_500, 2_000, 2_001, 2_500],
+            "{unreadable:?}"
+        );
+        assert!(
+            unreadable
+                .iter()
+                .all(|u| u.key.starts_with("filler-") && !u.reason.is_empty()),
+            "{unreadable:?}"
+        );
+        assert!(
+            unreadable[3].reason.contains("frozen"),
+            "the unknown state is named: {:?}",
+            unreadable[3]
+        );
+        journal.close().await;
+    }
+}
