@@ -222,16 +222,7 @@ async fn send(
         )
         .await?
     {
-        return Err(a_repeat(
-            &out,
-            id,
-            &other,
-            state,
-            format!(
-                "this body was sent under Request-id {other} and its outcome is still open (the journal holds it {}): sending it under {id} could make a second transfer. Resend it instead: `whish transfer resend --body FILE --request-id {other}`; to pay the same again on purpose, add --allow-repeat",
-                state.as_str()
-            ),
-        ));
+        return Err(a_repeat(&out, id, &other, state, Counted::Open));
     }
     eprintln!(
         "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
@@ -267,16 +258,7 @@ async fn resend(
     )
     .await?
     {
-        return Err(a_repeat(
-            &out,
-            id,
-            &other,
-            state,
-            format!(
-                "this body was sent under Request-id {other} (the journal holds it {}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`",
-                state.as_str()
-            ),
-        ));
+        return Err(a_repeat(&out, id, &other, state, Counted::OpenOrAccepted));
     }
     let journaled = journal.transfer(client);
     let answer = journaled.resend(&prepared).await;
@@ -509,16 +491,26 @@ async fn same_body_elsewhere(
         .map(|e| (e.key, e.state)))
 }
 
-/// Refused before sending, the body being a send the journal holds under `other`: the failure
-/// object on stdout (so that a script tells this refusal from a bad body, and finds the
-/// Request-id to resend), the message on stderr, exit 2.
+/// Refused before sending, the body being a send the journal holds under `other` (found as
+/// `counted` says: by `send`, open; by `resend`, open or accepted): the failure object on
+/// stdout (so that a script tells this refusal from a bad body, and finds the Request-id to
+/// resend), what to do on stderr, exit 2.
 fn a_repeat(
     out: &output::Out,
     id: RequestId,
     other: &str,
     state: whish::journal::State,
-    message: String,
+    counted: Counted,
 ) -> u8 {
+    let held = state.as_str();
+    let message = match counted {
+        Counted::Open => format!(
+            "this body was sent under Request-id {other} and its outcome is still open (the journal holds it {held}): sending it under {id} could make a second transfer. Resend it instead: `whish transfer resend --body FILE --request-id {other}`; to pay the same again on purpose, add --allow-repeat"
+        ),
+        Counted::OpenOrAccepted => format!(
+            "this body was sent under Request-id {other} (the journal holds it {held}), not {id}: a resend under {id} would be a second transfer. Resend with `--request-id {other}`, or send it as a new transfer with `whish transfer send`"
+        ),
+    };
     let hint = format!("{message}; nothing was sent");
     out.failure(
         &printed::Failure::Repeat {
@@ -527,7 +519,7 @@ fn a_repeat(
             message,
             idempotency_key: id.to_string(),
             held_under: other,
-            held_state: state.as_str(),
+            held_state: held,
         },
         &hint,
         output::NOT_SENT,
