@@ -80,13 +80,6 @@ const OWED: &[(&str, f64)] = &[
         "whish-intl-topup: pay, client CPU per call, SDK/baseline",
         1.10,
     ),
-    // The transfer client's CPU per fee quote: 1.043 to 1.054 on a quiet machine, 1.046 to
-    // 1.087 in full CI runs, and once 1.171 (its re-run 1.046) on 2026-11-28. Its goal is not
-    // met, as its two peers' below are not: owed at the level they are.
-    (
-        "whish-money-transfer: fee quote, client CPU per call, SDK/baseline",
-        1.10,
-    ),
     // The collect client's CPU per create: 1.06 and 1.10 on 2026-11-27.
     (
         "whish-hosted-collect: create, client CPU per call, SDK/baseline",
