@@ -39,6 +39,8 @@ pub use code::TestCode;
 pub use command::{Run, SETTINGS_VARS, clean_command};
 pub use disk::{Tmpfs, tmpfs};
 pub use not_run::{has_command, not_run, under_ci};
+#[cfg(feature = "postgres")]
+pub use postgres::fresh_postgres_database;
 pub use postgres::{POSTGRES_VAR, postgres_admin_url, sqlite_journal_url};
 pub use relay::{Relay, RelayMode};
 #[cfg(feature = "sandbox")]

@@ -17,7 +17,6 @@ pub(super) async fn sqlite(test: &str) -> Db {
 /// A PostgreSQL journal in a fresh database, when a server is given.
 #[cfg(feature = "postgres")]
 pub(super) async fn postgres() -> Option<Db> {
-    use sqlx::Connection;
     let admin = match std::env::var("WHISH_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => url,
         _ => {
@@ -25,18 +24,8 @@ pub(super) async fn postgres() -> Option<Db> {
             return None;
         }
     };
-    let name = format!("whish_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await
-        .expect("create a database");
-    let (base, _) = admin.rsplit_once('/').expect("a URL with a database name");
-    Some(
-        Db::open_postgres(&format!("{base}/{name}"), false)
-            .await
-            .expect("open"),
-    )
+    let url = whish_testkit::fresh_postgres_database(&admin).await;
+    Some(Db::open_postgres(&url, false).await.expect("open"))
 }
 
 /// `finals` final entries and one open entry of every other state, written with one

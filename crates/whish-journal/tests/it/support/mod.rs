@@ -69,23 +69,11 @@ pub async fn places(test: &str) -> Vec<Place> {
         dir.join("journal.sqlite").display()
     ))];
     if let Some(admin) = whish_testkit::postgres_admin_url(test) {
-        out.push(Place::Postgres(fresh_database(&admin).await));
+        out.push(Place::Postgres(
+            whish_testkit::fresh_postgres_database(&admin).await,
+        ));
     }
     out
-}
-
-async fn fresh_database(admin: &str) -> String {
-    use sqlx::Connection;
-    let name = format!("whish_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(admin)
-        .await
-        .expect("connect to the test PostgreSQL server");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await
-        .expect("create a test database");
-    let (base, _) = admin.rsplit_once('/').expect("a URL with a database name");
-    format!("{base}/{name}")
 }
 
 pub fn policy(retries: u32) -> Policy {
