@@ -146,8 +146,10 @@ async fn list(
     if let Some(text) = since {
         listing = listing.since(since_time(&text)?);
     }
-    let entries = journal.list(&listing).await.map_err(failed)?;
-    let unreadable = journal.unreadable().await.map_err(failed)?;
+    let (entries, unreadable) = journal
+        .list_with_unreadable(&listing)
+        .await
+        .map_err(failed)?;
     let rows: Vec<printed::ListedLine<'_>> = entries
         .iter()
         .map(|e| printed::ListedLine::Entry(line(e)))

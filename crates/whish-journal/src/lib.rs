@@ -516,7 +516,30 @@ impl Journal {
     /// A `JournalError` when the database cannot be read.
     pub async fn list(&self, listing: &Listing) -> Result<Vec<Entry>, JournalError> {
         self.inner.background_written().await;
-        self.inner.db.listing(listing).await
+        Ok(self.inner.db.listing(listing).await?.0)
+    }
+
+    /// What [`list`](Self::list) selects, and apart, the rows this version cannot read among
+    /// the rows the listing selects, with every row in a state it does not know, wherever it
+    /// is (those are found through an index): a listing in which one bad row never hides the
+    /// others, at the cost of the listing. ([`unreadable`](Self::unreadable) looks at every
+    /// row of the journal.)
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be read.
+    pub async fn list_with_unreadable(
+        &self,
+        listing: &Listing,
+    ) -> Result<(Vec<Entry>, Vec<Unreadable>), JournalError> {
+        self.inner.background_written().await;
+        let (entries, bad) = self.inner.db.listing(listing).await?;
+        let mut out: Vec<Unreadable> = bad
+            .into_iter()
+            .map(|(id, key, reason)| Unreadable { id, key, reason })
+            .collect();
+        self.add_unknown_states(&mut out).await?;
+        Ok((entries, out))
     }
 
     /// The rows this version cannot read (an outcome that does not parse, a state or service it
@@ -536,6 +559,12 @@ impl Journal {
             .into_iter()
             .map(|(id, key, reason)| Unreadable { id, key, reason })
             .collect();
+        self.add_unknown_states(&mut out).await?;
+        Ok(out)
+    }
+
+    /// Add to `out` every row in a state this version does not know, once, and sort by id.
+    async fn add_unknown_states(&self, out: &mut Vec<Unreadable>) -> Result<(), JournalError> {
         for (id, key, state) in self.inner.db.unknown_states().await? {
             if !out.iter().any(|u| u.id == id) {
                 out.push(Unreadable {
@@ -549,7 +578,7 @@ impl Journal {
             }
         }
         out.sort_by_key(|u| u.id);
-        Ok(out)
+        Ok(())
     }
 
     /// The entries with this idempotency key (a Request-id or an externalId; a refund shares

@@ -405,6 +405,42 @@ async fn journal_list_is_newest_first_with_limit_state_since_and_a_table() {
         "{table:?}"
     );
     assert!(!table.stdout.contains('{'), "a table, not JSON: {table:?}");
+
+    // A row this version cannot read is a line of its own when the listing selects it, and
+    // is not when it lies beyond the listing.
+    {
+        use sqlx::Connection;
+        let url = format!("sqlite:{}", journal.display());
+        let mut c = sqlx::SqliteConnection::connect(&url)
+            .await
+            .expect("connect");
+        let spoiled = sqlx::raw_sql(
+            "UPDATE whish_journal_entries SET outcome = '{not json' WHERE idem_key = '663002'",
+        )
+        .execute(&mut c)
+        .await
+        .expect("spoil")
+        .rows_affected();
+        assert_eq!(spoiled, 1, "setup");
+        c.close().await.expect("close");
+    }
+    let two = whish(&["journal", "list", "--limit", "2"], &env).await;
+    assert_eq!(two.code, 0, "{two:?}");
+    let lines: Vec<serde_json::Value> = two
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{two:?}");
+    assert_eq!(lines[0]["key"], "663003");
+    assert_eq!(
+        (&lines[1]["key"], &lines[1]["state"]),
+        (&"663002".into(), &"unreadable".into()),
+        "{two:?}"
+    );
+    assert!(lines[1]["reason"].as_str().is_some_and(|r| !r.is_empty()));
+    let one = whish(&["journal", "list", "--limit", "1"], &env).await;
+    assert_eq!(keys_of(&one.stdout), ["663003"], "{one:?}");
     sb.shutdown().await;
 }
 

@@ -66,11 +66,12 @@ impl Db {
         })
     }
 
-    /// The entries a listing selects, newest first, each condition a bound parameter.
+    /// The entries a listing selects, newest first, each condition a bound parameter; and
+    /// apart, the rows among them that cannot be read (id, key, why).
     pub(crate) async fn listing(
         &self,
         listing: &crate::Listing,
-    ) -> Result<Vec<Entry>, JournalError> {
+    ) -> Result<(Vec<Entry>, Vec<(i64, String, String)>), JournalError> {
         let sql = listing_sql(listing.open_only, listing.state.is_some());
         let state = listing.state.map_or("", State::as_str);
         let since = listing.since_ms.unwrap_or(i64::MIN);
@@ -83,12 +84,15 @@ impl Db {
                 .await
                 .map_err(JournalError::read)?;
             let mut good = Vec::new();
+            let mut bad = Vec::new();
             for row in &rows {
-                if let Ok(e) = claimed_of(row)?.entry {
-                    good.push(e);
+                let claimed = claimed_of(row)?;
+                match claimed.entry {
+                    Ok(e) => good.push(e),
+                    Err(e) => bad.push((claimed.lease.id, claimed.key, e.to_string())),
                 }
             }
-            Ok(good)
+            Ok((good, bad))
         })
     }
 

@@ -1,9 +1,11 @@
 //! `Journal::unreadable` looks at every row of the journal, a page at a time: a row it cannot
 //! read is named wherever it is (the first row, either side of a page's edge, the last), once,
-//! oldest first, and one bad row never hides another. SQLite files and the PostgreSQL server
-//! when one is given.
+//! oldest first, and one bad row never hides another. `Journal::list_with_unreadable` names
+//! those among the rows its listing selects, and every row in a state this version does not
+//! know. SQLite files and the PostgreSQL server when one is given.
 
 use crate::support::{fill, journal_sql, places};
+use whish_journal::{Listing, State};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_unreadable_row_is_named_wherever_it_lies_in_the_journal() {
@@ -44,6 +46,52 @@ async fn every_unreadable_row_is_named_wherever_it_lies_in_the_journal() {
             "the unknown state is named: {:?}",
             unreadable[3]
         );
+        journal.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_names_the_unreadable_rows_it_selects_and_every_unknown_state() {
+    for place in places("unreadable-listing").await {
+        let journal = place.open().await;
+        fill(&place, 2_500).await;
+        for id in [1, 2_400] {
+            journal_sql(
+                &place,
+                &format!("UPDATE whish_journal_entries SET outcome = '{{not json' WHERE id = {id}"),
+            )
+            .await;
+        }
+        journal_sql(
+            &place,
+            "UPDATE whish_journal_entries SET state = 'frozen' WHERE id = 1500",
+        )
+        .await;
+        let ids = |u: &[whish_journal::Unreadable]| u.iter().map(|u| u.id).collect::<Vec<_>>();
+
+        // The newest 200 rows: row 2 400 is among them, unreadable, and is not an entry; row 1
+        // is not; the unknown state is named wherever it is.
+        let (entries, unreadable) = journal
+            .list_with_unreadable(&Listing::new().limit(200))
+            .await
+            .expect("list");
+        assert_eq!(entries.len(), 199);
+        assert!(entries.iter().all(|e| e.id > 2_300 && e.id != 2_400));
+        assert_eq!(ids(&unreadable), [1_500, 2_400], "{unreadable:?}");
+        // What `list` returns is the same entries.
+        let listed = journal
+            .list(&Listing::new().limit(200))
+            .await
+            .expect("list");
+        assert_eq!(listed, entries);
+
+        // Refused rows only, the newest ten: none of the spoiled outcomes is among them.
+        let (entries, unreadable) = journal
+            .list_with_unreadable(&Listing::new().state(State::Refused).limit(10))
+            .await
+            .expect("list");
+        assert_eq!(entries.len(), 10);
+        assert_eq!(ids(&unreadable), [1_500], "{unreadable:?}");
         journal.close().await;
     }
 }
