@@ -519,11 +519,12 @@ impl Journal {
         Ok(self.inner.db.listing(listing).await?.0)
     }
 
-    /// What [`list`](Self::list) selects, and apart, the rows this version cannot read among
-    /// the rows the listing selects, with every row in a state it does not know, wherever it
-    /// is (those are found through an index): a listing in which one bad row never hides the
-    /// others, at the cost of the listing. ([`unreadable`](Self::unreadable) looks at every
-    /// row of the journal.)
+    /// What [`list`](Self::list) selects, and apart, newest first, the rows this version cannot
+    /// read among the rows the listing selects, with every row in a state it does not know,
+    /// wherever it is (those are found through an index; a newer version sharing the journal
+    /// may have written many): a listing in which one bad row never hides the others, at the
+    /// cost of the listing. ([`unreadable`](Self::unreadable) looks at every row of the
+    /// journal.)
     ///
     /// # Errors
     ///
@@ -539,6 +540,7 @@ impl Journal {
             .map(|(id, key, reason)| Unreadable { id, key, reason })
             .collect();
         self.add_unknown_states(&mut out).await?;
+        out.reverse();
         Ok((entries, out))
     }
 
@@ -547,7 +549,8 @@ impl Journal {
     /// `needs-operator` with the reason; the others are reported as they are.
     ///
     /// Every row is looked at, a page at a time: the time this takes grows with the journal
-    /// (5 to 8 ms for 1 000 entries on SQLite), the memory it holds does not.
+    /// (5 to 8 ms for 1 000 entries on SQLite); what it holds is a page of rows and the rows it
+    /// cannot read, never the journal.
     ///
     /// # Errors
     ///
@@ -565,8 +568,9 @@ impl Journal {
 
     /// Add to `out` every row in a state this version does not know, once, and sort by id.
     async fn add_unknown_states(&self, out: &mut Vec<Unreadable>) -> Result<(), JournalError> {
+        let found: std::collections::HashSet<i64> = out.iter().map(|u| u.id).collect();
         for (id, key, state) in self.inner.db.unknown_states().await? {
-            if !out.iter().any(|u| u.id == id) {
+            if !found.contains(&id) {
                 out.push(Unreadable {
                     id,
                     key,

@@ -42,7 +42,9 @@ const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
 /// to), for one test: its URL. Its name carries the time it was made, and the databases this
 /// function made more than an hour ago (by any earlier run: nothing drops a test's database at
 /// its end) are dropped first, once per process, so that a server the tests are run against
-/// again and again does not fill up. A database still in use is left.
+/// again and again does not fill up. A database with a session open is left (PostgreSQL
+/// refuses to drop it); one of a run still going after an hour whose pool has closed its idle
+/// connections would not be.
 ///
 /// # Panics
 /// When the server cannot be reached or the database cannot be made.
@@ -64,10 +66,8 @@ pub async fn fresh_postgres_database(admin: &str) -> String {
                     .fetch_all(&mut conn)
                     .await
                     .unwrap_or_default();
-            for name in names
-                .iter()
-                .filter(|n| made_before(n, now - STALE.as_secs()))
-            {
+            let cutoff = now.saturating_sub(STALE.as_secs());
+            for name in names.iter().filter(|n| made_before(n, cutoff)) {
                 // In use (a run still going): left for a later sweep.
                 let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
                     "DROP DATABASE IF EXISTS {name}"
