@@ -4,8 +4,29 @@
 //! those among the rows its listing selects, and every row in a state this version does not
 //! know. SQLite files and the PostgreSQL server when one is given.
 
-use crate::support::{fill, journal_sql, places};
+use crate::support::{Place, fill, journal_sql, places};
 use whish_journal::{Listing, State};
+
+/// Give the rows `bad_outcomes` an outcome this version cannot parse, and the rows
+/// `unknown_states` a state it does not know (`frozen`).
+async fn spoil(place: &Place, bad_outcomes: &[i64], unknown_states: &[i64]) {
+    let ids = |ids: &[i64]| {
+        ids.iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sql = format!(
+        "UPDATE whish_journal_entries SET outcome = '{{not json' WHERE id IN ({})",
+        ids(bad_outcomes)
+    );
+    assert_eq!(journal_sql(place, &sql).await, bad_outcomes.len() as u64);
+    let sql = format!(
+        "UPDATE whish_journal_entries SET state = 'frozen' WHERE id IN ({})",
+        ids(unknown_states)
+    );
+    assert_eq!(journal_sql(place, &sql).await, unknown_states.len() as u64);
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_unreadable_row_is_named_wherever_it_lies_in_the_journal() {
@@ -14,19 +35,7 @@ async fn every_unreadable_row_is_named_wherever_it_lies_in_the_journal() {
         fill(&place, 2_500).await;
         // Outcomes this version cannot parse, at the first row, on both sides of the first
         // pages' edges and at the last; a state it does not know in the middle.
-        let spoiled = [1, 1_000, 1_001, 2_000, 2_001, 2_500];
-        for id in spoiled {
-            journal_sql(
-                &place,
-                &format!("UPDATE whish_journal_entries SET outcome = '{{not json' WHERE id = {id}"),
-            )
-            .await;
-        }
-        journal_sql(
-            &place,
-            "UPDATE whish_journal_entries SET state = 'frozen' WHERE id = 1500",
-        )
-        .await;
+        spoil(&place, &[1, 1_000, 1_001, 2_000, 2_001, 2_500], &[1_500]).await;
 
         let unreadable = journal.unreadable().await.expect("read the journal");
         let ids: Vec<i64> = unreadable.iter().map(|u| u.id).collect();
@@ -55,19 +64,8 @@ async fn a_listing_names_the_unreadable_rows_it_selects_and_every_unknown_state(
     for place in places("unreadable-listing").await {
         let journal = place.open().await;
         fill(&place, 2_500).await;
-        for id in [1, 2_400] {
-            journal_sql(
-                &place,
-                &format!("UPDATE whish_journal_entries SET outcome = '{{not json' WHERE id = {id}"),
-            )
-            .await;
-        }
         // A state this version does not know, outside the first listing and inside it.
-        journal_sql(
-            &place,
-            "UPDATE whish_journal_entries SET state = 'frozen' WHERE id IN (1500, 2450)",
-        )
-        .await;
+        spoil(&place, &[1, 2_400], &[1_500, 2_450]).await;
         let ids = |u: &[whish_journal::Unreadable]| u.iter().map(|u| u.id).collect::<Vec<_>>();
 
         // The newest 200 rows: rows 2 400 and 2 450 are among them, unreadable, and are not
