@@ -399,7 +399,7 @@ impl Journal {
         // Entries a live holder kept from the pass above and has since released (its call
         // ended open): the cursor went past them, so look again, once each, instead of
         // reporting all final while one is open.
-        let (open, _) = self.inner.db.list(true, i64::MAX).await?;
+        let (open, _) = self.inner.db.open_entries().await?;
         for entry in open {
             let wanted = entry.state.is_open()
                 || (options.retry_needs_operator && entry.state == State::NeedsOperator);
@@ -454,7 +454,7 @@ impl Journal {
         }
         // The journal's gauges (feature `metrics`): what is left open, what waits for a person.
         if cfg!(feature = "metrics") {
-            let (left, _) = self.inner.db.list(true, i64::MAX).await?;
+            let (left, _) = self.inner.db.open_entries().await?;
             let needs_operator = left
                 .iter()
                 .filter(|e| e.state == State::NeedsOperator)

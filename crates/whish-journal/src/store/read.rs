@@ -39,17 +39,15 @@ impl Db {
         Ok(found)
     }
 
-    /// The entries, and apart from them the rows that cannot be read (id, key, why): one bad
-    /// row never hides the others.
-    pub(crate) async fn list(
+    /// The open entries and those waiting for an operator, oldest first, and apart from them
+    /// the rows among those that cannot be read (id, key, why): one bad row never hides the
+    /// others.
+    pub(crate) async fn open_entries(
         &self,
-        open_only: bool,
-        limit: i64,
     ) -> Result<(Vec<Entry>, Vec<(i64, String, String)>), JournalError> {
-        let sql = list_sql(open_only);
+        let sql = open_list_sql();
         on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(limit)
                 .fetch_all(pool)
                 .await
                 .map_err(JournalError::read)?;

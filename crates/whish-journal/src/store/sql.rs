@@ -148,15 +148,11 @@ pub(super) fn takeable(needs_operator: bool) -> &'static str {
     }
 }
 
-/// Every entry (`open_only`: the open ones and those waiting for an operator), oldest first, at
-/// most `$1`.
-pub(super) fn list_sql(open_only: bool) -> String {
-    let only = if open_only {
-        format!("WHERE state IN ({LISTED_STATES})")
-    } else {
-        String::new()
-    };
-    format!("SELECT {COLUMNS} FROM whish_journal_entries {only} ORDER BY id LIMIT $1")
+/// The open entries and those waiting for an operator, oldest first.
+pub(super) fn open_list_sql() -> String {
+    format!(
+        "SELECT {COLUMNS} FROM whish_journal_entries WHERE state IN ({LISTED_STATES}) ORDER BY id"
+    )
 }
 
 /// A listing, newest first: `$1` the state (or '' for any: the condition is then constant), `$2`

@@ -93,7 +93,11 @@ async fn analyze(db: &Db) {
 /// ones are ignored by the statements that take fewer).
 fn statements(db: &Db) -> Vec<(&'static str, String, &'static str)> {
     vec![
-        ("list --open", list_sql(true), "whish_journal_entries_state"),
+        (
+            "list --open",
+            open_list_sql(),
+            "whish_journal_entries_state",
+        ),
         (
             "listing open",
             listing_sql(true, false),
