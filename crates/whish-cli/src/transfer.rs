@@ -208,28 +208,61 @@ async fn send(
     // The journal first: a journal that cannot be opened sends nothing, and a line
     // telling to store the key of a request that never left would mislead.
     let journal = ctx.journal().await?;
+    let target = client.target();
+    let journaled = journal.transfer(client);
+    // The check and the intent's write are one step: a send of the same body started at the
+    // same moment in another process waits here, then finds this one.
+    let check = repeat_check(&journal).await?;
     // A body the journal holds as a send under another Request-id whose outcome is still
     // open (unknown, Pending, waiting for an operator) is most often that transfer sent again
     // by hand, and a new Request-id would pay it twice. A Request-id the journal holds itself
     // is that transfer's resend (below).
     if !allow_repeat
-        && let Some((other, state)) = same_body_elsewhere(
-            &journal,
-            &client.target(),
-            id,
-            prepared.body(),
-            Counted::Open,
-        )
-        .await?
+        && let Some((other, state)) =
+            same_body_elsewhere(&journal, &target, id, prepared.body(), Counted::Open).await?
     {
+        check.release().await;
         return Err(a_repeat(&out, id, &other, state, Counted::Open));
     }
     eprintln!(
         "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
     );
-    let journaled = journal.transfer(client);
-    let answer = journaled.send(&prepared).await;
+    let reserved = journaled
+        .reserve(vec![prepared.clone()])
+        .await
+        .pop()
+        .expect("one reservation for one transfer");
+    // Recorded: the next check sees it. Otherwise (the journal could not be written now) the
+    // send records it on its own, and the check is held until then.
+    let answer = if reserved.is_held() {
+        check.release().await;
+        journaled.send_reserved(reserved).await
+    } else {
+        let answer = journaled.send_reserved(reserved).await;
+        check.release().await;
+        answer
+    };
     answered(out, &journal, &journaled, &prepared, answer, wait).await
+}
+
+/// Take the journal's repeat check ([`Journal::lock_repeat_check`]), saying on stderr why this
+/// waits when another process holds it for more than a second.
+///
+/// [`Journal::lock_repeat_check`]: whish::journal::Journal::lock_repeat_check
+async fn repeat_check(
+    journal: &whish::journal::Journal,
+) -> Result<whish::journal::RepeatCheckLock, u8> {
+    let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
+    let take = journal.lock_repeat_check();
+    tokio::pin!(take);
+    tokio::select! {
+        held = &mut take => return held.map_err(failed),
+        () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+    }
+    eprintln!(
+        "whish: waiting for another process to finish checking and recording a send in this journal"
+    );
+    take.await.map_err(failed)
 }
 
 /// `transfer resend`: send a known request again under its own Request-id, never a body the
@@ -249,6 +282,23 @@ async fn resend(
     // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
     // the outcome is read with status by requestId.
     let journal = ctx.journal().await?;
+    // A Request-id the journal does not hold is recorded by the resend itself: the repeat
+    // check is held across it, so that a send of the same body meanwhile finds it. (One the
+    // journal holds is that transfer's own resend: it cannot pay anything twice.)
+    let recorded = journal
+        .entry(
+            whish::journal::Service::MoneyTransfer,
+            whish::journal::Operation::Send,
+            &id.to_string(),
+        )
+        .await
+        .map_err(|e| usage(format!("journal: {e}")))?
+        .is_some();
+    let check = if recorded {
+        None
+    } else {
+        Some(repeat_check(&journal).await?)
+    };
     if let Some((other, state)) = same_body_elsewhere(
         &journal,
         &client.target(),
@@ -258,10 +308,16 @@ async fn resend(
     )
     .await?
     {
+        if let Some(check) = check {
+            check.release().await;
+        }
         return Err(a_repeat(&out, id, &other, state, Counted::OpenOrAccepted));
     }
     let journaled = journal.transfer(client);
     let answer = journaled.resend(&prepared).await;
+    if let Some(check) = check {
+        check.release().await;
+    }
     answered(out, &journal, &journaled, &prepared, answer, wait).await
 }
 

@@ -59,4 +59,46 @@ impl Journal {
             }
         }
     }
+
+    /// Wait until this process is the only one checking this journal for a payment made before,
+    /// and hold that until the [`RepeatCheckLock`] is released or dropped.
+    ///
+    /// A check ([`sends_that_may_have_paid`](Self::sends_that_may_have_paid), or a look at the
+    /// open entries) followed by a send's intent is two steps: two processes sending the same
+    /// body at once (a script run twice, two terminals) can each check before either has
+    /// recorded its send, and both pay. Hold this lock across the check and the intent's write
+    /// ([`JournaledTransfer::reserve`](crate::JournaledTransfer::reserve)), then release it and
+    /// send: whoever checks next sees the send just recorded. Every process that checks must
+    /// take it; a check made without it proves nothing about sends started at the same time.
+    ///
+    /// On SQLite it is an exclusive lock on a file beside the journal (`<journal>-repeat-lock`,
+    /// created on first use and left in place); on PostgreSQL a session-level advisory lock on
+    /// a connection of its own. Either is let go by the operating system or the server when
+    /// the process holding it dies. It waits for as long as another holder keeps it: hold it
+    /// only across a check and a write, never across a call to the service.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the lock's file cannot be created or locked, or the database
+    /// cannot be reached.
+    pub async fn lock_repeat_check(&self) -> Result<RepeatCheckLock, JournalError> {
+        Ok(RepeatCheckLock {
+            held: self.inner.db.repeat_lock().await?,
+        })
+    }
+}
+
+/// This process's hold on a journal's repeat check ([`Journal::lock_repeat_check`]).
+#[derive(Debug)]
+#[must_use = "the repeat check is held only while this lives"]
+pub struct RepeatCheckLock {
+    held: crate::store::RepeatLock,
+}
+
+impl RepeatCheckLock {
+    /// Let the next process check. Dropping it does too; on PostgreSQL this also tells the
+    /// server at once, where a dropped lock waits for the server to see its connection closed.
+    pub async fn release(self) {
+        self.held.release().await;
+    }
 }

@@ -268,6 +268,7 @@ mod notify;
 mod open;
 mod prune;
 mod read;
+mod repeat_lock;
 mod repeats;
 mod sql;
 mod steps;
@@ -277,6 +278,7 @@ pub(crate) use clock::*;
 #[allow(unused_imports)]
 pub(crate) use prune::*;
 use read::*;
+pub(crate) use repeat_lock::RepeatLock;
 pub(crate) use repeats::PAGE as SEND_PAGE;
 pub(crate) use sql::*;
 

@@ -110,3 +110,37 @@ async fn the_same_body_sent_to_another_service_is_another_transfer() {
     first.shutdown().await;
     second.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_of_one_body_started_at_once_pay_it_once() {
+    let (sb, env, body) = sandbox_and_body("at-once").await;
+    // Each send's reply takes 3 s: every send started here is open while the others check.
+    let runs = 5;
+    sb.inject(
+        whish_sandbox::Endpoint::TransferSend,
+        Fault::Delay(std::time::Duration::from_secs(3)),
+        runs,
+    );
+    let sends: Vec<_> = (0..runs)
+        .map(|_| {
+            let (body, env) = (body.clone(), env.clone());
+            tokio::spawn(async move { whish(&["transfer", "send", "--body", &body], &env).await })
+        })
+        .collect();
+    let mut done = Vec::new();
+    for send in sends {
+        done.push(send.await.expect("join"));
+    }
+    let sent: Vec<_> = done.iter().filter(|r| r.code == 0).collect();
+    let refused: Vec<_> = done
+        .iter()
+        .filter(|r| r.code == 2 && r.json()["error"] == "same-body-elsewhere")
+        .collect();
+    assert_eq!(
+        (sent.len(), refused.len()),
+        (1, runs as usize - 1),
+        "one send goes out, every other one is refused as its repeat: {done:#?}"
+    );
+    assert_eq!(sb.transfers().len(), 1, "one transfer");
+    sb.shutdown().await;
+}

@@ -123,3 +123,46 @@ async fn the_repeat_check_reads_every_send_that_may_have_paid_here_and_no_other(
         journal.close().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_process_at_a_time_holds_the_repeat_check_until_it_lets_go() {
+    use std::time::Duration;
+    for place in places("repeat-check-lock").await {
+        // Two handles on one journal: two connections, two lock holders, as two processes are.
+        let first = place.open_steady().await;
+        let second = place.open_steady().await;
+        let held = first.lock_repeat_check().await.expect("the first holds it");
+        let waiting = tokio::spawn(async move {
+            let lock = second
+                .lock_repeat_check()
+                .await
+                .expect("the second holds it");
+            (second, lock)
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !waiting.is_finished(),
+            "{}: a second holder waits while the first holds it",
+            place.url()
+        );
+        held.release().await;
+        let (second, lock) = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("released, the waiting holder gets it")
+            .expect("join");
+
+        // A hold dropped without its release (a process that dies: its file or its session
+        // is closed) lets the next one in too.
+        let next = tokio::spawn(async move { first.lock_repeat_check().await });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!next.is_finished(), "{}: still held", place.url());
+        drop(lock);
+        let again = tokio::time::timeout(Duration::from_secs(10), next)
+            .await
+            .expect("dropped, the waiting holder gets it")
+            .expect("join")
+            .expect("held");
+        again.release().await;
+        drop(second);
+    }
+}
