@@ -6,8 +6,9 @@ use crate::printed;
 use serde::Deserialize;
 use whish::transfer::{
     CashCollectionSend, CashReceiver, CountryId, Customer, DateOfBirth, FeeRequest, FirstName,
-    Identity, LastName, MobileWalletSend, PaymentMode, Reason, ReportRange, SendOutcome,
-    SendRequest, Sender, SourceOfFunds, StatusQuery, TransferClient, WalletReceiver, reconcile,
+    Identity, LastName, MobileWalletSend, PaymentMode, PreparedTransfer, Reason, ReportRange,
+    SendOutcome, SendRequest, Sender, SourceOfFunds, StatusQuery, TransferClient, WalletReceiver,
+    reconcile,
 };
 use whish::{Amount, Currency, RequestId};
 
@@ -204,65 +205,17 @@ async fn send(
         still_quoted(&client, &request, amount(&total)?).await?;
     }
     let prepared = client.prepare_send(request).map_err(|e| report(&e))?;
-    let id = prepared.request_id();
     // The journal first: a journal that cannot be opened sends nothing, and a line
     // telling to store the key of a request that never left would mislead.
     let journal = ctx.journal().await?;
-    let target = client.target();
-    let journaled = journal.transfer(client);
-    // The check and the intent's write are one step: a send of the same body started at the
-    // same moment in another process waits here, then finds this one.
-    let check = repeat_check(&journal).await?;
     // A body the journal holds as a send under another Request-id whose outcome is still
     // open (unknown, Pending, waiting for an operator) is most often that transfer sent again
     // by hand, and a new Request-id would pay it twice. A Request-id the journal holds itself
-    // is that transfer's resend (below).
-    if !allow_repeat
-        && let Some((other, state)) =
-            same_body_elsewhere(&journal, &target, id, prepared.body(), Counted::Open).await?
-    {
-        check.release().await;
-        return Err(a_repeat(&out, id, &other, state, Counted::Open));
-    }
-    eprintln!(
-        "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
-    );
-    let reserved = journaled
-        .reserve(vec![prepared.clone()])
-        .await
-        .pop()
-        .expect("one reservation for one transfer");
-    // Recorded: the next check sees it. Otherwise (the journal could not be written now) the
-    // send records it on its own, and the check is held until then.
-    let answer = if reserved.is_held() {
-        check.release().await;
-        journaled.send_reserved(reserved).await
-    } else {
-        let answer = journaled.send_reserved(reserved).await;
-        check.release().await;
-        answer
-    };
+    // is that transfer's resend.
+    let counted = (!allow_repeat).then_some(Counted::Open);
+    let journaled = journal.transfer(client);
+    let answer = checked(&out, &journal, &journaled, &prepared, counted, false).await?;
     answered(out, &journal, &journaled, &prepared, answer, wait).await
-}
-
-/// Take the journal's repeat check ([`Journal::lock_repeat_check`]), saying on stderr why this
-/// waits when another process holds it for more than a second.
-///
-/// [`Journal::lock_repeat_check`]: whish::journal::Journal::lock_repeat_check
-async fn repeat_check(
-    journal: &whish::journal::Journal,
-) -> Result<whish::journal::RepeatCheckLock, u8> {
-    let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
-    let take = journal.lock_repeat_check();
-    tokio::pin!(take);
-    tokio::select! {
-        held = &mut take => return held.map_err(failed),
-        () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
-    }
-    eprintln!(
-        "whish: waiting for another process to finish checking and recording a send in this journal"
-    );
-    take.await.map_err(failed)
 }
 
 /// `transfer resend`: send a known request again under its own Request-id, never a body the
@@ -282,43 +235,111 @@ async fn resend(
     // A known resend: transfer.already.done confirms the earlier send (spec rule 5) and
     // the outcome is read with status by requestId.
     let journal = ctx.journal().await?;
-    // A Request-id the journal does not hold is recorded by the resend itself: the repeat
-    // check is held across it, so that a send of the same body meanwhile finds it. (One the
-    // journal holds is that transfer's own resend: it cannot pay anything twice.)
+    let journaled = journal.transfer(client);
+    let counted = Some(Counted::OpenOrAccepted);
+    let answer = checked(&out, &journal, &journaled, &prepared, counted, true).await?;
+    answered(out, &journal, &journaled, &prepared, answer, wait).await
+}
+
+/// Send `prepared` (`resend`: as a request sent before, whose `transfer.already.done` confirms
+/// it) unless the journal holds its body under another Request-id in a state `counted` names
+/// (not checked when `None`): refused then, nothing sent.
+///
+/// The check and the intent's write are one step, under the journal's repeat check
+/// ([`Journal::lock_repeat_check`]): a send of the same body started at the same moment in
+/// another process waits for it, then finds this one. The lock is let go once the intent is
+/// recorded, before the send; only when the journal could not record it ahead is it held
+/// until the send has recorded it itself. A Request-id the journal holds already is that
+/// transfer's own resend and an unchecked send (`--allow-repeat`) checks nothing: neither
+/// takes it.
+///
+/// [`Journal::lock_repeat_check`]: whish::journal::Journal::lock_repeat_check
+async fn checked(
+    out: &output::Out,
+    journal: &whish::journal::Journal,
+    journaled: &whish::journal::JournaledTransfer,
+    prepared: &PreparedTransfer,
+    counted: Option<Counted>,
+    resend: bool,
+) -> Result<Result<SendOutcome, whish::transfer::Error>, u8> {
+    use whish::journal::{Operation, Service};
+    let id = prepared.request_id();
+    let announce = || {
+        if !resend {
+            eprintln!(
+                "whish: Request-id {id}: store it; if the outcome is unknown, `whish transfer resend --body FILE --request-id {id}`"
+            );
+        }
+    };
     let recorded = journal
-        .entry(
-            whish::journal::Service::MoneyTransfer,
-            whish::journal::Operation::Send,
-            &id.to_string(),
-        )
+        .entry(Service::MoneyTransfer, Operation::Send, &id.to_string())
         .await
         .map_err(|e| usage(format!("journal: {e}")))?
         .is_some();
-    let check = if recorded {
-        None
-    } else {
-        Some(repeat_check(&journal).await?)
+    let Some(counted) = counted.filter(|_| !recorded) else {
+        announce();
+        return Ok(if resend {
+            journaled.resend(prepared).await
+        } else {
+            journaled.send(prepared).await
+        });
     };
-    if let Some((other, state)) = same_body_elsewhere(
-        &journal,
-        &client.target(),
-        id,
-        prepared.body(),
-        Counted::OpenOrAccepted,
-    )
-    .await?
-    {
-        if let Some(check) = check {
+    let check = repeat_check(journal).await?;
+    let target = journaled.client().target();
+    let found = same_body_elsewhere(journal, &target, id, prepared.body(), counted).await;
+    if let Some((other, state)) = match found {
+        Ok(found) => found,
+        Err(code) => {
             check.release().await;
+            return Err(code);
         }
-        return Err(a_repeat(&out, id, &other, state, Counted::OpenOrAccepted));
+    } {
+        check.release().await;
+        return Err(a_repeat(out, id, &other, state, counted));
     }
-    let journaled = journal.transfer(client);
-    let answer = journaled.resend(&prepared).await;
+    announce();
+    let reserved = journaled
+        .reserve(vec![prepared.clone()])
+        .await
+        .pop()
+        .expect("one reservation for one transfer");
+    // Recorded: whoever checks next finds it. Not recorded ahead (the journal could not be
+    // written just now): held until the send has recorded it itself.
+    let mut check = Some(check);
+    if reserved.is_held()
+        && let Some(check) = check.take()
+    {
+        check.release().await;
+    }
+    let answer = if resend {
+        journaled.resend_reserved(reserved).await
+    } else {
+        journaled.send_reserved(reserved).await
+    };
     if let Some(check) = check {
         check.release().await;
     }
-    answered(out, &journal, &journaled, &prepared, answer, wait).await
+    Ok(answer)
+}
+
+/// Take the journal's repeat check ([`Journal::lock_repeat_check`]), saying on stderr why this
+/// waits when it is not free within a second.
+///
+/// [`Journal::lock_repeat_check`]: whish::journal::Journal::lock_repeat_check
+async fn repeat_check(
+    journal: &whish::journal::Journal,
+) -> Result<whish::journal::RepeatCheckLock, u8> {
+    let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
+    let take = journal.lock_repeat_check();
+    tokio::pin!(take);
+    tokio::select! {
+        held = &mut take => return held.map_err(failed),
+        () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+    }
+    eprintln!(
+        "whish: waiting for the journal's repeat check: another process is checking for a payment made before, or recording its send"
+    );
+    take.await.map_err(failed)
 }
 
 /// Quote `request` on its own terms and go on only when the total is still `shown`, the total
@@ -512,17 +533,9 @@ async fn same_body_elsewhere(
     body: &[u8],
     counted: Counted,
 ) -> Result<Option<(String, whish::journal::State)>, u8> {
-    use whish::journal::{Listing, Operation, Service};
+    use whish::journal::Listing;
     let failed = |e: whish::journal::JournalError| usage(format!("journal: {e}"));
     let key = id.to_string();
-    if journal
-        .entry(Service::MoneyTransfer, Operation::Send, &key)
-        .await
-        .map_err(failed)?
-        .is_some()
-    {
-        return Ok(None);
-    }
     if counted == Counted::OpenOrAccepted {
         let mut found = None;
         journal

@@ -71,16 +71,21 @@ impl Journal {
     /// send: whoever checks next sees the send just recorded. Every process that checks must
     /// take it; a check made without it proves nothing about sends started at the same time.
     ///
-    /// On SQLite it is an exclusive lock on a file beside the journal (`<journal>-repeat-lock`,
-    /// created on first use and left in place); on PostgreSQL a session-level advisory lock on
-    /// a connection of its own. Either is let go by the operating system or the server when
-    /// the process holding it dies. It waits for as long as another holder keeps it: hold it
-    /// only across a check and a write, never across a call to the service.
+    /// On SQLite it is an exclusive lock (`flock`) on the directory that holds the journal
+    /// file, found through the file's real path (journals sharing a directory take turns; a
+    /// journal named through a link locks what its real name locks); no file is created, so a
+    /// full disk or a directory this process cannot write does not stop it. On PostgreSQL it
+    /// is a session-level advisory lock on a connection of its own, which needs a direct
+    /// connection or session pooling (a pooler in transaction mode would hand the session to
+    /// others). Either is let go by the operating system or the server when the process
+    /// holding it dies (on PostgreSQL, within a minute when its machine is gone). It waits for
+    /// as long as another holder keeps it, so hold it only across a check and a write: the
+    /// intent recorded, let it go before the call to the service.
     ///
     /// # Errors
     ///
-    /// A `JournalError` when the lock's file cannot be created or locked, or the database
-    /// cannot be reached.
+    /// A `JournalError` when the journal's directory cannot be opened or locked, or the
+    /// database cannot be reached.
     pub async fn lock_repeat_check(&self) -> Result<RepeatCheckLock, JournalError> {
         Ok(RepeatCheckLock {
             held: self.inner.db.repeat_lock().await?,

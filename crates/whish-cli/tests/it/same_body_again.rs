@@ -144,3 +144,116 @@ async fn sends_of_one_body_started_at_once_pay_it_once() {
     assert_eq!(sb.transfers().len(), 1, "one transfer");
     sb.shutdown().await;
 }
+
+/// The journal `env` names, opened by the test itself: another process, as the command sees it.
+async fn journal_of(env: &[(String, String)]) -> whish::journal::Journal {
+    let url = &env
+        .iter()
+        .find(|(k, _)| k == "WHISH_JOURNAL")
+        .expect("the journal")
+        .1;
+    whish::journal::Journal::open(url)
+        .await
+        .expect("open the journal")
+}
+
+/// Start `whish transfer send --body BODY` with `env` in the background.
+fn send_in_background(
+    body: &str,
+    env: &[(String, String)],
+) -> tokio::task::JoinHandle<whish_testkit::Run> {
+    let (body, env) = (body.to_owned(), env.to_vec());
+    tokio::spawn(async move { whish(&["transfer", "send", "--body", &body], &env).await })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_waits_while_another_process_holds_the_repeat_check() {
+    let (sb, env, body) = sandbox_and_body("check-held").await;
+    let other = journal_of(&env).await;
+    let held = other.lock_repeat_check().await.expect("held");
+    let send = send_in_background(&body, &env);
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert!(!send.is_finished(), "the send waits for the check");
+    assert!(sb.transfers().is_empty(), "nothing sent while it waits");
+    held.release().await;
+    let sent = send.await.expect("join");
+    assert_eq!(sent.code, 0, "{sent:?}");
+    assert!(
+        sent.stderr
+            .contains("waiting for the journal's repeat check"),
+        "says why it waited: {}",
+        sent.stderr
+    );
+    assert_eq!(sb.transfers().len(), 1);
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_named_through_a_link_shares_its_repeat_check() {
+    let (sb, env, body) = sandbox_and_body("check-link").await;
+    let other = journal_of(&env).await;
+    let held = other.lock_repeat_check().await.expect("held");
+    // The same journal under another name: a symbolic link in another directory, given as a
+    // plain path.
+    let real = env
+        .iter()
+        .find(|(k, _)| k == "WHISH_JOURNAL")
+        .and_then(|(_, v)| v.strip_prefix("sqlite:"))
+        .expect("a SQLite journal")
+        .to_owned();
+    let link = temp_file("elsewhere.txt", "")
+        .with_file_name("journal-link.sqlite")
+        .display()
+        .to_string();
+    std::os::unix::fs::symlink(&real, &link).expect("link");
+    let mut linked = env.clone();
+    linked.retain(|(k, _)| k != "WHISH_JOURNAL");
+    linked.push(("WHISH_JOURNAL".to_owned(), link));
+    let send = send_in_background(&body, &linked);
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert!(
+        !send.is_finished() && sb.transfers().is_empty(),
+        "a send through the link waits for the check held through the real path"
+    );
+    held.release().await;
+    assert_eq!(send.await.expect("join").code, 0);
+    assert_eq!(sb.transfers().len(), 1);
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_started_during_a_resend_of_the_same_body_is_its_repeat() {
+    let (sb, env, body) = sandbox_and_body("resend-then-send").await;
+    // A resend under a Request-id this journal has never held (its first send was recorded
+    // elsewhere), answered in 3 s; the same body sent while it is out.
+    sb.inject(
+        whish_sandbox::Endpoint::TransferSend,
+        Fault::Delay(std::time::Duration::from_secs(3)),
+        2,
+    );
+    let resend = {
+        let (body, env) = (body.clone(), env.clone());
+        tokio::spawn(async move {
+            whish(
+                &[
+                    "transfer",
+                    "resend",
+                    "--body",
+                    &body,
+                    "--request-id",
+                    "880001",
+                ],
+                &env,
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
+    let again = whish(&["transfer", "send", "--body", &body], &env).await;
+    assert_eq!(again.code, 2, "refused: the resend is still out: {again:?}");
+    assert_eq!(again.json()["heldUnder"], "880001", "{}", again.stdout);
+    let resent = resend.await.expect("join");
+    assert_eq!(resent.code, 0, "{resent:?}");
+    assert_eq!(sb.transfers().len(), 1, "one transfer");
+    sb.shutdown().await;
+}

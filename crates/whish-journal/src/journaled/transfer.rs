@@ -258,6 +258,31 @@ impl JournaledTransfer {
         &self,
         reserved: ReservedSend,
     ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        self.reserved(reserved, false).await
+    }
+
+    /// Send a transfer [`reserve`](Self::reserve) recorded as a resend of one you know you sent
+    /// before: as [`resend`](Self::resend) sends it (`transfer.already.done` is a confirmation),
+    /// from an entry recorded ahead. For a resend under a Request-id the journal does not hold,
+    /// recorded while holding [`Journal::lock_repeat_check`].
+    ///
+    /// # Errors
+    ///
+    /// As [`resend`](Self::resend).
+    pub async fn resend_reserved(
+        &self,
+        reserved: ReservedSend,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        self.reserved(reserved, true).await
+    }
+
+    /// [`send_reserved`](Self::send_reserved), or its resend (`known`: the request was sent
+    /// before, so `transfer.already.done` confirms it).
+    async fn reserved(
+        &self,
+        reserved: ReservedSend,
+        known: bool,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
         let ReservedSend {
             prepared,
             reservation,
@@ -285,13 +310,13 @@ impl JournaledTransfer {
                 send_request(prepared, &key, &self.target),
                 reservation,
                 |resend| async move {
-                    if resend {
+                    if resend || known {
                         self.client.resend(prepared).await
                     } else {
                         self.client.send(prepared).await
                     }
                 },
-                send_verdict,
+                move |result, resend| send_verdict(result, resend || known),
             )
             .await
     }
