@@ -7,6 +7,7 @@
 
 mod explore;
 mod inbox;
+mod repeats;
 mod world;
 
 use std::time::Instant;
@@ -80,7 +81,7 @@ impl std::fmt::Display for Bounds {
 /// What one system's exploration found.
 #[derive(Debug, Clone)]
 pub struct Part {
-    /// Which system: the inbox, or the send path.
+    /// Which system: the inbox, the send path, or the repeat check.
     pub name: &'static str,
     /// Distinct states explored.
     pub states: usize,
@@ -101,7 +102,7 @@ pub struct Report {
     pub bounds: Bounds,
     /// The lie turned on, if any.
     pub lie: Option<Lie>,
-    /// Each system explored: the inbox, then the send path.
+    /// Each system explored: the inbox, the send path, then the repeat check.
     pub parts: Vec<Part>,
     /// How long it took.
     pub elapsed: std::time::Duration,
@@ -179,7 +180,8 @@ fn part<S: explore::System>(name: &'static str, system: &S, limit: usize) -> Par
 }
 
 /// Explore within `bounds`, with `lie` turned on (for this process) while it runs: the inbox
-/// (two receivers on one journal, the change delivered up to three times), then the send path.
+/// (two receivers on one journal, the change delivered up to three times), the send path, then
+/// the repeat check (two sends and a resend of one body under Request-ids of their own).
 pub fn check(bounds: Bounds, lie: Option<Lie>) -> Report {
     lies::set(lie);
     let started = Instant::now();
@@ -195,6 +197,22 @@ pub fn check(bounds: Bounds, lie: Option<Lie>) -> Report {
     // A violation found is reported alone: the next system is not explored.
     if parts[0].violation.is_none() {
         parts.push(part("send path", &world::Model { bounds }, bounds.limit));
+    }
+    // Sends of one body under Request-ids of their own: two sends and a resend.
+    if parts.iter().all(|p| p.violation.is_none()) {
+        parts.push(part(
+            "repeat check",
+            &repeats::Repeats {
+                kinds: vec![
+                    repeats::Kind::Send,
+                    repeats::Kind::Send,
+                    repeats::Kind::Resend,
+                ],
+                faults: bounds.faults,
+                locked: true,
+            },
+            bounds.limit,
+        ));
     }
     lies::set(None);
     Report {
