@@ -248,10 +248,11 @@ async fn resend(
 /// The check and the intent's write are one step, under the journal's repeat check
 /// ([`Journal::lock_repeat_check`]): a send of the same body started at the same moment in
 /// another process waits for it, then finds this one. The lock is let go once the intent is
-/// recorded, before the send; only when the journal could not record it ahead is it held
-/// until the send has recorded it itself. A Request-id the journal holds already is that
-/// transfer's own resend and an unchecked send (`--allow-repeat`) checks nothing: neither
-/// takes it.
+/// recorded, before the send, and never held across a call to the service: an intent the
+/// journal could not record under the lock (a failed write; on PostgreSQL, also a lock whose
+/// session ended) is given back and not sent. A Request-id the journal
+/// holds already is that transfer's own resend and an unchecked send (`--allow-repeat`) checks
+/// nothing: neither takes it.
 ///
 /// [`Journal::lock_repeat_check`]: whish::journal::Journal::lock_repeat_check
 async fn checked(
@@ -284,7 +285,7 @@ async fn checked(
             journaled.send(prepared).await
         });
     };
-    let check = repeat_check(journal).await?;
+    let mut check = repeat_check(journal).await?;
     let target = journaled.client().target();
     let found = same_body_elsewhere(journal, &target, id, prepared.body(), counted).await;
     if let Some((other, state)) = match found {
@@ -298,28 +299,41 @@ async fn checked(
         return Err(a_repeat(out, id, &other, state, counted));
     }
     announce();
-    let reserved = journaled
-        .reserve(vec![prepared.clone()])
-        .await
-        .pop()
-        .expect("one reservation for one transfer");
-    // Recorded: whoever checks next finds it. Not recorded ahead (the journal could not be
-    // written just now): held until the send has recorded it itself.
-    let mut check = Some(check);
-    if reserved.is_held()
-        && let Some(check) = check.take()
-    {
+    let reserved = journaled.reserve_under(&mut check, prepared.clone()).await;
+    if !reserved.is_held() {
+        // Not recorded under the check: the journal's write failed (or its PostgreSQL session,
+        // and the lock with it, ended; or another process recorded this Request-id in the
+        // same instant). Sending it now would need a second check; nothing is sent.
+        let code = usage(format!(
+            "journal: Request-id {id} could not be recorded before its send (the journal's write failed)"
+        ));
+        let code = give_back(journaled, reserved, code).await;
         check.release().await;
+        return Err(code);
     }
-    let answer = if resend {
+    // Recorded: whoever checks next finds it.
+    check.release().await;
+    Ok(if resend {
         journaled.resend_reserved(reserved).await
     } else {
         journaled.send_reserved(reserved).await
-    };
-    if let Some(check) = check {
-        check.release().await;
+    })
+}
+
+/// Give back a transfer reserved and not to be sent (recorded as never sent), and fail with
+/// `code`; when the journal cannot record that, say that a recovery may still send it.
+async fn give_back(
+    journaled: &whish::journal::JournaledTransfer,
+    reserved: whish::journal::ReservedSend,
+    code: u8,
+) -> u8 {
+    let id = reserved.prepared().request_id();
+    if let Err(e) = journaled.unreserve(reserved).await {
+        eprintln!(
+            "whish: journal: Request-id {id} was recorded and not sent, and could not be recorded as never sent ({e}): a `whish journal recover` would send it; `whish journal abandon {id} --reason TEXT` if it must not go"
+        );
     }
-    Ok(answer)
+    code
 }
 
 /// Take the journal's repeat check ([`Journal::lock_repeat_check`]), saying on stderr why this
@@ -339,8 +353,19 @@ async fn repeat_check(
     eprintln!(
         "whish: waiting for the journal's repeat check: another process is checking for a payment made before, or recording its send"
     );
-    take.await.map_err(failed)
+    // A check and a write take milliseconds: a lock held for minutes is a holder that is
+    // stuck (or a PostgreSQL pooler in transaction mode, which never lets it go).
+    match tokio::time::timeout(REPEAT_CHECK_WAIT, take).await {
+        Ok(held) => held.map_err(failed),
+        Err(_) => Err(usage(format!(
+            "journal: the repeat check was not free within {} s: another process holds it (a stuck one, or a PostgreSQL pooler in transaction mode, with which the journal does not work)",
+            REPEAT_CHECK_WAIT.as_secs()
+        ))),
+    }
 }
+
+/// The longest a send waits for the journal's repeat check.
+const REPEAT_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Quote `request` on its own terms and go on only when the total is still `shown`, the total
 /// the customer agreed to (the service's rule: send what was quoted).

@@ -66,21 +66,28 @@ impl Journal {
     /// A check ([`sends_that_may_have_paid`](Self::sends_that_may_have_paid), or a look at the
     /// open entries) followed by a send's intent is two steps: two processes sending the same
     /// body at once (a script run twice, two terminals) can each check before either has
-    /// recorded its send, and both pay. Hold this lock across the check and the intent's write
-    /// ([`JournaledTransfer::reserve`](crate::JournaledTransfer::reserve)), then release it and
-    /// send: whoever checks next sees the send just recorded. Every process that checks must
-    /// take it; a check made without it proves nothing about sends started at the same time.
+    /// recorded its send, and both pay. Take this lock, check, write the intent with
+    /// [`JournaledTransfer::reserve_under`](crate::JournaledTransfer::reserve_under), release
+    /// the lock, then send what it holds
+    /// ([`send_reserved`](crate::JournaledTransfer::send_reserved)): whoever checks next sees
+    /// the send just recorded. Every process that checks must take it; a check made without it
+    /// proves nothing about sends started at the same time.
     ///
     /// On SQLite it is an exclusive lock (`flock`) on the directory that holds the journal
     /// file, found through the file's real path (journals sharing a directory take turns; a
-    /// journal named through a link locks what its real name locks); no file is created, so a
-    /// full disk or a directory this process cannot write does not stop it. On PostgreSQL it
-    /// is a session-level advisory lock on a connection of its own, which needs a direct
-    /// connection or session pooling (a pooler in transaction mode would hand the session to
-    /// others). Either is let go by the operating system or the server when the process
+    /// journal named through a symbolic link locks what its real name locks); on unix no file
+    /// is created, so a full disk or a directory this process cannot write does not stop it
+    /// (elsewhere it is a file beside the journal, `<journal>-repeat-lock`). The lock is this
+    /// machine's: processes on other machines sharing the file over a network filesystem are
+    /// not kept apart (SQLite's WAL mode does not support those anyway). On PostgreSQL it is a
+    /// session-level advisory lock on a connection of its own, which needs a direct connection
+    /// or session pooling (a pooler in transaction mode would hand the session to others), and
+    /// the intent written under it commits on that session, so a session that ends (which
+    /// lets the lock go) fails the write instead of recording an intent another process could
+    /// not see. Either lock is let go by the operating system or the server when the process
     /// holding it dies (on PostgreSQL, within a minute when its machine is gone). It waits for
-    /// as long as another holder keeps it, so hold it only across a check and a write: the
-    /// intent recorded, let it go before the call to the service.
+    /// as long as another holder keeps it, so hold it only across a check and a write, never
+    /// across a call to the service.
     ///
     /// # Errors
     ///
@@ -101,9 +108,15 @@ pub struct RepeatCheckLock {
 }
 
 impl RepeatCheckLock {
-    /// Let the next process check. Dropping it does too; on PostgreSQL this also tells the
-    /// server at once, where a dropped lock waits for the server to see its connection closed.
+    /// Let the next process check. Dropping it does too; on PostgreSQL `release` also tells
+    /// the server at once, where a dropped lock waits for the server to see its connection
+    /// closed.
     pub async fn release(self) {
         self.held.release().await;
+    }
+
+    /// The lock itself, for a write made under it.
+    pub(crate) fn store_lock(&mut self) -> &mut crate::store::RepeatLock {
+        &mut self.held
     }
 }

@@ -56,7 +56,14 @@ impl Journal {
     /// Record every request, each `intended` and leased to this process, in one transaction
     /// (one durable commit). Never fails: a write that fails leaves every request
     /// [`Reservation::Unsure`], and each is then recorded on its own when it is sent.
-    pub(crate) async fn reserve_all(&self, requests: &[Request<'_>]) -> Vec<Reservation> {
+    ///
+    /// `lock`: the repeat check, held by the caller: on PostgreSQL the write runs on its
+    /// session (see [`Db::reserve`](crate::store::Db::reserve)).
+    pub(crate) async fn reserve_all(
+        &self,
+        lock: Option<&mut crate::store::RepeatLock>,
+        requests: &[Request<'_>],
+    ) -> Vec<Reservation> {
         let since = Instant::now();
         let owner = self.inner.owner.as_str();
         let lease_ms = millis(self.inner.lease);
@@ -64,7 +71,7 @@ impl Journal {
         let written = match self
             .inner
             .db
-            .reserve(requests, owner, lease_ms, token)
+            .reserve(lock, requests, owner, lease_ms, token)
             .await
         {
             Ok(leases) => self.check_still_there().await.map(|()| leases),

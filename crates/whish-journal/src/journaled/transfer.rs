@@ -225,6 +225,36 @@ impl JournaledTransfer {
     /// third of it is renewed before its send, and one whose lease ran out may be taken over
     /// (by a recovery elsewhere) and is then sent, if at all, the way `send` decides.
     pub async fn reserve(&self, prepared: Vec<PreparedTransfer>) -> Vec<ReservedSend> {
+        self.reserve_many(None, prepared).await
+    }
+
+    /// [`reserve`](Self::reserve) one transfer while holding the journal's repeat check
+    /// ([`Journal::lock_repeat_check`]), after checking the journal for its body: the intent
+    /// is written while the check is held, so whoever checks next finds it. On PostgreSQL the
+    /// write runs on the lock's own session: it commits only while the lock is held, and when
+    /// that session has ended (the server restarted, the connection was cut: the server let
+    /// the lock go, and another process may have checked meanwhile) it fails, and the transfer
+    /// is not held ([`ReservedSend::is_held`] false).
+    ///
+    /// A transfer not held must not be sent on the strength of the check: give it back with
+    /// [`unreserve`](Self::unreserve) (which records it as never sent, whether or not the
+    /// failed write committed), and check again.
+    pub async fn reserve_under(
+        &self,
+        check: &mut crate::RepeatCheckLock,
+        prepared: PreparedTransfer,
+    ) -> ReservedSend {
+        let mut reserved = self
+            .reserve_many(Some(check.store_lock()), vec![prepared])
+            .await;
+        reserved.pop().expect("one reservation for one transfer")
+    }
+
+    async fn reserve_many(
+        &self,
+        lock: Option<&mut crate::store::RepeatLock>,
+        prepared: Vec<PreparedTransfer>,
+    ) -> Vec<ReservedSend> {
         let keys: Vec<String> = prepared
             .iter()
             .map(|p| p.request_id().to_string())
@@ -234,7 +264,7 @@ impl JournaledTransfer {
             .zip(&keys)
             .map(|(p, k)| send_request(p, k, &self.target))
             .collect();
-        let reservations = self.journal.reserve_all(&requests).await;
+        let reservations = self.journal.reserve_all(lock, &requests).await;
         drop(requests);
         prepared
             .into_iter()

@@ -210,6 +210,8 @@ pub fn check(bounds: Bounds, lie: Option<Lie>) -> Report {
                 ],
                 faults: bounds.faults,
                 locked: true,
+                lapses: true,
+                on_lock_session: true,
             },
             bounds.limit,
         ));

@@ -4,15 +4,22 @@
 //!
 //! The steps are the order the command takes them in (`checked` in the CLI): take the repeat
 //! check's lock ([`Journal::lock_repeat_check`](crate::Journal::lock_repeat_check)), look for
-//! the body under another Request-id, record the intent (a reservation; when its write fails,
-//! the send records the intent itself and the lock is kept until it has), let the lock go,
-//! send, record the answer. Which entries a check counts is the production rule
-//! ([`may_have_paid`], and for a send, not final). The lock is the operating system's or the
-//! server's: a process that dies lets it go.
+//! the body under another Request-id, record the intent under the lock
+//! ([`JournaledTransfer::reserve_under`](crate::JournaledTransfer::reserve_under): when its
+//! write fails, committed or not, the request is given back as never sent and nothing is
+//! sent), let the lock go, send, record the answer. Which entries a check counts is the
+//! production rule ([`may_have_paid`], and for a send, not final). The lock is the operating
+//! system's or the server's: a process that dies lets it go, and a PostgreSQL session that
+//! ends lets it go while its process runs on (a lapse). The intent is written on that session,
+//! so after a lapse the write fails.
 //!
-//! The invariant: two transfers of the body exist only when one was sent on purpose
+//! The invariant: two transfers of the body exist, or may yet (an entry left open by a process
+//! that died: recovery sends it under its own Request-id), only when one was sent on purpose
 //! (`--allow-repeat`) or when one of the two processes checked after the other's transfer was
 //! recorded accepted (the same payment made again once the first is known: the command's rule).
+//!
+//! It assumes a request given back is recorded as never sent (when that write fails too, the
+//! command says so, and that a recovery would send it).
 
 use crate::entry::{State, may_have_paid};
 
@@ -39,15 +46,13 @@ pub(crate) enum Pc {
     Check,
     /// Checked, nothing found: about to record the intent.
     Reserve,
+    /// The intent's write failed: about to give the request back (recorded as never sent,
+    /// whether or not the write committed), then let the lock go.
+    GiveBack,
     /// Recorded: about to let the lock go.
     Release,
-    /// The reservation's write failed (it may have committed): the send records the intent
-    /// itself, holding the lock until it has.
-    RecordItself,
     /// About to send.
     Send,
-    /// Sent: the lock still held (recorded by the send itself), about to let it go.
-    ReleaseAfterSend,
     /// Sent, about to record the answer.
     Answer,
     /// Refused by the check, finished, or dead.
@@ -67,6 +72,17 @@ pub(crate) struct Proc {
     pub saw_accepted: u8,
     /// Its check has run.
     pub checked: bool,
+    /// The lock it holds lapsed without its knowing.
+    pub lapsed: bool,
+    /// Dead.
+    pub dead: bool,
+}
+
+impl Proc {
+    /// A transfer exists under its Request-id, or will once recovery sends its open entry.
+    fn may_be_paid(&self) -> bool {
+        self.paid || (self.dead && self.entry.is_some_and(|s| !s.is_final()))
+    }
 }
 
 /// The whole system.
@@ -85,6 +101,11 @@ pub(crate) struct Repeats {
     pub kinds: Vec<Kind>,
     pub faults: u8,
     pub locked: bool,
+    /// A held lock may lapse (PostgreSQL's; SQLite's lasts as long as its process).
+    pub lapses: bool,
+    /// The intent is written on the lock's own session (false: on another connection, where a
+    /// lapse goes unnoticed; the checker must find that paying twice).
+    pub on_lock_session: bool,
 }
 
 /// Whether a check of `kind` counts an entry in `state` as the body sent before (the CLI's
@@ -124,84 +145,83 @@ impl Repeats {
             }
             Pc::Start => {}
             Pc::Check => {
-                let mut saw = 0u8;
-                let mut found = false;
-                for (j, q) in w.procs.iter().enumerate() {
-                    if j == i {
-                        continue;
+                let (found, saw) = look(w, i);
+                let label = if found {
+                    "checks: the body is held elsewhere, refused"
+                } else {
+                    "checks: nothing found"
+                };
+                go(label.into(), &|n| {
+                    let q = &mut n.procs[i];
+                    q.checked = true;
+                    q.saw_accepted = saw;
+                    q.pc = if found { Pc::Done } else { Pc::Reserve };
+                    if found && holds {
+                        n.lock = None;
                     }
-                    if let Some(state) = q.entry {
-                        found |= counted(p.kind, state);
-                        if state == State::Accepted {
-                            saw |= 1 << j;
-                        }
-                    }
-                }
-                go(
-                    if found {
-                        "checks: the body is held elsewhere, refused".into()
-                    } else {
-                        "checks: nothing found".into()
-                    },
-                    &|n| {
-                        let q = &mut n.procs[i];
-                        q.checked = true;
-                        q.saw_accepted = saw;
-                        q.pc = if found { Pc::Done } else { Pc::Reserve };
-                        if found && holds {
-                            n.lock = None;
-                        }
-                    },
-                );
+                });
             }
             Pc::Reserve => {
-                let release = if holds { Pc::Release } else { Pc::Send };
-                go("records the intent".into(), &|n| {
-                    n.procs[i].entry = Some(State::Intended);
-                    n.procs[i].pc = release;
-                });
-                if w.faults > 0 {
+                let release = if self.locked && p.kind != Kind::AllowRepeat {
+                    Pc::Release
+                } else {
+                    Pc::Send
+                };
+                // Written on the lock's session: after a lapse, the write fails.
+                if !p.lapsed || !self.on_lock_session {
+                    go("records the intent".into(), &|n| {
+                        n.procs[i].entry = Some(State::Intended);
+                        n.procs[i].pc = release;
+                    });
+                }
+                if w.faults > 0 || (p.lapsed && self.on_lock_session) {
+                    // A write on a session that ended never committed; another failed write
+                    // may have.
+                    let lapsed = p.lapsed && self.on_lock_session;
                     for committed in [false, true] {
+                        if committed && lapsed {
+                            continue;
+                        }
                         go(
                             format!("its intent's write fails (committed: {committed})"),
                             &|n| {
-                                n.faults -= 1;
+                                if !lapsed {
+                                    n.faults -= 1;
+                                }
                                 if committed {
                                     n.procs[i].entry = Some(State::Intended);
                                 }
-                                n.procs[i].pc = Pc::RecordItself;
+                                n.procs[i].pc = Pc::GiveBack;
                             },
                         );
                     }
                 }
             }
-            Pc::Release => go("lets the lock go".into(), &|n| {
-                n.lock = None;
-                n.procs[i].pc = Pc::Send;
+            Pc::GiveBack => go("gives it back: never sent, nothing sent".into(), &|n| {
+                if n.procs[i].entry.is_some() {
+                    n.procs[i].entry = Some(State::Refused);
+                }
+                n.procs[i].pc = Pc::Done;
+                if n.lock == Some(me) {
+                    n.lock = None;
+                }
             }),
-            Pc::RecordItself => go("records the intent as it sends".into(), &|n| {
-                n.procs[i].entry = Some(State::Intended);
+            Pc::Release => go("lets the lock go".into(), &|n| {
+                if n.lock == Some(me) {
+                    n.lock = None;
+                }
                 n.procs[i].pc = Pc::Send;
             }),
             Pc::Send => {
-                let after = if holds {
-                    Pc::ReleaseAfterSend
-                } else {
-                    Pc::Answer
-                };
                 go("sends: the service pays".into(), &|n| {
                     n.procs[i].paid = true;
-                    n.procs[i].pc = after;
+                    n.procs[i].pc = Pc::Answer;
                 });
                 go("sends: the service refuses".into(), &|n| {
                     n.procs[i].entry = Some(State::Refused);
-                    n.procs[i].pc = after;
+                    n.procs[i].pc = Pc::Answer;
                 });
             }
-            Pc::ReleaseAfterSend => go("lets the lock go".into(), &|n| {
-                n.lock = None;
-                n.procs[i].pc = Pc::Answer;
-            }),
             Pc::Answer => go("records the answer".into(), &|n| {
                 let q = &mut n.procs[i];
                 if q.paid {
@@ -211,19 +231,50 @@ impl Repeats {
             }),
             Pc::Done => {}
         }
-        // A crash anywhere before the end: the system lets its lock go, and its entry stays as
-        // it is (an open one is finished by recovery under the same Request-id: no new
-        // transfer).
-        if p.pc != Pc::Done && w.faults > 0 {
-            go("dies".into(), &|n| {
-                n.faults -= 1;
-                n.procs[i].pc = Pc::Done;
-                if n.lock == Some(me) {
+        if w.faults > 0 {
+            // A crash anywhere before the end: the system lets its lock go, and its entry stays
+            // as it is (an open one is sent by recovery under its own Request-id).
+            if p.pc != Pc::Done {
+                go("dies".into(), &|n| {
+                    n.faults -= 1;
+                    n.procs[i].pc = Pc::Done;
+                    n.procs[i].dead = true;
+                    if n.lock == Some(me) {
+                        n.lock = None;
+                    }
+                });
+            }
+            // The lock's session ends (a PostgreSQL server restarted, a connection cut): the
+            // lock goes, and the process does not know yet.
+            if holds && self.lapses {
+                go("its lock lapses".into(), &|n| {
+                    n.faults -= 1;
                     n.lock = None;
-                }
-            });
+                    n.procs[i].lapsed = true;
+                });
+            }
         }
     }
+}
+
+/// What process `i`'s check finds: whether it counts an entry of another process as the body
+/// sent before, and which of them it sees accepted.
+fn look(w: &World, i: usize) -> (bool, u8) {
+    let kind = w.procs[i].kind;
+    let mut saw = 0u8;
+    let mut found = false;
+    for (j, q) in w.procs.iter().enumerate() {
+        if j == i {
+            continue;
+        }
+        if let Some(state) = q.entry {
+            found |= counted(kind, state);
+            if state == State::Accepted {
+                saw |= 1 << j;
+            }
+        }
+    }
+    (found, saw)
 }
 
 impl System for Repeats {
@@ -241,6 +292,8 @@ impl System for Repeats {
                     paid: false,
                     saw_accepted: 0,
                     checked: false,
+                    lapsed: false,
+                    dead: false,
                 })
                 .collect(),
             lock: None,
@@ -259,7 +312,7 @@ impl System for Repeats {
             for (j, q) in w.procs.iter().enumerate().skip(i + 1) {
                 let on_purpose = p.kind == Kind::AllowRepeat || q.kind == Kind::AllowRepeat;
                 let known = p.saw_accepted & (1 << j) != 0 || q.saw_accepted & (1 << i) != 0;
-                if p.paid && q.paid && !on_purpose && !known {
+                if p.may_be_paid() && q.may_be_paid() && !on_purpose && !known {
                     return Some(format!(
                         "the body was paid twice (p{i} and p{j}), neither knowing of the other's transfer"
                     ));
@@ -292,6 +345,8 @@ mod tests {
                 kinds: kinds.clone(),
                 faults: 2,
                 locked: true,
+                lapses: true,
+                on_lock_session: true,
             };
             let found = explore(&system, 1_000_000);
             assert!(!found.cut, "{kinds:?}: complete");
@@ -310,6 +365,8 @@ mod tests {
             kinds: vec![Kind::Send, Kind::Send],
             faults: 0,
             locked: false,
+            lapses: false,
+            on_lock_session: true,
         };
         let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
         assert!(what.contains("paid twice"), "{what}");
@@ -317,5 +374,19 @@ mod tests {
         let last_check = trace.iter().rposition(|s| s.contains("checks"));
         let first_record = trace.iter().position(|s| s.contains("records the intent"));
         assert!(last_check < first_record, "{trace:?}");
+    }
+
+    #[test]
+    fn an_intent_written_off_the_lock_session_is_found_paying_twice() {
+        let system = Repeats {
+            kinds: vec![Kind::Send, Kind::Send],
+            faults: 2,
+            locked: true,
+            lapses: true,
+            on_lock_session: false,
+        };
+        let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
+        assert!(what.contains("paid twice"), "{what}");
+        assert!(trace.iter().any(|s| s.contains("lapses")), "{trace:?}");
     }
 }

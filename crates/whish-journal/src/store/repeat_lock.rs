@@ -143,12 +143,11 @@ impl RepeatLock {
             RepeatLock::Session(conn) => {
                 use sqlx::Connection;
                 if let Some(mut conn) = conn.take() {
-                    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+                    // A failed unlock: closing the session lets the lock go.
+                    let _ = sqlx::query("SELECT pg_advisory_unlock($1)")
                         .bind(PG_KEY)
                         .execute(&mut conn)
                         .await;
-                    // A failed unlock: closing the session lets the lock go.
-                    drop(unlocked);
                     let _ = conn.close().await;
                 }
             }

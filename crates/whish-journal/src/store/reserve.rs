@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use sqlx::Row;
 
 use super::Request;
-use super::{Db, Lease, closed_on_failure, insert_many_sql, placeholder, pow2_chunks};
+use super::{Db, Lease, RepeatLock, closed_on_failure, insert_many_sql, placeholder, pow2_chunks};
 use crate::JournalError;
 use crate::entry::RecordedOutcome;
 
@@ -41,8 +41,13 @@ impl Db {
     /// for this reservation: `insert_token`), in one transaction: the lease of each, or `None` when its key was recorded already (or by an
     /// earlier request of the same call). All or nothing: an error means none was recorded,
     /// unless the commit's answer was lost (the caller treats every request as unsure then).
+    ///
+    /// `lock`: the repeat check, held by the caller. On PostgreSQL the transaction then runs on
+    /// the lock's own session, so that it commits only while the lock is held: a session that
+    /// ended (which let the lock go) fails the write instead.
     pub(crate) async fn reserve(
         &self,
+        lock: Option<&mut RepeatLock>,
         requests: &[Request<'_>],
         owner: &str,
         lease_ms: i64,
@@ -50,6 +55,7 @@ impl Db {
     ) -> Result<Vec<Option<Lease>>, JournalError> {
         let ids = self
             .insert_requests(
+                lock,
                 requests,
                 Recorded::Leased {
                     owner,
@@ -78,16 +84,18 @@ impl Db {
         }
         let outcome = serde_json::to_string(outcome).map_err(JournalError::encode)?;
         let ids = self
-            .insert_requests(requests, Recorded::Unsent { outcome: &outcome })
+            .insert_requests(None, requests, Recorded::Unsent { outcome: &outcome })
             .await?;
         Ok(ids.into_iter().map(|id| id.is_some()).collect())
     }
 
     /// Insert every request, `recorded` so, in one transaction (one commit): the row id of each
     /// request, in order, or `None` when its key was recorded already (or by an earlier request
-    /// of the same call). All or nothing.
+    /// of the same call). All or nothing. With a PostgreSQL `lock`, on its session (see
+    /// [`reserve`](Self::reserve)).
     async fn insert_requests(
         &self,
+        lock: Option<&mut RepeatLock>,
         requests: &[Request<'_>],
         recorded: Recorded<'_>,
     ) -> Result<Vec<Option<i64>>, JournalError> {
@@ -99,10 +107,12 @@ impl Db {
         let anonymous = self.backend() == crate::Backend::Sqlite;
         let mut inserted: HashMap<(String, String, String), i64> = HashMap::new();
         let _turn = self.turn().await;
-        on_db!(self, pool => {
-            // A connection whose transaction failed is closed, never reused (see `store`).
-            closed_on_failure(pool, JournalError::write, async |conn| {
-                let mut tx = sqlx::Connection::begin(conn).await.map_err(JournalError::write)?;
+        // The transaction, on the connection `$conn`.
+        macro_rules! insert_all {
+            ($conn:expr) => {{
+                let mut tx = sqlx::Connection::begin($conn)
+                    .await
+                    .map_err(JournalError::write)?;
                 for chunk in pow2_chunks(requests, PER_STATEMENT) {
                     let lease_now = self.lease_now(9 * chunk.len() + 1);
                     let sql = recorded.sql(chunk.len(), now, &lease_now, anonymous);
@@ -136,9 +146,20 @@ impl Db {
                     }
                 }
                 tx.commit().await.map_err(JournalError::write)
-            })
-            .await?;
-        });
+            }};
+        }
+        match (self, lock) {
+            #[cfg(feature = "postgres")]
+            (Db::Postgres(_), Some(RepeatLock::Session(Some(conn)))) => {
+                let written: Result<(), JournalError> = async { insert_all!(&mut *conn) }.await;
+                written?;
+            }
+            _ => on_db!(self, pool => {
+                // A connection whose transaction failed is closed, never reused (see `store`).
+                closed_on_failure(pool, JournalError::write, async |conn| insert_all!(conn))
+                    .await?;
+            }),
+        }
         // The first request of a key gets its row; a second one of the same key finds it taken.
         Ok(requests
             .iter()

@@ -166,3 +166,54 @@ async fn one_process_at_a_time_holds_the_repeat_check_until_it_lets_go() {
         drop(second);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_intent_is_recorded_under_a_repeat_check_whose_session_ended() {
+    use crate::support::Place;
+    use std::time::Duration;
+    use whish_journal::Unreserved;
+    for place in places("repeat-check-lapse").await {
+        let sb = sandbox().await;
+        let journal = place.open_steady().await;
+        let here = journal.transfer(transfer(&sb, 0));
+        let mut check = journal.lock_repeat_check().await.expect("held");
+        if let Place::Postgres(_) = place {
+            // The server ends the lock's session (a restart, a cut connection): the lock goes,
+            // and its holder does not know yet.
+            journal_sql(
+                &place,
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
+                 AND granted AND classid = 2003331443 AND objid = 1747808880 AND database = \
+                 (SELECT oid FROM pg_database WHERE datname = current_database())",
+            )
+            .await;
+            let prepared = here.client().prepare_send(cash_send(10)).expect("prepare");
+            let reserved = here.reserve_under(&mut check, prepared).await;
+            assert!(
+                !reserved.is_held(),
+                "written on the ended session: not recorded, not to be sent"
+            );
+            assert_eq!(
+                here.unreserve(reserved).await.expect("given back"),
+                Unreserved::NeverSent
+            );
+            let other = place.open_steady().await;
+            let next = tokio::time::timeout(Duration::from_secs(10), other.lock_repeat_check())
+                .await
+                .expect("the ended session's lock is free")
+                .expect("held");
+            next.release().await;
+        } else {
+            // SQLite's lock lasts as long as its descriptor: the intent is written under it.
+            let prepared = here.client().prepare_send(cash_send(10)).expect("prepare");
+            let reserved = here.reserve_under(&mut check, prepared).await;
+            assert!(reserved.is_held());
+            assert_eq!(
+                here.unreserve(reserved).await.expect("given back"),
+                Unreserved::NeverSent
+            );
+        }
+        check.release().await;
+        sb.shutdown().await;
+    }
+}
