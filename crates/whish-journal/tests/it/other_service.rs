@@ -18,6 +18,9 @@ async fn lost_send(j: &whish_journal::Journal, sb: &Sandbox, dollars: i64) -> Pr
         .expect("prepare");
     sb.inject(Endpoint::TransferSend, Fault::DropReply, 1);
     assert!(t.send(&prepared).await.expect_err("lost").outcome_unknown());
+    // Its outcome and the lease's release are written behind the call: on disk before another
+    // process looks (otherwise a loaded machine shows the entry still held by this one).
+    j.flush().await;
     prepared
 }
 
