@@ -299,7 +299,11 @@ async fn checked(
         return Err(a_repeat(out, id, &other, state, counted));
     }
     announce();
-    let reserved = journaled.reserve_under(&mut check, prepared.clone()).await;
+    let reserved = journaled
+        .reserve_under(&mut check, vec![prepared.clone()])
+        .await
+        .pop()
+        .expect("one reservation for one transfer");
     if !reserved.is_held() {
         // Not recorded under the check: the journal's write failed (or its PostgreSQL session,
         // and the lock with it, ended; or another process recorded this Request-id in the

@@ -98,7 +98,7 @@ pub use journaled::{JournaledTransfer, ReservedSend};
 pub use recover::{
     Change, Clients, HeldElsewhere, OtherService, Recovery, RecoveryReport, UNTARGETED,
 };
-pub use repeats::{RecordedSend, RepeatCheckLock};
+pub use repeats::{RecordedSend, RepeatCheckLock, SendsMark};
 pub use store::Backend;
 
 /// Which entries [`Journal::list`] returns, newest first. `Listing::new()` is every entry, at

@@ -60,6 +60,59 @@ impl Journal {
         }
     }
 
+    /// Where the journal's sends end now: those recorded later are after this mark
+    /// ([`sends_that_may_have_paid_since`](Self::sends_that_may_have_paid_since)). Take it
+    /// while holding [`lock_repeat_check`](Self::lock_repeat_check): every send recorded under
+    /// the lock afterwards (by any process that takes it) is then after the mark.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or read.
+    pub async fn sends_mark(&self) -> Result<SendsMark, JournalError> {
+        Ok(SendsMark(self.inner.db.last_id().await?))
+    }
+
+    /// Hand `visit` each money-transfer send to `target` that may have paid already, recorded
+    /// after `mark` (and among the [`REPEAT_LOOKBACK`] most recent entries; the default mark
+    /// reads all of those), oldest first, a page at a time; return the mark after the last
+    /// send read. What a long check (a payout batch) reads again before each write under the
+    /// repeat check: the sends recorded since it last looked.
+    ///
+    /// # Errors
+    ///
+    /// A `JournalError` when the database cannot be reached or read.
+    pub async fn sends_that_may_have_paid_since(
+        &self,
+        target: &str,
+        mark: SendsMark,
+        mut visit: impl FnMut(RecordedSend<'_>),
+    ) -> Result<SendsMark, JournalError> {
+        self.inner.background_written().await;
+        let db = &self.inner.db;
+        let Some(floor) = db.lookback_floor(REPEAT_LOOKBACK).await? else {
+            return Ok(mark);
+        };
+        let mut after = mark.0.max(floor - 1);
+        loop {
+            let page = db.sends_after(target, after).await?;
+            for row in &page {
+                if let Some(state) = row.state.filter(|s| may_have_paid(*s)) {
+                    visit(RecordedSend {
+                        key: &row.key,
+                        state,
+                        request: &row.request,
+                    });
+                }
+            }
+            if let Some(last) = page.last() {
+                after = last.id;
+            }
+            if page.len() as i64 != crate::store::SEND_PAGE {
+                return Ok(SendsMark(after.max(mark.0)));
+            }
+        }
+    }
+
     /// Wait until this process is the only one checking this journal for a payment made before,
     /// and hold that until the [`RepeatCheckLock`] is released or dropped.
     ///
@@ -99,6 +152,11 @@ impl Journal {
         })
     }
 }
+
+/// Where a check for a payment made before stopped reading a journal's sends
+/// ([`Journal::sends_mark`]); the default is before every send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SendsMark(i64);
 
 /// This process's hold on a journal's repeat check ([`Journal::lock_repeat_check`]).
 #[derive(Debug)]

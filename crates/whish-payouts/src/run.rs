@@ -9,7 +9,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use whish_core::{Amount, RequestId};
-use whish_journal::{Entry, Journal, Operation, Service, State, Unreserved};
+use whish_journal::{
+    Entry, Journal, Operation, ReservedSend, SendsMark, Service, State, Unreserved,
+};
 use whish_money_transfer::TransferClient;
 
 use crate::result::{RowOutcome, RowResult};
@@ -145,6 +147,10 @@ pub struct CheckReport {
     /// Every bad row, with its line and column. A row changed since an earlier run recorded it
     /// is one (it would be refused by the journal, not sent).
     pub errors: Vec<RowError>,
+    /// Where the check's look for bodies sent before ended: a run reads the sends recorded
+    /// after it before each write of its rows.
+    #[serde(skip)]
+    seen: Option<SendsMark>,
 }
 
 /// Totals of one currency.
@@ -323,6 +329,7 @@ async fn prepare_chunk(
     batch: &str,
     chunk: Vec<Payout>,
     stop: &StopSignal,
+    repeats: Option<&mut Repeats>,
 ) -> Vec<Slot> {
     if chunk.is_empty() {
         return Vec::new();
@@ -400,18 +407,124 @@ async fn prepare_chunk(
             })
             .collect();
     }
-    let mut reserved = transfers.reserve(fresh).await.into_iter();
+    let (held, reserved) = match repeats {
+        None => (vec![None; fresh.len()], transfers.reserve(fresh).await),
+        Some(repeats) => match repeats.reserve(journal, transfers, fresh).await {
+            Ok(done) => done,
+            Err(e) => {
+                // Nothing was reserved: the chunk's fresh rows are not sent.
+                let e: Arc<str> = Arc::from(e.to_string());
+                return planned
+                    .into_iter()
+                    .map(|p| match p {
+                        Err(r) => Slot::Done(r),
+                        Ok((r, Some(sending))) => Slot::Send(r, sending),
+                        Ok((r, None)) => Slot::Unread(r, e.clone()),
+                    })
+                    .collect();
+            }
+        },
+    };
+    let mut held = held.into_iter();
+    let mut reserved = reserved.into_iter();
     planned
         .into_iter()
         .map(|p| match p {
             Err(r) => Slot::Done(r),
             Ok((r, Some(sending))) => Slot::Send(r, sending),
-            Ok((r, None)) => match reserved.next() {
-                Some(one) => Slot::Send(r, Sending::Reserved(one)),
-                None => unreachable!("one reservation for each fresh row"),
+            Ok((mut r, None)) => match held.next() {
+                Some(Some((key, state))) => {
+                    r.outcome = RowOutcome::NotSent;
+                    r.code = Some("same-body-elsewhere".into());
+                    r.message = Some(format!(
+                        "not sent: while this batch ran, this row's exact transfer was recorded under Request-id {key} ({}), by another process (another batch, or a `transfer send`): sending it here could pay it twice",
+                        state.as_str()
+                    ));
+                    Slot::Done(r)
+                }
+                Some(None) => match reserved.next() {
+                    Some(one) => Slot::Send(r, Sending::Reserved(one)),
+                    None => unreachable!("one reservation for each fresh row not held elsewhere"),
+                },
+                None => unreachable!("one word for each fresh row"),
             },
         })
         .collect()
+}
+
+/// A run's check for a payment made before, kept up to date as it goes: before each chunk's
+/// rows are reserved, the sends other processes recorded since the check (or the chunk
+/// before) are read under the journal's repeat check, so two runs of one file under two batch
+/// names, or a `transfer send` of a row's body, never both pay a row.
+pub(crate) struct Repeats {
+    /// The client's service and account.
+    target: String,
+    /// Where the last read ended.
+    mark: SendsMark,
+    /// Sends other processes recorded since the check: a digest of their exact bytes, their
+    /// Request-id and state.
+    recorded: SentBodies,
+    /// The Request-ids this run reserved: its own rows, never a repeat of one another.
+    own: HashSet<String>,
+}
+
+impl Repeats {
+    pub(crate) fn new(target: String, mark: SendsMark) -> Repeats {
+        Repeats {
+            target,
+            mark,
+            recorded: SentBodies::new(),
+            own: HashSet::new(),
+        }
+    }
+
+    /// Under the repeat check: read the sends recorded since the last read, then reserve the
+    /// rows whose bodies none of them holds. For each row, the send holding its body (not
+    /// reserved) or `None`; the reservations of the others, in order.
+    async fn reserve(
+        &mut self,
+        journal: &Journal,
+        transfers: &whish_journal::JournaledTransfer,
+        fresh: Vec<whish_money_transfer::PreparedTransfer>,
+    ) -> Result<(Vec<Option<(String, State)>>, Vec<ReservedSend>), whish_journal::JournalError>
+    {
+        let mut check = journal.lock_repeat_check().await?;
+        let (own, recorded) = (&self.own, &mut self.recorded);
+        let read = journal
+            .sends_that_may_have_paid_since(&self.target, self.mark, |s| {
+                if !own.contains(s.key) {
+                    recorded.insert(digest(s.request), (s.key.to_owned(), s.state));
+                }
+            })
+            .await;
+        self.mark = match read {
+            Ok(mark) => mark,
+            Err(e) => {
+                check.release().await;
+                return Err(e);
+            }
+        };
+        let mut held = Vec::with_capacity(fresh.len());
+        let mut to_reserve = Vec::with_capacity(fresh.len());
+        for p in fresh {
+            let key = p.request_id().to_string();
+            match self.recorded.get(&digest(p.body())) {
+                Some((other, state)) if *other != key => held.push(Some((other.clone(), *state))),
+                _ => {
+                    held.push(None);
+                    to_reserve.push(p);
+                }
+            }
+        }
+        let reserved = transfers.reserve_under(&mut check, to_reserve).await;
+        for r in &reserved {
+            if r.is_held() {
+                self.own.insert(r.prepared().request_id().to_string());
+            }
+        }
+        check.release().await;
+        Ok((held, reserved))
+    }
 }
 
 /// A chunk's check, run as a task: its bad rows.
@@ -538,6 +651,15 @@ impl Batch {
         let sent = if self.allow_repeats {
             None
         } else {
+            // Taken under the repeat check: every send recorded under it later (a `transfer
+            // send`, another batch's rows) is after the mark, and the run reads it then.
+            let lock = journal
+                .lock_repeat_check()
+                .await
+                .map_err(BatchError::Journal)?;
+            let mark = journal.sends_mark().await;
+            lock.release().await;
+            report.seen = Some(mark.map_err(BatchError::Journal)?);
             Some(Arc::new(sent_bodies(journal, &client.target()).await?))
         };
         let mut rows = self.rows()?;
@@ -681,6 +803,8 @@ impl Batch {
             ..RunSummary::default()
         };
         let batch: Arc<str> = Arc::from(self.id.as_str());
+        let mut repeats = (!self.allow_repeats)
+            .then(|| Repeats::new(client.target().to_string(), check.seen.unwrap_or_default()));
         let stop = options.stop.clone();
         let mut tasks: JoinSet<RowResult> = JoinSet::new();
         let mut ticker = options.rate.map(|r| {
@@ -781,6 +905,7 @@ impl Batch {
                 &batch,
                 std::mem::take(&mut chunk),
                 &stop,
+                repeats.as_mut(),
             );
             let sending = async {
                 for slot in std::mem::take(&mut ready) {

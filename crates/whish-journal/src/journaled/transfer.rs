@@ -228,13 +228,13 @@ impl JournaledTransfer {
         self.reserve_many(None, prepared).await
     }
 
-    /// [`reserve`](Self::reserve) one transfer while holding the journal's repeat check
-    /// ([`Journal::lock_repeat_check`]), after checking the journal for its body: the intent
-    /// is written while the check is held, so whoever checks next finds it. On PostgreSQL the
-    /// write runs on the lock's own session: it commits only while the lock is held, and when
-    /// that session has ended (the server restarted, the connection was cut: the server let
-    /// the lock go, and another process may have checked meanwhile) it fails, and the transfer
-    /// is not held ([`ReservedSend::is_held`] false).
+    /// [`reserve`](Self::reserve) transfers while holding the journal's repeat check
+    /// ([`Journal::lock_repeat_check`]), after checking the journal for their bodies: the
+    /// intents are written while the check is held, so whoever checks next finds them. On
+    /// PostgreSQL the write runs on the lock's own session: it commits only while the lock is
+    /// held, and when that session has ended (the server restarted, the connection was cut:
+    /// the server let the lock go, and another process may have checked meanwhile) it fails,
+    /// and no transfer is held ([`ReservedSend::is_held`] false).
     ///
     /// A transfer not held must not be sent on the strength of the check: give it back with
     /// [`unreserve`](Self::unreserve) (which records it as never sent, whether or not the
@@ -242,12 +242,9 @@ impl JournaledTransfer {
     pub async fn reserve_under(
         &self,
         check: &mut crate::RepeatCheckLock,
-        prepared: PreparedTransfer,
-    ) -> ReservedSend {
-        let mut reserved = self
-            .reserve_many(Some(check.store_lock()), vec![prepared])
-            .await;
-        reserved.pop().expect("one reservation for one transfer")
+        prepared: Vec<PreparedTransfer>,
+    ) -> Vec<ReservedSend> {
+        self.reserve_many(Some(check.store_lock()), prepared).await
     }
 
     async fn reserve_many(

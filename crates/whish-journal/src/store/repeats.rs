@@ -37,6 +37,47 @@ impl Db {
         })
     }
 
+    /// The highest entry id, or 0 when the journal holds none.
+    pub(crate) async fn last_id(&self) -> Result<i64, JournalError> {
+        const SQL: &str = "SELECT COALESCE(MAX(id), 0) AS last FROM whish_journal_entries";
+        on_db!(self, pool => {
+            let row = sqlx::query(SQL).fetch_one(pool).await.map_err(JournalError::read)?;
+            row.try_get::<i64, _>("last").map_err(JournalError::read)
+        })
+    }
+
+    /// The money-transfer sends to `target` (or recorded with none) with an id above `after`,
+    /// oldest first, at most [`PAGE`].
+    pub(crate) async fn sends_after(
+        &self,
+        target: &str,
+        after: i64,
+    ) -> Result<Vec<SendRow>, JournalError> {
+        const SQL: &str = "SELECT id, idem_key, state, request FROM whish_journal_entries {} \
+            WHERE id > $1 AND service = $2 AND operation = $3 \
+              AND (target = $4 OR target IS NULL) \
+            ORDER BY id LIMIT $5";
+        let sql = SQL.replace(
+            "{}",
+            match self.backend() {
+                crate::Backend::Sqlite => "NOT INDEXED",
+                crate::Backend::Postgres => "",
+            },
+        );
+        on_db!(self, pool => {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(after)
+                .bind(Service::MoneyTransfer.as_str())
+                .bind(Operation::Send.as_str())
+                .bind(target)
+                .bind(PAGE)
+                .fetch_all(pool)
+                .await
+                .map_err(JournalError::read)?;
+            rows.iter().map(send_row).collect()
+        })
+    }
+
     /// The money-transfer sends to `target` (or recorded with none) with an id at or above
     /// `floor` and below `before`, newest first, at most [`PAGE`].
     pub(crate) async fn sends_page(
@@ -70,20 +111,28 @@ impl Db {
                 .fetch_all(pool)
                 .await
                 .map_err(JournalError::read)?;
-            rows.iter()
-                .map(|r| {
-                    Ok(SendRow {
-                        id: r.try_get("id").map_err(JournalError::read)?,
-                        key: r.try_get("idem_key").map_err(JournalError::read)?,
-                        state: State::parse(
-                            &r.try_get::<String, _>("state").map_err(JournalError::read)?,
-                        ),
-                        request: r.try_get("request").map_err(JournalError::read)?,
-                    })
-                })
-                .collect()
+            rows.iter().map(send_row).collect()
         })
     }
+}
+
+/// One row of a sends page.
+fn send_row<R: sqlx::Row>(r: &R) -> Result<SendRow, JournalError>
+where
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    Vec<u8>: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    Ok(SendRow {
+        id: r.try_get("id").map_err(JournalError::read)?,
+        key: r.try_get("idem_key").map_err(JournalError::read)?,
+        state: State::parse(
+            &r.try_get::<String, _>("state")
+                .map_err(JournalError::read)?,
+        ),
+        request: r.try_get("request").map_err(JournalError::read)?,
+    })
 }
 
 impl Db {

@@ -188,7 +188,11 @@ async fn no_intent_is_recorded_under_a_repeat_check_whose_session_ended() {
             )
             .await;
             let prepared = here.client().prepare_send(cash_send(10)).expect("prepare");
-            let reserved = here.reserve_under(&mut check, prepared).await;
+            let reserved = here
+                .reserve_under(&mut check, vec![prepared])
+                .await
+                .pop()
+                .expect("one");
             assert!(
                 !reserved.is_held(),
                 "written on the ended session: not recorded, not to be sent"
@@ -206,7 +210,11 @@ async fn no_intent_is_recorded_under_a_repeat_check_whose_session_ended() {
         } else {
             // SQLite's lock lasts as long as its descriptor: the intent is written under it.
             let prepared = here.client().prepare_send(cash_send(10)).expect("prepare");
-            let reserved = here.reserve_under(&mut check, prepared).await;
+            let reserved = here
+                .reserve_under(&mut check, vec![prepared])
+                .await
+                .pop()
+                .expect("one");
             assert!(reserved.is_held());
             assert_eq!(
                 here.unreserve(reserved).await.expect("given back"),
@@ -214,6 +222,62 @@ async fn no_intent_is_recorded_under_a_repeat_check_whose_session_ended() {
             );
         }
         check.release().await;
+        sb.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_kept_up_to_date_reads_only_the_sends_recorded_after_its_mark() {
+    use whish_journal::SendsMark;
+    for place in places("repeat-check-since").await {
+        let sb = sandbox().await;
+        let journal = place.open_steady().await;
+        let here = journal.transfer(transfer(&sb, 0));
+        let target = here.client().target();
+        let prepare = |from: i64, n: i64| -> Vec<_> {
+            (from..from + n)
+                .map(|i| here.client().prepare_send(cash_send(i)).expect("prepare"))
+                .collect()
+        };
+        assert!(
+            here.reserve(prepare(10, 5))
+                .await
+                .iter()
+                .all(|r| r.is_held())
+        );
+        let mark = journal.sends_mark().await.expect("mark");
+        // More than a page after the mark.
+        let later = prepare(100, 1_200);
+        let keys: Vec<String> = later.iter().map(|p| p.request_id().to_string()).collect();
+        assert!(here.reserve(later).await.iter().all(|r| r.is_held()));
+        let mut seen = Vec::new();
+        let next = journal
+            .sends_that_may_have_paid_since(&target, mark, |s| seen.push(s.key.to_owned()))
+            .await
+            .expect("read");
+        assert_eq!(
+            seen,
+            keys,
+            "{}: every send after the mark, oldest first",
+            place.url()
+        );
+        let mut again = 0;
+        let last = journal
+            .sends_that_may_have_paid_since(&target, next, |_| again += 1)
+            .await
+            .expect("read");
+        assert_eq!((again, last), (0, next), "{}: nothing new", place.url());
+        let mut all = 0;
+        journal
+            .sends_that_may_have_paid_since(&target, SendsMark::default(), |_| all += 1)
+            .await
+            .expect("read");
+        assert_eq!(
+            all,
+            1_205,
+            "{}: the default mark reads every send",
+            place.url()
+        );
         sb.shutdown().await;
     }
 }

@@ -2,3 +2,4 @@
 
 mod not_sent_already_paid;
 mod stopped_run;
+mod two_batch_names;

@@ -1,0 +1,60 @@
+//! One file run twice at the same moment under two batch names (a typo, two schedulers): each
+//! row is paid once. Each run reads, before it reserves a chunk of rows, the sends the other
+//! recorded since its check, under the journal's repeat check; a row the other run holds is
+//! reported not sent (`same-body-elsewhere`), never paid a second time.
+
+use std::collections::HashMap;
+
+use whish_payouts::RowOutcome;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_file_run_under_two_batch_names_at_once_pays_each_row_once() {
+    let sb = sandbox(100_000_000).await;
+    let d = dir("two-names");
+    let file = d.join("aid.csv");
+    let rows = 120;
+    write(&file, &csv_rows(rows, "10"));
+    let first = Batch::new("nov-28", &file, defaults()).expect("batch");
+    let second = Batch::new("nov28", &file, defaults()).expect("batch");
+    // Two processes: journals of their own on one file.
+    let (ja, jb) = (journal(&d).await, journal(&d).await);
+    let c = client(&sb);
+    let options = RunOptions::new().concurrency(4);
+    // Both checked before either sends: the check alone cannot see the other run.
+    let (check_a, check_b) = tokio::join!(first.check(&ja, &c), second.check(&jb, &c));
+    let (check_a, check_b) = (check_a.expect("check"), check_b.expect("check"));
+    assert!(check_a.errors.is_empty() && check_b.errors.is_empty());
+    let mut results_a = Vec::new();
+    let mut results_b = Vec::new();
+    let mut sink_a = |r: &whish_payouts::RowResult| {
+        results_a.push(r.clone());
+        Ok(())
+    };
+    let mut sink_b = |r: &whish_payouts::RowResult| {
+        results_b.push(r.clone());
+        Ok(())
+    };
+    let (a, b) = tokio::join!(
+        first.run_checked(&ja, &c, check_a, &options, &mut sink_a),
+        second.run_checked(&jb, &c, check_b, &options, &mut sink_b),
+    );
+    a.expect("run");
+    b.expect("run");
+
+    // Each line is paid by one run, and reported not sent by the other.
+    let mut accepted: HashMap<u64, u32> = HashMap::new();
+    for r in results_a.iter().chain(&results_b) {
+        match r.outcome {
+            RowOutcome::Accepted => *accepted.entry(r.line).or_default() += 1,
+            RowOutcome::NotSent => {
+                assert_eq!(r.code.as_deref(), Some("same-body-elsewhere"), "{r:?}")
+            }
+            _ => panic!("every row is paid or held by the other run: {r:?}"),
+        }
+    }
+    assert_eq!(accepted.len(), rows, "every row paid");
+    assert!(accepted.values().all(|n| *n == 1), "no row paid twice");
+    assert_eq!(sb.transfers().len(), rows, "one transfer a row");
+}
