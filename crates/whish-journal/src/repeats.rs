@@ -2,6 +2,7 @@
 //! read a page at a time.
 
 use crate::entry::{REPEAT_LOOKBACK, State, may_have_paid};
+use crate::store::{Along, SendRow};
 use crate::{Journal, JournalError};
 
 /// A money-transfer send as a check for a payment made before reads it
@@ -42,17 +43,9 @@ impl Journal {
         };
         let mut before = i64::MAX;
         loop {
-            let page = db.sends_page(target, floor, before).await?;
+            let page = db.sends_page(target, Along::Down { floor, before }).await?;
             let full = page.len() as i64 == crate::store::SEND_PAGE;
-            for row in &page {
-                if let Some(state) = row.state.filter(|s| may_have_paid(*s)) {
-                    visit(RecordedSend {
-                        key: &row.key,
-                        state,
-                        request: &row.request,
-                    });
-                }
-            }
+            visit_page(&page, &mut visit);
             match page.last() {
                 Some(last) if full => before = last.id,
                 _ => return Ok(()),
@@ -94,16 +87,8 @@ impl Journal {
         };
         let mut after = mark.0.max(floor - 1);
         loop {
-            let page = db.sends_after(target, after).await?;
-            for row in &page {
-                if let Some(state) = row.state.filter(|s| may_have_paid(*s)) {
-                    visit(RecordedSend {
-                        key: &row.key,
-                        state,
-                        request: &row.request,
-                    });
-                }
-            }
+            let page = db.sends_page(target, Along::Up { after }).await?;
+            visit_page(&page, &mut visit);
             if let Some(last) = page.last() {
                 after = last.id;
             }
@@ -150,6 +135,19 @@ impl Journal {
         Ok(RepeatCheckLock {
             held: self.inner.db.repeat_lock().await?,
         })
+    }
+}
+
+/// Hand `visit` each send of `page` that may have paid already.
+fn visit_page(page: &[SendRow], visit: &mut impl FnMut(RecordedSend<'_>)) {
+    for row in page {
+        if let Some(state) = row.state.filter(|s| may_have_paid(*s)) {
+            visit(RecordedSend {
+                key: &row.key,
+                state,
+                request: &row.request,
+            });
+        }
     }
 }
 

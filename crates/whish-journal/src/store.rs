@@ -279,7 +279,7 @@ pub(crate) use clock::*;
 pub(crate) use prune::*;
 use read::*;
 pub(crate) use repeat_lock::RepeatLock;
-pub(crate) use repeats::PAGE as SEND_PAGE;
+pub(crate) use repeats::{Along, PAGE as SEND_PAGE, SendRow};
 pub(crate) use sql::*;
 
 #[cfg(all(test, feature = "sqlite"))]

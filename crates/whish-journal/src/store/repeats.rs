@@ -46,55 +46,25 @@ impl Db {
         })
     }
 
-    /// The money-transfer sends to `target` (or recorded with none) with an id above `after`,
-    /// oldest first, at most [`PAGE`].
-    pub(crate) async fn sends_after(
-        &self,
-        target: &str,
-        after: i64,
-    ) -> Result<Vec<SendRow>, JournalError> {
-        const SQL: &str = "SELECT id, idem_key, state, request FROM whish_journal_entries {} \
-            WHERE id > $1 AND service = $2 AND operation = $3 \
-              AND (target = $4 OR target IS NULL) \
-            ORDER BY id LIMIT $5";
-        let sql = SQL.replace(
-            "{}",
-            match self.backend() {
-                crate::Backend::Sqlite => "NOT INDEXED",
-                crate::Backend::Postgres => "",
-            },
-        );
-        on_db!(self, pool => {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(after)
-                .bind(Service::MoneyTransfer.as_str())
-                .bind(Operation::Send.as_str())
-                .bind(target)
-                .bind(PAGE)
-                .fetch_all(pool)
-                .await
-                .map_err(JournalError::read)?;
-            rows.iter().map(send_row).collect()
-        })
-    }
-
-    /// The money-transfer sends to `target` (or recorded with none) with an id at or above
-    /// `floor` and below `before`, newest first, at most [`PAGE`].
+    /// The money-transfer sends to `target` (or recorded with none) in the range of ids
+    /// `along` names, in its order, at most [`PAGE`].
     pub(crate) async fn sends_page(
         &self,
         target: &str,
-        floor: i64,
-        before: i64,
+        along: Along,
     ) -> Result<Vec<SendRow>, JournalError> {
-        // A page is a range of ids, read backwards along the primary key; SQLite would
-        // otherwise take the (service, operation, key) index and sort every send of the
-        // journal for each page. PostgreSQL's planner takes the primary key by itself.
-        const SQL: &str = "SELECT id, idem_key, state, request FROM whish_journal_entries {} \
-            WHERE id >= $1 AND id < $2 AND service = $3 AND operation = $4 \
-              AND (target = $5 OR target IS NULL) \
-            ORDER BY id DESC LIMIT $6";
-        let sql = SQL.replace(
-            "{}",
+        // A page is a range of ids, read along the primary key; SQLite would otherwise take
+        // the (service, operation, key) index and sort every send of the journal for each
+        // page. PostgreSQL's planner takes the primary key by itself.
+        let (from, below, order) = match along {
+            Along::Down { floor, before } => (floor, before, "DESC"),
+            Along::Up { after } => (after.saturating_add(1), i64::MAX, "ASC"),
+        };
+        let sql = format!(
+            "SELECT id, idem_key, state, request FROM whish_journal_entries {} \
+             WHERE id >= $1 AND id < $2 AND service = $3 AND operation = $4 \
+               AND (target = $5 OR target IS NULL) \
+             ORDER BY id {order} LIMIT $6",
             match self.backend() {
                 crate::Backend::Sqlite => "NOT INDEXED",
                 crate::Backend::Postgres => "",
@@ -102,8 +72,8 @@ impl Db {
         );
         on_db!(self, pool => {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(floor)
-                .bind(before)
+                .bind(from)
+                .bind(below)
                 .bind(Service::MoneyTransfer.as_str())
                 .bind(Operation::Send.as_str())
                 .bind(target)
@@ -114,6 +84,15 @@ impl Db {
             rows.iter().map(send_row).collect()
         })
     }
+}
+
+/// Which way a page of sends is read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Along {
+    /// Ids at or above `floor` and below `before`, newest first.
+    Down { floor: i64, before: i64 },
+    /// Ids above `after`, oldest first.
+    Up { after: i64 },
 }
 
 /// One row of a sends page.
