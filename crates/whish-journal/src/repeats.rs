@@ -66,9 +66,8 @@ impl Journal {
     }
 
     /// Hand `visit` each money-transfer send to `target` that may have paid already, recorded
-    /// after `mark` (and among the [`REPEAT_LOOKBACK`] most recent entries; the default mark
-    /// reads all of those), oldest first, a page at a time; return the mark after the last
-    /// send read. What a long check (a payout batch) reads again before each write under the
+    /// after `mark` (the default mark: among the [`REPEAT_LOOKBACK`] most recent entries),
+    /// oldest first, a page at a time; return the mark after the last send read. What a long check (a payout batch) reads again before each write under the
     /// repeat check: the sends recorded since it last looked.
     ///
     /// # Errors
@@ -82,10 +81,16 @@ impl Journal {
     ) -> Result<SendsMark, JournalError> {
         self.inner.background_written().await;
         let db = &self.inner.db;
-        let Some(floor) = db.lookback_floor(REPEAT_LOOKBACK).await? else {
-            return Ok(mark);
+        // A mark taken by `sends_mark` stands for a check already made: only the default
+        // one is bounded by the lookback.
+        let mut after = if mark == SendsMark::default() {
+            match db.lookback_floor(REPEAT_LOOKBACK).await? {
+                Some(floor) => floor - 1,
+                None => return Ok(mark),
+            }
+        } else {
+            mark.0
         };
-        let mut after = mark.0.max(floor - 1);
         loop {
             let page = db.sends_page(target, Along::Up { after }).await?;
             visit_page(&page, &mut visit);

@@ -407,10 +407,15 @@ async fn prepare_chunk(
             })
             .collect();
     }
-    let (held, reserved) = match repeats {
-        None => (vec![None; fresh.len()], transfers.reserve(fresh).await),
+    let words = match repeats {
+        None => transfers
+            .reserve(fresh)
+            .await
+            .into_iter()
+            .map(Fresh::Held)
+            .collect(),
         Some(repeats) => match repeats.reserve(journal, transfers, fresh).await {
-            Ok(done) => done,
+            Ok(words) => words,
             Err(e) => {
                 // Nothing was reserved: the chunk's fresh rows are not sent.
                 let e: Arc<str> = Arc::from(e.to_string());
@@ -425,15 +430,16 @@ async fn prepare_chunk(
             }
         },
     };
-    let mut held = held.into_iter();
-    let mut reserved = reserved.into_iter();
+    let mut words = words.into_iter();
     planned
         .into_iter()
         .map(|p| match p {
             Err(r) => Slot::Done(r),
             Ok((r, Some(sending))) => Slot::Send(r, sending),
-            Ok((mut r, None)) => match held.next() {
-                Some(Some((key, state))) => {
+            Ok((mut r, None)) => match words.next() {
+                Some(Fresh::Held(one)) => Slot::Send(r, Sending::Reserved(one)),
+                Some(Fresh::Recorded(prepared)) => Slot::Send(r, Sending::Recorded(prepared)),
+                Some(Fresh::Elsewhere(key, state)) => {
                     r.outcome = RowOutcome::NotSent;
                     r.code = Some("same-body-elsewhere".into());
                     r.message = Some(format!(
@@ -442,29 +448,47 @@ async fn prepare_chunk(
                     ));
                     Slot::Done(r)
                 }
-                Some(None) => match reserved.next() {
-                    Some(one) => Slot::Send(r, Sending::Reserved(one)),
-                    None => unreachable!("one reservation for each fresh row not held elsewhere"),
-                },
+                Some(Fresh::NotHeld(outcome, message)) => {
+                    r.outcome = outcome;
+                    r.code = Some(JOURNAL_FAILED.into());
+                    r.message = Some(message);
+                    Slot::Done(r)
+                }
                 None => unreachable!("one word for each fresh row"),
             },
         })
         .collect()
 }
 
+/// What became of a row new to the journal when its chunk was recorded.
+enum Fresh {
+    /// Reserved (under the repeat check, when the run checks for repeats): to send.
+    Held(ReservedSend),
+    /// Its exact bytes recorded under another Request-id while the run went: not sent.
+    Elsewhere(String, State),
+    /// Its Request-id recorded in the same instant by another process running this batch:
+    /// sent the journal's way (the same Request-id: one transfer).
+    Recorded(whish_money_transfer::PreparedTransfer),
+    /// Not recorded under the check, and given back: the row's outcome and why. Never sent
+    /// without the check.
+    NotHeld(RowOutcome, String),
+}
+
 /// A run's check for a payment made before, kept up to date as it goes: before each chunk's
 /// rows are reserved, the sends other processes recorded since the check (or the chunk
 /// before) are read under the journal's repeat check, so two runs of one file under two batch
-/// names, or a `transfer send` of a row's body, never both pay a row.
+/// names never both pay a row, nor a run and a `transfer send` of a row's body while either
+/// is open.
 pub(crate) struct Repeats {
     /// The client's service and account.
     target: String,
     /// Where the last read ended.
     mark: SendsMark,
     /// Sends other processes recorded since the check: a digest of their exact bytes, their
-    /// Request-id and state.
+    /// Request-id and state (read again before a row is refused on their strength).
     recorded: SentBodies,
-    /// The Request-ids this run reserved: its own rows, never a repeat of one another.
+    /// The Request-ids this run reserved with its last chunk (the next read passes them; the
+    /// mark is beyond them after that): its own rows, never a repeat of one another.
     own: HashSet<String>,
 }
 
@@ -479,51 +503,123 @@ impl Repeats {
     }
 
     /// Under the repeat check: read the sends recorded since the last read, then reserve the
-    /// rows whose bodies none of them holds. For each row, the send holding its body (not
-    /// reserved) or `None`; the reservations of the others, in order.
+    /// rows whose bodies none of them holds; what became of each row, in order.
     async fn reserve(
         &mut self,
         journal: &Journal,
         transfers: &whish_journal::JournaledTransfer,
         fresh: Vec<whish_money_transfer::PreparedTransfer>,
-    ) -> Result<(Vec<Option<(String, State)>>, Vec<ReservedSend>), whish_journal::JournalError>
-    {
+    ) -> Result<Vec<Fresh>, whish_journal::JournalError> {
+        if fresh.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut check = journal.lock_repeat_check().await?;
-        let (own, recorded) = (&self.own, &mut self.recorded);
-        let read = journal
-            .sends_that_may_have_paid_since(&self.target, self.mark, |s| {
-                if !own.contains(s.key) {
-                    recorded.insert(digest(s.request), (s.key.to_owned(), s.state));
-                }
-            })
-            .await;
-        self.mark = match read {
-            Ok(mark) => mark,
+        let held = self.check(journal, fresh).await;
+        let held = match held {
+            Ok(held) => held,
             Err(e) => {
                 check.release().await;
                 return Err(e);
             }
         };
-        let mut held = Vec::with_capacity(fresh.len());
-        let mut to_reserve = Vec::with_capacity(fresh.len());
-        for p in fresh {
-            let key = p.request_id().to_string();
-            match self.recorded.get(&digest(p.body())) {
-                Some((other, state)) if *other != key => held.push(Some((other.clone(), *state))),
-                _ => {
-                    held.push(None);
-                    to_reserve.push(p);
-                }
+        let to_reserve: Vec<_> = held
+            .iter()
+            .filter(|(_, elsewhere)| elsewhere.is_none())
+            .map(|(p, _)| p.clone())
+            .collect();
+        let mut reserved = transfers
+            .reserve_under(&mut check, to_reserve)
+            .await
+            .into_iter();
+        self.own.clear();
+        let mut words = Vec::with_capacity(held.len());
+        for (_, elsewhere) in held {
+            if let Some((key, state)) = elsewhere {
+                words.push(Fresh::Elsewhere(key, state));
+                continue;
             }
-        }
-        let reserved = transfers.reserve_under(&mut check, to_reserve).await;
-        for r in &reserved {
-            if r.is_held() {
-                self.own.insert(r.prepared().request_id().to_string());
+            let one = reserved
+                .next()
+                .expect("one reservation for each row reserved");
+            if one.is_held() {
+                self.own.insert(one.prepared().request_id().to_string());
+                words.push(Fresh::Held(one));
+            } else {
+                words.push(given_back(transfers, one).await);
             }
         }
         check.release().await;
-        Ok((held, reserved))
+        Ok(words)
+    }
+
+    /// Read the sends recorded since the last read, and for each row the send (another
+    /// Request-id) that holds its exact bytes and may have paid, if any.
+    async fn check(
+        &mut self,
+        journal: &Journal,
+        fresh: Vec<whish_money_transfer::PreparedTransfer>,
+    ) -> Result<
+        Vec<(
+            whish_money_transfer::PreparedTransfer,
+            Option<(String, State)>,
+        )>,
+        whish_journal::JournalError,
+    > {
+        let (own, recorded) = (&self.own, &mut self.recorded);
+        self.mark = journal
+            .sends_that_may_have_paid_since(&self.target, self.mark, |s| {
+                if !own.contains(s.key) {
+                    recorded.insert(digest(s.request), (s.key.to_owned(), s.state));
+                }
+            })
+            .await?;
+        let mut held = Vec::with_capacity(fresh.len());
+        for p in fresh {
+            let d = digest(p.body());
+            let elsewhere = match self.recorded.get(&d) {
+                Some((other, _)) if *other != p.request_id().to_string() => {
+                    // As it is now: a send given back or refused since holds nothing.
+                    let now = journal
+                        .entry(Service::MoneyTransfer, Operation::Send, other)
+                        .await?
+                        .filter(|e| e.may_have_paid(&self.target));
+                    match now {
+                        Some(e) => Some((e.key, e.state)),
+                        None => {
+                            self.recorded.remove(&d);
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            held.push((p, elsewhere));
+        }
+        Ok(held)
+    }
+}
+
+/// A row reserved but not held under the repeat check (its write failed, or a PostgreSQL
+/// lock's session ended, or another process running this batch recorded its Request-id in the
+/// same instant): given back, never sent without the check.
+async fn given_back(transfers: &whish_journal::JournaledTransfer, one: ReservedSend) -> Fresh {
+    let prepared = one.prepared().clone();
+    match transfers.unreserve(one).await {
+        Ok(Unreserved::AsBefore) => Fresh::Recorded(prepared),
+        Ok(Unreserved::NeverSent) => Fresh::NotHeld(
+            RowOutcome::NotSent,
+            "this row could not be recorded before its send (the journal's write failed); nothing was sent".into(),
+        ),
+        Ok(_) => Fresh::NotHeld(
+            RowOutcome::Unknown,
+            "this row could not be recorded before its send, and another process holds its entry: it may send it; run the batch again to settle it".into(),
+        ),
+        Err(e) => Fresh::NotHeld(
+            RowOutcome::Unknown,
+            format!(
+                "this row could not be recorded before its send, nor recorded as never sent ({e}): this run did not send it, but a recovery may; run the batch again to settle it"
+            ),
+        ),
     }
 }
 
@@ -578,10 +674,10 @@ fn check_against_journal(
                 continue;
             }
         };
-        // A row new to this batch whose exact bytes the journal holds as sent under another
+        // A row new to this batch (or to be sent again under its next attempt: a refused
+        // attempt is not counted) whose exact bytes the journal holds as sent under another
         // Request-id: the same file under another batch name (a typo pays every row again).
         if entry.is_none()
-            && earlier.is_none()
             && let Some((key, state)) = sent.and_then(|s| s.get(&digest(prepared.body())))
         {
             errors.push(RowError::new(
