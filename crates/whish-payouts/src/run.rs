@@ -438,7 +438,6 @@ async fn prepare_chunk(
             Ok((r, Some(sending))) => Slot::Send(r, sending),
             Ok((mut r, None)) => match words.next() {
                 Some(Fresh::Held(one)) => Slot::Send(r, Sending::Reserved(one)),
-                Some(Fresh::Recorded(prepared)) => Slot::Send(r, Sending::Recorded(prepared)),
                 Some(Fresh::Elsewhere(key, state)) => {
                     r.outcome = RowOutcome::NotSent;
                     r.code = Some("same-body-elsewhere".into());
@@ -448,12 +447,7 @@ async fn prepare_chunk(
                     ));
                     Slot::Done(r)
                 }
-                Some(Fresh::NotHeld(outcome, message)) => {
-                    r.outcome = outcome;
-                    r.code = Some(JOURNAL_FAILED.into());
-                    r.message = Some(message);
-                    Slot::Done(r)
-                }
+                Some(Fresh::NotHeld(one)) => Slot::Send(r, Sending::NotHeld(one)),
                 None => unreachable!("one word for each fresh row"),
             },
         })
@@ -466,12 +460,9 @@ enum Fresh {
     Held(ReservedSend),
     /// Its exact bytes recorded under another Request-id while the run went: not sent.
     Elsewhere(String, State),
-    /// Its Request-id recorded in the same instant by another process running this batch:
-    /// sent the journal's way (the same Request-id: one transfer).
-    Recorded(whish_money_transfer::PreparedTransfer),
-    /// Not recorded under the check, and given back: the row's outcome and why. Never sent
-    /// without the check.
-    NotHeld(RowOutcome, String),
+    /// Reserved under the check but not held: given back when its turn comes, never sent on
+    /// the strength of the check ([`Sending::NotHeld`]).
+    NotHeld(ReservedSend),
 }
 
 /// A run's check for a payment made before, kept up to date as it goes: before each chunk's
@@ -545,7 +536,7 @@ impl Repeats {
                 self.own.insert(one.prepared().request_id().to_string());
                 words.push(Fresh::Held(one));
             } else {
-                words.push(given_back(transfers, one).await);
+                words.push(Fresh::NotHeld(one));
             }
         }
         check.release().await;
@@ -596,30 +587,6 @@ impl Repeats {
             held.push((p, elsewhere));
         }
         Ok(held)
-    }
-}
-
-/// A row reserved but not held under the repeat check (its write failed, or a PostgreSQL
-/// lock's session ended, or another process running this batch recorded its Request-id in the
-/// same instant): given back, never sent without the check.
-async fn given_back(transfers: &whish_journal::JournaledTransfer, one: ReservedSend) -> Fresh {
-    let prepared = one.prepared().clone();
-    match transfers.unreserve(one).await {
-        Ok(Unreserved::AsBefore) => Fresh::Recorded(prepared),
-        Ok(Unreserved::NeverSent) => Fresh::NotHeld(
-            RowOutcome::NotSent,
-            "this row could not be recorded before its send (the journal's write failed); nothing was sent".into(),
-        ),
-        Ok(_) => Fresh::NotHeld(
-            RowOutcome::Unknown,
-            "this row could not be recorded before its send, and another process holds its entry: it may send it; run the batch again to settle it".into(),
-        ),
-        Err(e) => Fresh::NotHeld(
-            RowOutcome::Unknown,
-            format!(
-                "this row could not be recorded before its send, nor recorded as never sent ({e}): this run did not send it, but a recovery may; run the batch again to settle it"
-            ),
-        ),
     }
 }
 

@@ -174,6 +174,11 @@ pub(crate) enum Sending {
     Reserved(ReservedSend),
     /// Its Request-id is in the journal from an earlier run: sent the journal's way.
     Recorded(PreparedTransfer),
+    /// Reserved under the repeat check but not held (the write failed, a PostgreSQL lock's
+    /// session ended, or another process of this batch recorded its Request-id first): never
+    /// sent on the strength of that check. Given back; sent the journal's way only when its
+    /// Request-id was recorded before (the same transfer).
+    NotHeld(ReservedSend),
 }
 
 /// The service's code of a refusal the journal holds: `None` for an entry not refused, or
@@ -220,7 +225,7 @@ pub(crate) async fn send_row(
         // process running the same batch now): it may have been sent, or be sent now. Never
         // "nothing was sent" then.
         let reserved = match sending {
-            Sending::Reserved(reserved) => reserved,
+            Sending::Reserved(reserved) | Sending::NotHeld(reserved) => reserved,
             Sending::Recorded(_) => {
                 r.outcome = RowOutcome::Unknown;
                 r.message = Some(RECORDED_BEFORE.into());
@@ -251,6 +256,33 @@ pub(crate) async fn send_row(
     let answer = match sending {
         Sending::Reserved(reserved) => t.send_reserved(reserved).await,
         Sending::Recorded(prepared) => t.send(&prepared).await,
+        Sending::NotHeld(reserved) => {
+            let prepared = reserved.prepared().clone();
+            let why = match t.unreserve(reserved).await {
+                Ok(Unreserved::AsBefore) => None,
+                Ok(Unreserved::NeverSent) => {
+                    r.outcome = RowOutcome::NotSent;
+                    Some("this row could not be recorded before its send (the journal's write failed); nothing was sent".to_owned())
+                }
+                Ok(_) => {
+                    r.outcome = RowOutcome::Unknown;
+                    Some("this row could not be recorded before its send, and another process took its journal entry over and may send it: look at it with `whish journal show`, or run recovery".to_owned())
+                }
+                Err(e) => {
+                    r.outcome = RowOutcome::Unknown;
+                    Some(format!(
+                        "this row could not be recorded before its send, nor recorded as never sent ({e}): this run did not send it, but a recovery may; run the batch again to settle it"
+                    ))
+                }
+            };
+            if let Some(why) = why {
+                // The journal failed: every row after this one would meet it too.
+                r.code = Some(JOURNAL_FAILED.into());
+                r.message = Some(why);
+                return r;
+            }
+            t.send(&prepared).await
+        }
     };
     match answer {
         Ok(o) => {
