@@ -272,6 +272,18 @@ impl Entry {
             && may_have_paid(self.state)
             && self.may_be_for(target)
     }
+
+    /// Whether this request was recorded as never sent (`refused`, outcome `not-sent`: reserved
+    /// and given back, or its first write's answer lost): a send of it is a first send, which a
+    /// check for a payment made before must look at as it looks at a request new to the
+    /// journal.
+    pub fn never_left(&self) -> bool {
+        self.state == State::Refused
+            && self
+                .outcome
+                .as_ref()
+                .is_some_and(|o| o.result == "not-sent")
+    }
 }
 
 /// Whether a send in `state` has a transfer, or may yet: accepted, or not final.

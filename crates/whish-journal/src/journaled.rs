@@ -266,11 +266,7 @@ impl Journal {
         // would be read as a resend, and a code such as `transfer.already.done` as a
         // confirmation of someone else's request. Only a request that never left (recorded
         // `not-sent`) may be sent again, as a first send.
-        let never_left = existing.state == State::Refused
-            && existing
-                .outcome
-                .as_ref()
-                .is_some_and(|o| o.result == "not-sent");
+        let never_left = existing.never_left();
         if existing.state == State::Refused && !never_left {
             let why = existing
                 .outcome

@@ -81,12 +81,15 @@ impl Journal {
     ) -> Result<SendsMark, JournalError> {
         self.inner.background_written().await;
         let db = &self.inner.db;
+        // Every entry up to here is read below (those of other kinds or accounts passed
+        // over): the next read starts after it, whatever this one finds.
+        let last = db.last_id().await?;
         // A mark taken by `sends_mark` stands for a check already made: only the default
         // one is bounded by the lookback.
         let mut after = if mark == SendsMark::default() {
             match db.lookback_floor(REPEAT_LOOKBACK).await? {
                 Some(floor) => floor - 1,
-                None => return Ok(mark),
+                None => return Ok(SendsMark(last)),
             }
         } else {
             mark.0
@@ -98,7 +101,7 @@ impl Journal {
                 after = last.id;
             }
             if page.len() as i64 != crate::store::SEND_PAGE {
-                return Ok(SendsMark(after.max(mark.0)));
+                return Ok(SendsMark(after.max(last).max(mark.0)));
             }
         }
     }

@@ -21,12 +21,13 @@ pub enum RowOutcome {
     Unknown,
     /// This run sent nothing for this row: a bad row skipped on purpose, a row changed since it
     /// was recorded, a row whose exact transfer another process recorded while this run went
-    /// (`code` `same-body-elsewhere`: another batch name, or a `transfer send`; the next run's
-    /// check reports it as a bad row while that transfer is accepted or open), or a batch
+    /// (`code` `same-body-elsewhere`: another batch name, or a `transfer send`), a row the
+    /// journal could not record before its send (`code` `journal-failed`), or a batch
     /// stopped before the row's turn (recorded in the journal as never sent before it is
-    /// reported). Running the batch again sends it. Another process running
-    /// the same batch at the same time may take the row and send it after this run recorded
-    /// it: its journal entry then counts a second attempt.
+    /// reported). Running the batch again sends it, once the check finds its exact transfer
+    /// nowhere else (accepted or open under another Request-id, it is a bad row). Another
+    /// process running the same batch at the same time may take the row and send it after
+    /// this run recorded it: its journal entry then counts a second attempt.
     NotSent,
     /// The journal holds the row for a person to look at (an entry past its deadline or one
     /// this version cannot read): nothing is sent for it until they do.

@@ -352,7 +352,11 @@ async fn prepare_chunk(
         };
     let mut planned = Vec::with_capacity(chunk.len());
     let mut fresh = Vec::new();
+    // Rows recorded as never sent (a run stopped before them): sent again as first sends,
+    // so checked for their bytes elsewhere as new rows are.
+    let mut reopened: Vec<(usize, whish_money_transfer::PreparedTransfer)> = Vec::new();
     for (p, resolved) in chunk.iter().zip(resolved) {
+        let never_left = resolved.1.as_ref().is_some_and(Entry::never_left);
         match plan_row(client, p, resolved) {
             Planned::Done(r) => planned.push(Err(r)),
             Planned::Send {
@@ -365,7 +369,12 @@ async fn prepare_chunk(
             }
             Planned::Send {
                 result, prepared, ..
-            } => planned.push(Ok((result, Some(Sending::Recorded(prepared))))),
+            } => {
+                if never_left {
+                    reopened.push((planned.len(), prepared.clone()));
+                }
+                planned.push(Ok((result, Some(Sending::Recorded(prepared)))));
+            }
         }
     }
     // Once the batch is stopping, its fresh rows are recorded as never sent instead (one
@@ -407,51 +416,71 @@ async fn prepare_chunk(
             })
             .collect();
     }
-    let words = match repeats {
-        None => transfers
-            .reserve(fresh)
-            .await
-            .into_iter()
-            .map(Fresh::Held)
-            .collect(),
-        Some(repeats) => match repeats.reserve(journal, transfers, fresh).await {
-            Ok(words) => words,
-            Err(e) => {
-                // Nothing was reserved: the chunk's fresh rows are not sent.
-                let e: Arc<str> = Arc::from(e.to_string());
-                return planned
-                    .into_iter()
-                    .map(|p| match p {
-                        Err(r) => Slot::Done(r),
-                        Ok((r, Some(sending))) => Slot::Send(r, sending),
-                        Ok((r, None)) => Slot::Unread(r, e.clone()),
-                    })
-                    .collect();
+    let (words, reopened) = match repeats {
+        None => (
+            transfers
+                .reserve(fresh)
+                .await
+                .into_iter()
+                .map(Fresh::Held)
+                .collect(),
+            Vec::new(),
+        ),
+        Some(repeats) => {
+            let unchecked: HashSet<usize> = reopened.iter().map(|(i, _)| *i).collect();
+            match repeats.reserve(journal, transfers, fresh, reopened).await {
+                Ok(done) => done,
+                Err(e) => {
+                    // Nothing was reserved or checked: the chunk's new and reopened rows are
+                    // not sent.
+                    let e: Arc<str> = Arc::from(e.to_string());
+                    return planned
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, p)| match p {
+                            Err(r) => Slot::Done(r),
+                            Ok((r, Some(_))) if unchecked.contains(&i) => {
+                                Slot::Unread(r, e.clone())
+                            }
+                            Ok((r, Some(sending))) => Slot::Send(r, sending),
+                            Ok((r, None)) => Slot::Unread(r, e.clone()),
+                        })
+                        .collect();
+                }
             }
-        },
+        }
     };
     let mut words = words.into_iter();
+    let mut reopened: HashMap<usize, (String, State)> = reopened.into_iter().collect();
     planned
         .into_iter()
-        .map(|p| match p {
+        .enumerate()
+        .map(|(i, p)| match p {
             Err(r) => Slot::Done(r),
+            Ok((r, Some(_))) if reopened.contains_key(&i) => {
+                let (key, state) = reopened.remove(&i).expect("looked up");
+                Slot::Done(elsewhere(r, &key, state))
+            }
             Ok((r, Some(sending))) => Slot::Send(r, sending),
-            Ok((mut r, None)) => match words.next() {
+            Ok((r, None)) => match words.next() {
                 Some(Fresh::Held(one)) => Slot::Send(r, Sending::Reserved(one)),
-                Some(Fresh::Elsewhere(key, state)) => {
-                    r.outcome = RowOutcome::NotSent;
-                    r.code = Some("same-body-elsewhere".into());
-                    r.message = Some(format!(
-                        "not sent: while this batch ran, this row's exact transfer was recorded under Request-id {key} ({}), by another process (another batch, or a `transfer send`): sending it here could pay it twice",
-                        state.as_str()
-                    ));
-                    Slot::Done(r)
-                }
+                Some(Fresh::Elsewhere(key, state)) => Slot::Done(elsewhere(r, &key, state)),
                 Some(Fresh::NotHeld(one)) => Slot::Send(r, Sending::NotHeld(one)),
                 None => unreachable!("one word for each fresh row"),
             },
         })
         .collect()
+}
+
+/// A row not sent because its exact transfer was recorded under `key` while the run went.
+fn elsewhere(mut r: RowResult, key: &str, state: State) -> RowResult {
+    r.outcome = RowOutcome::NotSent;
+    r.code = Some("same-body-elsewhere".into());
+    r.message = Some(format!(
+        "not sent: while this batch ran, this row's exact transfer was recorded under Request-id {key} ({}), by another process (another batch, or a `transfer send`): sending it here could pay it twice",
+        state.as_str()
+    ));
+    r
 }
 
 /// What became of a row new to the journal when its chunk was recorded.
@@ -495,24 +524,39 @@ impl Repeats {
 
     /// Under the repeat check: read the sends recorded since the last read, then reserve the
     /// rows whose bodies none of them holds; what became of each row, in order.
+    ///
+    /// `reopened` (rows recorded as never sent, by their place in the chunk) are only checked:
+    /// the send reopens each, after the lock is let go.
     async fn reserve(
         &mut self,
         journal: &Journal,
         transfers: &whish_journal::JournaledTransfer,
         fresh: Vec<whish_money_transfer::PreparedTransfer>,
-    ) -> Result<Vec<Fresh>, whish_journal::JournalError> {
-        if fresh.is_empty() {
-            return Ok(Vec::new());
+        reopened: Vec<(usize, whish_money_transfer::PreparedTransfer)>,
+    ) -> Result<(Vec<Fresh>, Vec<(usize, (String, State))>), whish_journal::JournalError> {
+        if fresh.is_empty() && reopened.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
         }
         let mut check = journal.lock_repeat_check().await?;
-        let held = self.check(journal, fresh).await;
-        let held = match held {
-            Ok(held) => held,
+        let (places, reopened): (Vec<usize>, Vec<_>) = reopened.into_iter().unzip();
+        let checked = async {
+            let held = self.check(journal, fresh).await?;
+            let elsewhere = self.check(journal, reopened).await?;
+            Ok::<_, whish_journal::JournalError>((held, elsewhere))
+        }
+        .await;
+        let (held, elsewhere) = match checked {
+            Ok(both) => both,
             Err(e) => {
                 check.release().await;
                 return Err(e);
             }
         };
+        let elsewhere = places
+            .into_iter()
+            .zip(elsewhere)
+            .filter_map(|(i, (_, found))| found.map(|f| (i, f)))
+            .collect();
         let to_reserve: Vec<_> = held
             .iter()
             .filter(|(_, elsewhere)| elsewhere.is_none())
@@ -540,7 +584,7 @@ impl Repeats {
             }
         }
         check.release().await;
-        Ok(words)
+        Ok((words, elsewhere))
     }
 
     /// Read the sends recorded since the last read, and for each row the send (another
@@ -569,17 +613,18 @@ impl Repeats {
             let d = digest(p.body());
             let elsewhere = match self.recorded.get(&d) {
                 Some((other, _)) if *other != p.request_id().to_string() => {
-                    // As it is now: a send given back or refused since holds nothing.
+                    // As it is now: a send given back or refused since holds nothing. One
+                    // gone (pruned) or unreadable is taken as it was read: it may have paid.
                     let now = journal
                         .entry(Service::MoneyTransfer, Operation::Send, other)
-                        .await?
-                        .filter(|e| e.may_have_paid(&self.target));
+                        .await;
                     match now {
-                        Some(e) => Some((e.key, e.state)),
-                        None => {
+                        Ok(Some(e)) if !e.may_have_paid(&self.target) => {
                             self.recorded.remove(&d);
                             None
                         }
+                        Ok(Some(e)) => Some((e.key, e.state)),
+                        Ok(None) | Err(_) => self.recorded.get(&d).cloned(),
                     }
                 }
                 _ => None,
@@ -641,10 +686,11 @@ fn check_against_journal(
                 continue;
             }
         };
-        // A row new to this batch (or to be sent again under its next attempt: a refused
-        // attempt is not counted) whose exact bytes the journal holds as sent under another
+        // A row new to this batch, or recorded as never sent (a run stopped before it), or to
+        // be sent again under its next attempt (a refused attempt is not counted), whose exact
+        // bytes the journal holds as sent under another
         // Request-id: the same file under another batch name (a typo pays every row again).
-        if entry.is_none()
+        if entry.as_ref().is_none_or(Entry::never_left)
             && let Some((key, state)) = sent.and_then(|s| s.get(&digest(prepared.body())))
         {
             errors.push(RowError::new(

@@ -58,3 +58,35 @@ async fn one_file_run_under_two_batch_names_at_once_pays_each_row_once() {
     assert!(accepted.values().all(|n| *n == 1), "no row paid twice");
     assert_eq!(sb.transfers().len(), rows, "one transfer a row");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_a_stopped_run_left_unsent_are_checked_again_before_they_go() {
+    use whish_payouts::{BatchError, StopSignal};
+    let sb = sandbox(100_000_000).await;
+    let d = dir("two-names-stopped");
+    let file = d.join("aid.csv");
+    let rows = 20;
+    write(&file, &csv_rows(rows, "10"));
+    let mistyped = Batch::new("nov28", &file, defaults()).expect("batch");
+    let right = Batch::new("nov-28", &file, defaults()).expect("batch");
+    let j = journal(&d).await;
+    let c = client(&sb);
+    // The mistyped run is stopped before its first send: its rows are recorded never sent.
+    let stop = StopSignal::new();
+    stop.stop("ctrl-c");
+    let (stopped, results) = run(&mistyped, &j, &c, &RunOptions::new().stop_signal(stop)).await;
+    stopped.expect("stopped run");
+    assert!(results.iter().all(|r| r.outcome == RowOutcome::NotSent));
+    assert!(sb.transfers().is_empty());
+    // The run under the right name pays every row.
+    let (paid, _) = run(&right, &j, &c, &RunOptions::new()).await;
+    assert!(paid.expect("run").all_accepted());
+    assert_eq!(sb.transfers().len(), rows);
+    // The mistyped name run again: its rows, recorded never sent, would go as first sends.
+    let (again, results) = run(&mistyped, &j, &c, &RunOptions::new()).await;
+    match again {
+        Err(BatchError::BadRows(report)) => assert_eq!(report.errors.len(), rows, "{report:?}"),
+        other => panic!("every row is a repeat of the paid one: {other:?} {results:?}"),
+    }
+    assert_eq!(sb.transfers().len(), rows, "no row paid twice");
+}
