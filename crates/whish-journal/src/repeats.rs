@@ -67,8 +67,9 @@ impl Journal {
 
     /// Hand `visit` each money-transfer send to `target` that may have paid already, recorded
     /// after `mark` (the default mark: among the [`REPEAT_LOOKBACK`] most recent entries),
-    /// oldest first, a page at a time; return the mark after the last send read. What a long check (a payout batch) reads again before each write under the
-    /// repeat check: the sends recorded since it last looked.
+    /// oldest first, a page at a time; return the mark after every entry read. What a long
+    /// check (a payout batch) reads again before each write under the repeat check: the sends
+    /// recorded since it last looked.
     ///
     /// # Errors
     ///
@@ -97,8 +98,8 @@ impl Journal {
         loop {
             let page = db.sends_page(target, Along::Up { after }).await?;
             visit_page(&page, &mut visit);
-            if let Some(last) = page.last() {
-                after = last.id;
+            if let Some(newest) = page.last() {
+                after = newest.id;
             }
             if page.len() as i64 != crate::store::SEND_PAGE {
                 return Ok(SendsMark(after.max(last).max(mark.0)));

@@ -557,18 +557,22 @@ impl Repeats {
             .zip(elsewhere)
             .filter_map(|(i, (_, found))| found.map(|f| (i, f)))
             .collect();
-        let to_reserve: Vec<_> = held
-            .iter()
-            .filter(|(_, elsewhere)| elsewhere.is_none())
-            .map(|(p, _)| p.clone())
-            .collect();
+        // Each row's word on it (`None`: to reserve), and the rows to reserve, moved out.
+        let (found, to_reserve): (Vec<_>, Vec<_>) = held
+            .into_iter()
+            .map(|(p, elsewhere)| match elsewhere {
+                Some(e) => (Some(e), None),
+                None => (None, Some(p)),
+            })
+            .unzip();
+        let to_reserve = to_reserve.into_iter().flatten().collect();
         let mut reserved = transfers
             .reserve_under(&mut check, to_reserve)
             .await
             .into_iter();
         self.own.clear();
-        let mut words = Vec::with_capacity(held.len());
-        for (_, elsewhere) in held {
+        let mut words = Vec::with_capacity(found.len());
+        for elsewhere in found {
             if let Some((key, state)) = elsewhere {
                 words.push(Fresh::Elsewhere(key, state));
                 continue;
@@ -608,11 +612,11 @@ impl Repeats {
                 }
             })
             .await?;
-        let mut held = Vec::with_capacity(fresh.len());
         // Most runs meet no other process's send: no row's bytes to digest then.
         if self.recorded.is_empty() {
             return Ok(fresh.into_iter().map(|p| (p, None)).collect());
         }
+        let mut held = Vec::with_capacity(fresh.len());
         for p in fresh {
             let d = digest(p.body());
             let elsewhere = match self.recorded.get(&d) {
