@@ -335,6 +335,7 @@ impl ClientSettings {
             interceptors: self.interceptors.into(),
             dynamic: headers.dynamic.into(),
             preferences: headers.preferences.into(),
+            joined: Arc::default(),
         })
     }
 }

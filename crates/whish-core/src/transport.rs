@@ -47,6 +47,53 @@ pub struct Transport {
     pub(crate) dynamic: Arc<[DynamicHeader]>,
     /// Headers that are not of the account (see [`ServiceHeaders::preference`]).
     pub(crate) preferences: Arc<[HeaderName]>,
+    /// The base URL joined with each path called so far; shared by every clone (one base).
+    pub(crate) joined: Arc<Joined>,
+}
+
+/// The base URL joined with the paths a transport called, at most [`Joined::MAX`] of them: a
+/// call to a path called before clones its URL, where joining parses the path again (the `url`
+/// crate checks and encodes every character it is given). A service has a few fixed paths.
+#[derive(Default)]
+pub(crate) struct Joined {
+    known: std::sync::RwLock<Vec<(Box<str>, url::Url)>>,
+}
+
+impl Joined {
+    /// Paths kept; a path beyond them is joined on every call, as before any is kept.
+    const MAX: usize = 32;
+
+    /// `base` joined with `path`: kept from an earlier call, or joined now (and kept).
+    fn get(&self, base: &BaseUrl, path: &str) -> url::Url {
+        if let Ok(known) = self.known.read()
+            && let Some((_, url)) = known.iter().find(|(p, _)| **p == *path)
+        {
+            return url.clone();
+        }
+        let url = join(base, path);
+        if let Ok(mut known) = self.known.write()
+            && known.len() < Self::MAX
+            && !known.iter().any(|(p, _)| **p == *path)
+        {
+            known.push((path.into(), url.clone()));
+        }
+        url
+    }
+}
+
+/// The base URL with `path` appended (from the base parsed once: a copy with its path set,
+/// instead of a whole URL parsed again).
+fn join(base: &BaseUrl, path: &str) -> url::Url {
+    let mut url = base.url().clone();
+    let base_path = url.path().trim_end_matches('/');
+    let mut full = String::with_capacity(base_path.len() + path.len() + 1);
+    full.push_str(base_path);
+    if !path.starts_with('/') {
+        full.push('/');
+    }
+    full.push_str(path);
+    url.set_path(&full);
+    url
 }
 
 /// A secret header whose value comes from a [`SecretSource`](crate::credentials::SecretSource).
@@ -163,18 +210,9 @@ impl Transport {
         self.url_for(request).into()
     }
 
-    /// The base URL with the request's path appended and its query, from the base parsed once
-    /// (a copy with its path set, instead of a whole URL parsed again on every call).
+    /// The base URL with the request's path appended ([`Joined`]), and its query.
     fn url_for(&self, request: &Request) -> url::Url {
-        let mut url = self.base.url().clone();
-        let base_path = url.path().trim_end_matches('/');
-        let mut path = String::with_capacity(base_path.len() + request.path.len() + 1);
-        path.push_str(base_path);
-        if !request.path.starts_with('/') {
-            path.push('/');
-        }
-        path.push_str(&request.path);
-        url.set_path(&path);
+        let mut url = self.joined.get(&self.base, &request.path);
         if !request.query.is_empty() {
             let mut q = url.query_pairs_mut();
             for (k, v) in &request.query {
@@ -202,28 +240,35 @@ impl Transport {
         // One span per call, its fields named by the OpenTelemetry conventions for an HTTP
         // client call (what collectors and dashboards key on) and ours under `whish.`; a child
         // span per attempt (below). The values are computed only when a subscriber wants the
-        // span. The URL is recorded without its query; no header value is ever recorded.
-        let span = tracing::info_span!(
-            "whish.call",
-            otel.name = request.endpoint,
-            otel.kind = "client",
-            otel.status_code = tracing::field::Empty,
-            rpc.system = "whish",
-            rpc.service = self.service,
-            rpc.method = request.endpoint,
-            http.request.method = request.method.as_str(),
-            server.address = self.base.url().host_str().unwrap_or(""),
-            server.port = self.base.url().port_or_known_default().unwrap_or(0),
-            url.full = self.url_without_query(&request).as_str(),
-            http.response.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            whish.service = self.service,
-            whish.operation = request.endpoint,
-            whish.idempotency_key = request.idempotency_key.as_deref().unwrap_or(""),
-            whish.attempts = tracing::field::Empty,
-            whish.outcome = tracing::field::Empty,
-            whish.duration_ms = tracing::field::Empty,
-        );
+        // span, and no span is made while no tracing dispatcher was ever set: with tracing's
+        // `log` feature on (another dependency may turn it on), a disabled span still computes
+        // every field for the `log` crate, on every call. The URL is recorded without its
+        // query; no header value is ever recorded.
+        let span = if !tracing::dispatcher::has_been_set() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                "whish.call",
+                otel.name = request.endpoint,
+                otel.kind = "client",
+                otel.status_code = tracing::field::Empty,
+                rpc.system = "whish",
+                rpc.service = self.service,
+                rpc.method = request.endpoint,
+                http.request.method = request.method.as_str(),
+                server.address = self.base.url().host_str().unwrap_or(""),
+                server.port = self.base.url().port_or_known_default().unwrap_or(0),
+                url.full = self.url_without_query(&request).as_str(),
+                http.response.status_code = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+                whish.service = self.service,
+                whish.operation = request.endpoint,
+                whish.idempotency_key = request.idempotency_key.as_deref().unwrap_or(""),
+                whish.attempts = tracing::field::Empty,
+                whish.outcome = tracing::field::Empty,
+                whish.duration_ms = tracing::field::Empty,
+            )
+        };
         let progress = Progress::default();
         // The attempt loop's state (reqwest's futures, the reply, the backoff timer) is about
         // 1.5 KB. Boxed once here, the caller's futures stay small: every enclosing future
@@ -330,16 +375,20 @@ impl Transport {
             attempts += 1;
             progress.attempts.store(attempts, Ordering::SeqCst);
             progress.may_have_left.store(true, Ordering::SeqCst);
-            let span = tracing::info_span!(
-                "whish.attempt",
-                otel.name = request.endpoint,
-                otel.kind = "client",
-                http.request.method = request.method.as_str(),
-                http.request.resend_count = attempts - 1,
-                http.response.status_code = tracing::field::Empty,
-                error.type = tracing::field::Empty,
-                whish.attempt = attempts,
-            );
+            let span = if !tracing::dispatcher::has_been_set() {
+                tracing::Span::none()
+            } else {
+                tracing::info_span!(
+                    "whish.attempt",
+                    otel.name = request.endpoint,
+                    otel.kind = "client",
+                    http.request.method = request.method.as_str(),
+                    http.request.resend_count = attempts - 1,
+                    http.response.status_code = tracing::field::Empty,
+                    error.type = tracing::field::Empty,
+                    whish.attempt = attempts,
+                )
+            };
             #[cfg(feature = "metrics")]
             let attempt_started = Instant::now();
             // Instrumented only when a subscriber wants the span: entering and leaving a
@@ -553,6 +602,19 @@ impl Transport {
         if self.interceptors.is_empty() {
             return self.exchange(http).await;
         }
+        // Boxed: its state (the protected headers, the interceptors' views) is no part of a
+        // call without interceptors.
+        Box::pin(self.intercepted(request, number, http)).await
+    }
+
+    /// An attempt run through the interceptors: each sees the request before it leaves and
+    /// the outcome after.
+    async fn intercepted(
+        &self,
+        request: &Request,
+        number: u32,
+        mut http: reqwest::Request,
+    ) -> Attempt {
         // What an interceptor may not replace: the service's headers and the request's own.
         let mut protected = self.headers.clone();
         for (k, v) in &request.headers {

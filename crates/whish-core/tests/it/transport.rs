@@ -67,6 +67,34 @@ async fn request_on_the_wire_with_doubled_api_segment() {
     );
 }
 
+#[test]
+fn every_path_joins_the_base_the_same_on_every_call() {
+    let t = transport("https://api.example.com/x/api/", 0);
+    let url = |path: &str| t.url_of(&Request::new("test.any", Method::GET, path));
+    // More paths than the transport keeps joined, each asked twice, the query kept apart.
+    for round in 0..2 {
+        for n in 0..80 {
+            assert_eq!(
+                url(&format!("/v2/segment-{n}/fetch")),
+                format!("https://api.example.com/x/api/v2/segment-{n}/fetch"),
+                "round {round}"
+            );
+        }
+        assert_eq!(url("no-slash"), "https://api.example.com/x/api/no-slash");
+        assert_eq!(
+            t.url_of(
+                &Request::new("test.any", Method::GET, "/v2/segment-3/fetch").query("q", "a b")
+            ),
+            "https://api.example.com/x/api/v2/segment-3/fetch?q=a+b"
+        );
+        assert_eq!(
+            url("/v2/segment-3/fetch"),
+            "https://api.example.com/x/api/v2/segment-3/fetch",
+            "a query never sticks to a path joined before"
+        );
+    }
+}
+
 #[tokio::test]
 async fn query_is_encoded() {
     let server =
