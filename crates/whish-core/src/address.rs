@@ -273,10 +273,17 @@ pub fn check_public(url: &Url, field: &str) -> Result<(), ValidationError> {
     match url.host() {
         None => refuse("it has no host"),
         Some(Host::Domain(d)) => {
-            let d = d.trim_end_matches('.').to_ascii_lowercase();
-            if d == "localhost" || d.ends_with(".localhost") {
+            // Compared without a lower-case copy: `url` writes an http(s) host in lower case
+            // already, and the comparison ignores case anyway.
+            let d = d.trim_end_matches('.');
+            let ends = |suffix: &str| {
+                d.len() >= suffix.len()
+                    && d.as_bytes()[d.len() - suffix.len()..]
+                        .eq_ignore_ascii_case(suffix.as_bytes())
+            };
+            if d.eq_ignore_ascii_case("localhost") || ends(".localhost") {
                 refuse("localhost names are loopback")
-            } else if d.ends_with(".local") || d.ends_with(".internal") || d.ends_with(".lan") {
+            } else if ends(".local") || ends(".internal") || ends(".lan") {
                 refuse("local-network names are not reachable from the service")
             } else if !d.contains('.') {
                 refuse("a single-label host name is not a public name")

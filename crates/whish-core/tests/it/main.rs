@@ -11,6 +11,7 @@ mod fixtures_decode;
 mod http_settings;
 mod interceptors;
 mod properties;
+mod public_addresses;
 mod request_ids_unique;
 mod retry_after;
 mod secrets_never_print;
