@@ -270,9 +270,12 @@ impl Transport {
             )
         };
         let progress = Progress::default();
-        // The attempt loop's state (reqwest's futures, the reply, the backoff timer) is about
-        // 1.5 KB. Boxed once here, the caller's futures stay small: every enclosing future
-        // (the service method, the caller's task) would otherwise copy it each time it moves.
+        // The attempt loop's state (reqwest's futures, the reply) is about 1 KB. Boxed once
+        // here, the caller's futures stay small: every enclosing future (the service method,
+        // the caller's task) would otherwise copy it each time it moves. It is kept under
+        // 1 KB (nothing an attempt no longer needs is held across an await): glibc serves
+        // blocks that small from its per-thread cache, where a larger one goes to the shared
+        // heap and sorts its free blocks first, every call.
         let inner = Box::pin(self.call_inner(&request, &progress));
         let deadline = request.options.deadline;
         #[cfg(feature = "metrics")]
@@ -358,7 +361,7 @@ impl Transport {
         request: &Request,
         progress: &Progress,
     ) -> Result<Reply<T>, Error<C>> {
-        let policy = request.options.retry.unwrap_or(self.policy.retry);
+        let policy = request.options.retry.as_ref().unwrap_or(&self.policy.retry);
         let timeout = request
             .options
             .attempt_timeout
@@ -375,121 +378,127 @@ impl Transport {
             attempts += 1;
             progress.attempts.store(attempts, Ordering::SeqCst);
             progress.may_have_left.store(true, Ordering::SeqCst);
-            let span = if !tracing::dispatcher::has_been_set() {
-                tracing::Span::none()
-            } else {
-                tracing::info_span!(
-                    "whish.attempt",
-                    otel.name = request.endpoint,
-                    otel.kind = "client",
-                    http.request.method = request.method.as_str(),
-                    http.request.resend_count = attempts - 1,
-                    http.response.status_code = tracing::field::Empty,
-                    error.type = tracing::field::Empty,
-                    whish.attempt = attempts,
-                )
-            };
-            #[cfg(feature = "metrics")]
-            let attempt_started = Instant::now();
-            // Instrumented only when a subscriber wants the span: entering and leaving a
-            // disabled span on every poll is work no one asked for.
-            let attempt = if span.is_disabled() {
-                self.attempt(request, timeout, attempts).await
-            } else {
-                self.attempt(request, timeout, attempts)
-                    .instrument(span.clone())
-                    .await
-            };
-            #[cfg(feature = "metrics")]
-            {
-                let result = match &attempt {
-                    Attempt::Body { status, .. } => status.to_string(),
-                    Attempt::Failed { kind, .. } => kind.as_str().to_owned(),
-                    Attempt::Setup(_) => "setup".to_owned(),
+            // Everything of one attempt lives in this block: only the wait is kept across the
+            // backoff's await, not the attempt's answer (a call's future holds one of the two).
+            let wait = {
+                let span = if !tracing::dispatcher::has_been_set() {
+                    tracing::Span::none()
+                } else {
+                    tracing::info_span!(
+                        "whish.attempt",
+                        otel.name = request.endpoint,
+                        otel.kind = "client",
+                        http.request.method = request.method.as_str(),
+                        http.request.resend_count = attempts - 1,
+                        http.response.status_code = tracing::field::Empty,
+                        error.type = tracing::field::Empty,
+                        whish.attempt = attempts,
+                    )
                 };
-                crate::metrics::attempt(
-                    self.service,
-                    request.endpoint,
-                    &result,
-                    attempts > 1,
-                    attempt_started.elapsed(),
-                );
-            }
-            if !span.is_disabled() {
-                match &attempt {
-                    Attempt::Body { status, .. } => {
-                        span.record("http.response.status_code", *status);
-                    }
-                    Attempt::Failed { kind, .. } => {
-                        span.record("error.type", kind.as_str());
-                    }
-                    Attempt::Setup(_) => {
-                        span.record("error.type", "setup");
-                    }
-                }
-            }
-            // What other calls of the same prepared request may have delivered (an earlier
-            // call, a dropped one, one in flight beside this one), read when this answer is.
-            let others = mark.is_some_and(crate::verdict::DeliveryMark::others_may_have_arrived);
-            let reached = match &attempt {
-                Attempt::Body { .. } => true,
-                Attempt::Failed {
-                    may_have_reached, ..
-                } => *may_have_reached,
-                Attempt::Setup(_) => false,
-            };
-            progress
-                .may_have_left
-                .store(earlier_may_have_reached || reached, Ordering::SeqCst);
-            let retry_after = match &attempt {
-                Attempt::Body { retry_after, .. } => *retry_after,
-                _ => None,
-            };
-            let (outcome, result) = self.sort::<T, C>(
-                attempt,
-                request,
-                attempts,
-                earlier_may_have_reached || others,
-            );
-            let mut decision = decide(
-                &policy,
-                request.resend,
-                attempts,
-                outcome,
-                crate::ids::unit_random(),
-            );
-            if let Decision::RetryAfter(wait) = decision {
-                decision = self.listen(&policy, outcome, wait, retry_after);
-            }
-            if result.is_ok() {
-                self.budget.refill();
-            }
-            match decision {
-                Decision::Stop => {
-                    if let Some(guard) = in_flight {
-                        // The mark keeps what the call proved: applied or maybe applied sets
-                        // it; a refusal or nothing sent leaves it as it is.
-                        let verdict = match &result {
-                            Ok(_) => crate::verdict::Verdict::Accepted,
-                            Err(e) => e.verdict(),
-                        };
-                        guard.finish(verdict.may_have_acted());
-                    }
-                    return result;
-                }
-                Decision::RetryAfter(wait) => {
-                    // DEBUG: the call's own line (INFO) says how many attempts it took.
-                    tracing::debug!(
-                        attempt = attempts,
-                        ?outcome,
-                        wait_ms = wait.as_millis() as u64,
-                        idempotency_key = key.unwrap_or(""),
-                        "resending the same request with the same idempotency key"
+                #[cfg(feature = "metrics")]
+                let attempt_started = Instant::now();
+                // Instrumented only when a subscriber wants the span: entering and leaving a
+                // disabled span on every poll is work no one asked for.
+                let attempt = if span.is_disabled() {
+                    self.attempt(request, timeout, attempts).await
+                } else {
+                    self.attempt(request, timeout, attempts)
+                        .instrument(span.clone())
+                        .await
+                };
+                #[cfg(feature = "metrics")]
+                {
+                    let result = match &attempt {
+                        Attempt::Body { status, .. } => status.to_string(),
+                        Attempt::Failed { kind, .. } => kind.as_str().to_owned(),
+                        Attempt::Setup(_) => "setup".to_owned(),
+                    };
+                    crate::metrics::attempt(
+                        self.service,
+                        request.endpoint,
+                        &result,
+                        attempts > 1,
+                        attempt_started.elapsed(),
                     );
-                    earlier_may_have_reached |= reached;
-                    tokio::time::sleep(wait).await;
                 }
-            }
+                if !span.is_disabled() {
+                    match &attempt {
+                        Attempt::Body { status, .. } => {
+                            span.record("http.response.status_code", *status);
+                        }
+                        Attempt::Failed { kind, .. } => {
+                            span.record("error.type", kind.as_str());
+                        }
+                        Attempt::Setup(_) => {
+                            span.record("error.type", "setup");
+                        }
+                    }
+                }
+                // What other calls of the same prepared request may have delivered (an earlier
+                // call, a dropped one, one in flight beside this one), read when this answer is.
+                let others =
+                    mark.is_some_and(crate::verdict::DeliveryMark::others_may_have_arrived);
+                let reached = match &attempt {
+                    Attempt::Body { .. } => true,
+                    Attempt::Failed {
+                        may_have_reached, ..
+                    } => *may_have_reached,
+                    Attempt::Setup(_) => false,
+                };
+                progress
+                    .may_have_left
+                    .store(earlier_may_have_reached || reached, Ordering::SeqCst);
+                let retry_after = match &attempt {
+                    Attempt::Body { retry_after, .. } => *retry_after,
+                    _ => None,
+                };
+                let (outcome, result) = self.sort::<T, C>(
+                    attempt,
+                    request,
+                    attempts,
+                    earlier_may_have_reached || others,
+                );
+                let mut decision = decide(
+                    policy,
+                    request.resend,
+                    attempts,
+                    outcome,
+                    crate::ids::unit_random(),
+                );
+                if let Decision::RetryAfter(wait) = decision {
+                    decision = self.listen(policy, outcome, wait, retry_after);
+                }
+                if result.is_ok() {
+                    self.budget.refill();
+                }
+                match decision {
+                    Decision::Stop => {
+                        if let Some(guard) = in_flight {
+                            // The mark keeps what the call proved: applied or maybe applied sets
+                            // it; a refusal or nothing sent leaves it as it is.
+                            let verdict = match &result {
+                                Ok(_) => crate::verdict::Verdict::Accepted,
+                                Err(e) => e.verdict(),
+                            };
+                            guard.finish(verdict.may_have_acted());
+                        }
+                        return result;
+                    }
+                    Decision::RetryAfter(wait) => {
+                        // DEBUG: the call's own line (INFO) says how many attempts it took.
+                        tracing::debug!(
+                            attempt = attempts,
+                            ?outcome,
+                            wait_ms = wait.as_millis() as u64,
+                            idempotency_key = key.unwrap_or(""),
+                            "resending the same request with the same idempotency key"
+                        );
+                        earlier_may_have_reached |= reached;
+                        wait
+                    }
+                }
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -566,11 +575,30 @@ impl Transport {
     }
 
     async fn attempt(&self, request: &Request, timeout: Duration, number: u32) -> Attempt {
-        // The URL is built for each attempt and handed over whole: nothing of it is kept
-        // alongside. (Under many concurrent calls, every allocation a call holds across its
-        // awaits costs throughput: see docs/performance.md.) Then the service's headers (one
-        // copy of the map, moved in whole), the request's own, which replace a service header
-        // of the same name, and the content type.
+        let http = match self.http_request(request, timeout) {
+            Ok(http) => http,
+            Err(setup) => return setup,
+        };
+        if self.interceptors.is_empty() {
+            // Handed over within the statement: a named request would keep its 264 bytes in
+            // this future across the await.
+            return self.exchange(http).await;
+        }
+        // Boxed: its state (the protected headers, the interceptors' views) is no part of a
+        // call without interceptors.
+        Box::pin(self.intercepted(request, number, http)).await
+    }
+
+    /// The request of one attempt. The URL is built for each attempt and handed over whole:
+    /// nothing of it is kept alongside. (Under many concurrent calls, every allocation a call
+    /// holds across its awaits costs throughput: see docs/performance.md.) Then the service's
+    /// headers (one copy of the map, moved in whole), the request's own, which replace a
+    /// service header of the same name, and the content type.
+    fn http_request(
+        &self,
+        request: &Request,
+        timeout: Duration,
+    ) -> Result<reqwest::Request, Attempt> {
         let mut http = reqwest::Request::new(request.method.clone(), self.url_for(request));
         *http.headers_mut() = self.headers.clone();
         for d in self.dynamic.iter() {
@@ -583,10 +611,10 @@ impl Transport {
                     http.headers_mut().insert(d.name.clone(), v);
                 }
                 Err(why) => {
-                    return Attempt::Setup(SetupError::invalid(
+                    return Err(Attempt::Setup(SetupError::invalid(
                         &d.setting,
                         format!("its source gave no usable value: {why}"),
-                    ));
+                    )));
                 }
             }
         }
@@ -599,12 +627,7 @@ impl Transport {
             *http.body_mut() = Some(body.clone().into());
         }
         *http.timeout_mut() = Some(timeout);
-        if self.interceptors.is_empty() {
-            return self.exchange(http).await;
-        }
-        // Boxed: its state (the protected headers, the interceptors' views) is no part of a
-        // call without interceptors.
-        Box::pin(self.intercepted(request, number, http)).await
+        Ok(http)
     }
 
     /// An attempt run through the interceptors: each sees the request before it leaves and
@@ -660,8 +683,18 @@ impl Transport {
     }
 
     /// Send one attempt and read its answer, within the client's limits.
-    async fn exchange(&self, http: reqwest::Request) -> Attempt {
-        let mut response = match self.client.execute(http).await {
+    fn exchange(&self, http: reqwest::Request) -> impl Future<Output = Attempt> + '_ {
+        // Handed to reqwest here, outside the future: an async fn keeps its arguments for its
+        // whole life, and the request (264 bytes) is no use once it is on its way.
+        self.answer(self.client.execute(http))
+    }
+
+    /// The answer to an attempt reqwest is sending, read within the client's limits.
+    async fn answer(
+        &self,
+        sending: impl Future<Output = reqwest::Result<reqwest::Response>>,
+    ) -> Attempt {
+        let response = match sending.await {
             Ok(r) => r,
             Err(e) => return classify(e),
         };
@@ -691,23 +724,15 @@ impl Transport {
             }
             None => {}
         }
-        let mut body = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > limit {
-                        return too_large(limit);
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(e) => return broken_body(e),
-            }
-        }
-        Attempt::Body {
-            status,
-            body: Bytes::from(body),
-            retry_after,
+        // Boxed: a reply without a declared length is rare, and its reader's state is no part
+        // of the usual call.
+        match Box::pin(read_chunked(response, limit)).await {
+            Ok(body) => Attempt::Body {
+                status,
+                body,
+                retry_after,
+            },
+            Err(failed) => failed,
         }
     }
 
@@ -883,6 +908,23 @@ fn too_large(limit: usize) -> Attempt {
 }
 
 /// Sort a reqwest error into a transport failure kind and whether the request may have arrived.
+/// The body of a reply without a declared length, read chunk by chunk up to `limit` bytes.
+async fn read_chunked(mut response: reqwest::Response, limit: usize) -> Result<Bytes, Attempt> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > limit {
+                    return Err(too_large(limit));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(Bytes::from(body)),
+            Err(e) => return Err(broken_body(e)),
+        }
+    }
+}
+
 fn classify(e: reqwest::Error) -> Attempt {
     let message = error_chain(&e);
     if e.is_builder() {
