@@ -352,29 +352,23 @@ async fn prepare_chunk(
         };
     let mut planned = Vec::with_capacity(chunk.len());
     let mut fresh = Vec::new();
-    // Rows recorded as never sent (a run stopped before them): sent again as first sends,
-    // so checked for their bytes elsewhere as new rows are.
-    let mut reopened: Vec<(usize, whish_money_transfer::PreparedTransfer)> = Vec::new();
     for (p, resolved) in chunk.iter().zip(resolved) {
+        // A row recorded as never sent (a run stopped before it) is sent again as a first
+        // send: checked and reserved as a new row is (the journal records it afresh).
         let never_left = resolved.1.as_ref().is_some_and(Entry::never_left);
         match plan_row(client, p, resolved) {
             Planned::Done(r) => planned.push(Err(r)),
             Planned::Send {
                 result,
                 prepared,
-                fresh: true,
-            } => {
+                fresh: new,
+            } if new || never_left => {
                 fresh.push(prepared);
                 planned.push(Ok((result, None)));
             }
             Planned::Send {
                 result, prepared, ..
-            } => {
-                if never_left {
-                    reopened.push((planned.len(), prepared.clone()));
-                }
-                planned.push(Ok((result, Some(Sending::Recorded(prepared)))));
-            }
+            } => planned.push(Ok((result, Some(Sending::Recorded(prepared))))),
         }
     }
     // Once the batch is stopping, its fresh rows are recorded as never sent instead (one
@@ -416,51 +410,34 @@ async fn prepare_chunk(
             })
             .collect();
     }
-    let (words, reopened) = match repeats {
-        None => (
-            transfers
-                .reserve(fresh)
-                .await
-                .into_iter()
-                .map(Fresh::Held)
-                .collect(),
-            Vec::new(),
-        ),
-        Some(repeats) => {
-            let unchecked: HashSet<usize> = reopened.iter().map(|(i, _)| *i).collect();
-            match repeats.reserve(journal, transfers, fresh, reopened).await {
-                Ok(done) => done,
-                Err(e) => {
-                    // Nothing was reserved or checked: the chunk's new and reopened rows are
-                    // not sent.
-                    let e: Arc<str> = Arc::from(e.to_string());
-                    return planned
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, p)| match p {
-                            Err(r) => Slot::Done(r),
-                            Ok((r, Some(_))) if unchecked.contains(&i) => {
-                                Slot::Unread(r, e.clone())
-                            }
-                            Ok((r, Some(sending))) => Slot::Send(r, sending),
-                            Ok((r, None)) => Slot::Unread(r, e.clone()),
-                        })
-                        .collect();
-                }
+    let words = match repeats {
+        None => transfers
+            .reserve(fresh)
+            .await
+            .into_iter()
+            .map(Fresh::Held)
+            .collect(),
+        Some(repeats) => match repeats.reserve(journal, transfers, fresh).await {
+            Ok(done) => done,
+            Err(e) => {
+                // Nothing was reserved or checked: the chunk's new rows are not sent.
+                let e: Arc<str> = Arc::from(e.to_string());
+                return planned
+                    .into_iter()
+                    .map(|p| match p {
+                        Err(r) => Slot::Done(r),
+                        Ok((r, Some(sending))) => Slot::Send(r, sending),
+                        Ok((r, None)) => Slot::Unread(r, e.clone()),
+                    })
+                    .collect();
             }
-        }
+        },
     };
     let mut words = words.into_iter();
-    let mut reopened: HashMap<usize, (String, State)> = reopened.into_iter().collect();
     planned
         .into_iter()
-        .enumerate()
-        .map(|(i, p)| match p {
+        .map(|p| match p {
             Err(r) => Slot::Done(r),
-            Ok((r, Some(_))) if reopened.contains_key(&i) => {
-                let (key, state) = reopened.remove(&i).expect("looked up");
-                Slot::Done(elsewhere(r, &key, state))
-            }
             Ok((r, Some(sending))) => Slot::Send(r, sending),
             Ok((r, None)) => match words.next() {
                 Some(Fresh::Held(one)) => Slot::Send(r, Sending::Reserved(one)),
@@ -523,40 +500,26 @@ impl Repeats {
     }
 
     /// Under the repeat check: read the sends recorded since the last read, then reserve the
-    /// rows whose bodies none of them holds; what became of each row, in order.
-    ///
-    /// `reopened` (rows recorded as never sent, by their place in the chunk) are only checked:
-    /// the send reopens each, after the lock is let go.
+    /// rows whose bodies none of them holds (a row recorded as never sent is recorded afresh
+    /// by the reservation, so the next check of any process reads it); what became of each
+    /// row, in order.
     async fn reserve(
         &mut self,
         journal: &Journal,
         transfers: &whish_journal::JournaledTransfer,
         fresh: Vec<whish_money_transfer::PreparedTransfer>,
-        reopened: Vec<(usize, whish_money_transfer::PreparedTransfer)>,
-    ) -> Result<(Vec<Fresh>, Vec<(usize, (String, State))>), whish_journal::JournalError> {
-        if fresh.is_empty() && reopened.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
+    ) -> Result<Vec<Fresh>, whish_journal::JournalError> {
+        if fresh.is_empty() {
+            return Ok(Vec::new());
         }
         let mut check = journal.lock_repeat_check().await?;
-        let (places, reopened): (Vec<usize>, Vec<_>) = reopened.into_iter().unzip();
-        let checked = async {
-            let held = self.check(journal, fresh).await?;
-            let elsewhere = self.check(journal, reopened).await?;
-            Ok::<_, whish_journal::JournalError>((held, elsewhere))
-        }
-        .await;
-        let (held, elsewhere) = match checked {
-            Ok(both) => both,
+        let held = match self.check(journal, fresh).await {
+            Ok(held) => held,
             Err(e) => {
                 check.release().await;
                 return Err(e);
             }
         };
-        let elsewhere = places
-            .into_iter()
-            .zip(elsewhere)
-            .filter_map(|(i, (_, found))| found.map(|f| (i, f)))
-            .collect();
         // Each row's word on it (`None`: to reserve), and the rows to reserve, moved out.
         let (found, to_reserve): (Vec<_>, Vec<_>) = held
             .into_iter()
@@ -588,7 +551,7 @@ impl Repeats {
             }
         }
         check.release().await;
-        Ok((words, elsewhere))
+        Ok(words)
     }
 
     /// Read the sends recorded since the last read, and for each row the send (another

@@ -212,6 +212,27 @@ pub fn check(bounds: Bounds, lie: Option<Lie>) -> Report {
                 locked: true,
                 lapses: true,
                 on_lock_session: true,
+                never_left_first: false,
+                reopened_under_lock: true,
+            },
+            bounds.limit,
+        ));
+    }
+    if parts.iter().all(|p| p.violation.is_none()) {
+        parts.push(part(
+            "repeat check, rows left unsent",
+            &repeats::Repeats {
+                kinds: vec![
+                    repeats::Kind::Send,
+                    repeats::Kind::Send,
+                    repeats::Kind::Resend,
+                ],
+                faults: bounds.faults,
+                locked: true,
+                lapses: true,
+                on_lock_session: true,
+                never_left_first: true,
+                reopened_under_lock: true,
             },
             bounds.limit,
         ));

@@ -18,6 +18,13 @@
 //! (`--allow-repeat`) or when one of the two processes checked after the other's transfer was
 //! recorded accepted (the same payment made again once the first is known: the command's rule).
 //!
+//! A process may start from an entry of its own recorded as never sent (a run stopped before
+//! it sent: `never_left_first`), which no check counts. Its reservation under the lock
+//! records it afresh (a new entry, open, which every later check reads), as
+//! [`Db::reserve`](crate::store::Db::reserve) does; with `reopened_under_lock` off the entry
+//! is reopened by the send instead, after the lock is let go (the order before 2026-11-28,
+//! which the checker must find paying twice).
+//!
 //! It assumes a request given back is recorded as never sent (when that write fails too, the
 //! command says so, and that a recovery would send it).
 
@@ -74,6 +81,8 @@ pub(crate) struct Proc {
     pub checked: bool,
     /// The lock it holds lapsed without its knowing.
     pub lapsed: bool,
+    /// Its entry, recorded never sent, is still to be reopened: by its send.
+    pub reopens: bool,
     /// Dead.
     pub dead: bool,
 }
@@ -106,6 +115,11 @@ pub(crate) struct Repeats {
     /// The intent is written on the lock's own session (false: on another connection, where a
     /// lapse goes unnoticed; the checker must find that paying twice).
     pub on_lock_session: bool,
+    /// Every process starts from an entry of its own recorded as never sent.
+    pub never_left_first: bool,
+    /// The reservation records such an entry afresh, under the lock (false: the send reopens
+    /// it after the lock is let go; the checker must find that paying twice).
+    pub reopened_under_lock: bool,
 }
 
 /// Whether a check of `kind` counts an entry in `state` as the body sent before (the CLI's
@@ -169,8 +183,15 @@ impl Repeats {
                 };
                 // Written on the lock's session: after a lapse, the write fails.
                 if !p.lapsed || !self.on_lock_session {
+                    // An entry recorded never sent is recorded afresh, or (the order before)
+                    // left for the send to reopen.
+                    let afresh = p.entry.is_none() || self.reopened_under_lock;
                     go("records the intent".into(), &|n| {
-                        n.procs[i].entry = Some(State::Intended);
+                        if afresh {
+                            n.procs[i].entry = Some(State::Intended);
+                        } else {
+                            n.procs[i].reopens = true;
+                        }
                         n.procs[i].pc = release;
                     });
                 }
@@ -213,7 +234,15 @@ impl Repeats {
                 n.procs[i].pc = Pc::Send;
             }),
             Pc::Send => {
-                go("sends: the service pays".into(), &|n| {
+                let label = if p.reopens {
+                    "reopens its entry and sends: the service pays"
+                } else {
+                    "sends: the service pays"
+                };
+                go(label.into(), &|n| {
+                    if n.procs[i].reopens {
+                        n.procs[i].entry = Some(State::Intended);
+                    }
                     n.procs[i].paid = true;
                     n.procs[i].pc = Pc::Answer;
                 });
@@ -288,11 +317,13 @@ impl System for Repeats {
                 .map(|&kind| Proc {
                     kind,
                     pc: Pc::Start,
-                    entry: None,
+                    // Recorded never sent: refused, which no check counts.
+                    entry: self.never_left_first.then_some(State::Refused),
                     paid: false,
                     saw_accepted: 0,
                     checked: false,
                     lapsed: false,
+                    reopens: false,
                     dead: false,
                 })
                 .collect(),
@@ -340,22 +371,31 @@ mod tests {
 
     #[test]
     fn with_the_lock_no_body_is_paid_twice_unknowingly() {
-        for kinds in every_mix() {
+        for (kinds, never_left_first) in every_mix()
+            .into_iter()
+            .flat_map(|k| [(k.clone(), false), (k, true)])
+        {
             let system = Repeats {
                 kinds: kinds.clone(),
                 faults: 2,
                 locked: true,
                 lapses: true,
                 on_lock_session: true,
+                never_left_first,
+                reopened_under_lock: true,
             };
             let found = explore(&system, 1_000_000);
-            assert!(!found.cut, "{kinds:?}: complete");
+            assert!(!found.cut, "{kinds:?} ({never_left_first}): complete");
             assert!(
                 found.violation.is_none(),
-                "{kinds:?}: {:?}",
+                "{kinds:?} ({never_left_first}): {:?}",
                 found.violation
             );
-            assert!(found.states > 100, "{kinds:?}: {} states", found.states);
+            assert!(
+                found.states > 100,
+                "{kinds:?} ({never_left_first}): {} states",
+                found.states
+            );
         }
     }
 
@@ -367,6 +407,8 @@ mod tests {
             locked: false,
             lapses: false,
             on_lock_session: true,
+            never_left_first: false,
+            reopened_under_lock: true,
         };
         let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
         assert!(what.contains("paid twice"), "{what}");
@@ -384,9 +426,39 @@ mod tests {
             locked: true,
             lapses: true,
             on_lock_session: false,
+            never_left_first: false,
+            reopened_under_lock: true,
         };
         let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
         assert!(what.contains("paid twice"), "{what}");
         assert!(trace.iter().any(|s| s.contains("lapses")), "{trace:?}");
+    }
+
+    #[test]
+    fn entries_left_unsent_reopened_after_the_lock_are_found_paying_twice() {
+        let system = Repeats {
+            kinds: vec![Kind::Send, Kind::Send],
+            faults: 0,
+            locked: true,
+            lapses: false,
+            on_lock_session: true,
+            never_left_first: true,
+            reopened_under_lock: false,
+        };
+        let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
+        assert!(what.contains("paid twice"), "{what}");
+        // The second check runs after the first lets the lock go, before its send reopens.
+        let checks: Vec<_> = trace
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.contains("checks: nothing found"))
+            .map(|(i, _)| i)
+            .collect();
+        let reopen = trace
+            .iter()
+            .position(|s| s.contains("reopens"))
+            .expect("reopened");
+        assert_eq!(checks.len(), 2, "{trace:?}");
+        assert!(checks[1] < reopen, "{trace:?}");
     }
 }

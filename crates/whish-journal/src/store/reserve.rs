@@ -145,6 +145,75 @@ impl Db {
                         inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
                     }
                 }
+                // A reservation's request whose key holds the same request recorded as never
+                // sent (a batch stopped, an intent given back) is recorded afresh, in the same
+                // transaction: the old entry goes, a new one (a new id, leased) takes its key.
+                // Reopened in place it would keep its old id, which a check that reads the
+                // sends recorded since a mark (a payout run's) never reads again.
+                if let Recorded::Leased {
+                    owner,
+                    lease_ms,
+                    token,
+                } = recorded
+                {
+                    for r in requests {
+                        let key = (
+                            r.service.as_str().to_owned(),
+                            r.operation.as_str().to_owned(),
+                            r.key.to_owned(),
+                        );
+                        if inserted.contains_key(&key) {
+                            continue;
+                        }
+                        let gone = sqlx::query(sqlx::AssertSqlSafe(forget_unsent_sql(anonymous)))
+                            .bind(r.service.as_str())
+                            .bind(r.operation.as_str())
+                            .bind(r.key)
+                            .bind(r.body)
+                            .bind(r.context)
+                            .bind(r.target)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(JournalError::write)?;
+                        let Some(gone) = gone else {
+                            continue;
+                        };
+                        let attempts = gone
+                            .try_get::<i64, _>("attempts")
+                            .map_err(JournalError::read)?;
+                        let lease_now = self.lease_now(10);
+                        let sql = insert_many_sql(1, now, &lease_now, anonymous);
+                        let q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                            .bind(r.service.as_str())
+                            .bind(r.operation.as_str())
+                            .bind(r.key)
+                            .bind(r.context)
+                            .bind(r.body)
+                            .bind(owner)
+                            .bind(lease_ms)
+                            .bind(token)
+                            .bind(r.target);
+                        let q = match self.lease_clock() {
+                            Some(clock) => q.bind(clock),
+                            None => q,
+                        };
+                        let row = q.fetch_one(&mut *tx).await.map_err(JournalError::write)?;
+                        let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
+                        // Its attempts go on from the old entry's, as a reopened entry's do.
+                        let count = if anonymous {
+                            "UPDATE whish_journal_entries SET attempts = ? WHERE id = ?"
+                        } else {
+                            "UPDATE whish_journal_entries SET attempts = $1 WHERE id = $2"
+                        };
+                        sqlx::query(count)
+                            .bind(attempts + 1)
+                            .bind(id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(JournalError::write)?;
+                        inserted.insert(key, id);
+                    }
+                }
                 tx.commit().await.map_err(JournalError::write)
             }};
         }
@@ -172,6 +241,32 @@ impl Db {
             })
             .collect())
     }
+}
+
+/// The delete of one request's entry while it is recorded as never sent (`refused`, outcome
+/// `not-sent`, no lease) with the same bytes, context and service: six parameters (service,
+/// operation, key, body, context, target); returns its id and attempts when it was there.
+fn forget_unsent_sql(anonymous: bool) -> String {
+    let p = |n: usize| placeholder(n, anonymous);
+    let same_context = if anonymous {
+        "context IS"
+    } else {
+        "context IS NOT DISTINCT FROM"
+    };
+    format!(
+        "DELETE FROM whish_journal_entries \
+         WHERE service = {} AND operation = {} AND idem_key = {} AND request = {} \
+           AND {same_context} {} AND (target IS NULL OR target = {}) \
+           AND state = 'refused' AND outcome LIKE '%\"result\":\"not-sent\"%' \
+           AND lease_owner IS NULL \
+         RETURNING id, attempts",
+        p(1),
+        p(2),
+        p(3),
+        p(4),
+        p(5),
+        p(6)
+    )
 }
 
 /// The insert of `n` requests recorded as never sent: for each, six parameters (service,

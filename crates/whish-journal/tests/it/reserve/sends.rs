@@ -301,3 +301,71 @@ async fn a_reservation_the_journal_cannot_write_records_each_send_on_its_own() {
         journal.close().await;
     }
 }
+
+/// A request recorded as never sent (a batch stopped before it) that is reserved again is
+/// recorded afresh: a new entry, open and held, takes its key, so a check reading the sends
+/// recorded since a mark taken before it finds it (a reopened old entry it would never read
+/// again). Another request under the same key, or one the service refused, stays as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_left_unsent_and_reserved_again_is_recorded_afresh_where_later_checks_read_it() {
+    for place in places("reserve-afresh").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let client = transfer(&sb, 0);
+        let target = client.target();
+        let t = journal.transfer(client);
+        let p = t.client().prepare_send(cash_send(41)).expect("prepare");
+        let other = t.client().prepare_send(cash_send(42)).expect("prepare");
+        let key = p.request_id().to_string();
+        let read = async |key: &str| {
+            journal
+                .entry(Service::MoneyTransfer, Operation::Send, key)
+                .await
+                .expect("read")
+                .expect("recorded")
+        };
+        t.record_unsent(std::slice::from_ref(&p), "not sent: ctrl-c")
+            .await
+            .expect("recorded");
+        let left = read(&key).await;
+        assert!(left.never_left());
+        // A check made now: whatever is recorded from here on is read by the next one.
+        let mark = journal.sends_mark().await.expect("mark");
+        let reserved = t.reserve(vec![p.clone()]).await;
+        assert!(reserved[0].is_held(), "held by the reservation");
+        let afresh = read(&key).await;
+        assert!(
+            afresh.id > left.id,
+            "a new entry: {} after {}",
+            afresh.id,
+            left.id
+        );
+        assert_eq!(afresh.state, State::Intended);
+        assert_eq!(afresh.attempts, left.attempts + 1, "its attempts go on");
+        let mut seen = Vec::new();
+        journal
+            .sends_that_may_have_paid_since(&target, mark, |s| seen.push(s.key.to_owned()))
+            .await
+            .expect("read since");
+        assert_eq!(seen, vec![key.clone()], "the next check reads it");
+        let _ = t
+            .send_reserved(reserved.into_iter().next().expect("one"))
+            .await
+            .expect("accepted");
+        assert_eq!(transfers_with(&sb, p.request_id().get()), 1);
+        // The same key holding other bytes, recorded never sent: not this request's entry.
+        let other_key = other.request_id().to_string();
+        t.record_unsent(std::slice::from_ref(&other), "not sent: ctrl-c")
+            .await
+            .expect("recorded");
+        let before = read(&other_key).await;
+        let changed = t
+            .client()
+            .prepare_send(cash_send(43).request_id(other.request_id()))
+            .expect("prepare");
+        let again = t.reserve(vec![changed]).await;
+        assert!(!again[0].is_held(), "another request's entry is left alone");
+        assert_eq!(read(&other_key).await, before);
+        journal.close().await;
+    }
+}
