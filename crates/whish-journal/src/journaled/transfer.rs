@@ -217,8 +217,12 @@ impl JournaledTransfer {
     /// with the same Request-id: at most one transfer. One that will not be sent (the batch
     /// stopped) must be given back with [`unreserve`](Self::unreserve), which records it as
     /// never sent. A Request-id already in the journal is not recorded again (it is sent the
-    /// way `send` sends it); a journal that cannot be written reserves nothing, and each send
-    /// then records its transfer on its own.
+    /// way `send` sends it), except a transfer recorded as never sent with the same bytes for
+    /// this service: that one is recorded afresh, a new entry (open, held by the reservation)
+    /// taking the old one's place, so that a check reading the sends recorded since a mark
+    /// ([`Journal::sends_that_may_have_paid_since`](crate::Journal::sends_that_may_have_paid_since))
+    /// reads it. A journal that cannot be written reserves nothing, and each send then
+    /// records its transfer on its own.
     ///
     /// Reserve what you will send within a fraction of the journal's lease
     /// ([`JournalBuilder::lease`](crate::JournalBuilder::lease)): a reservation older than a
