@@ -250,9 +250,9 @@ async fn resend(
 /// another process waits for it, then finds this one. The lock is let go once the intent is
 /// recorded, before the send, and never held across a call to the service: an intent the
 /// journal could not record under the lock (a failed write; on PostgreSQL, also a lock whose
-/// session ended) is given back and not sent. A Request-id the journal
-/// holds already is that transfer's own resend and an unchecked send (`--allow-repeat`) checks
-/// nothing: neither takes it.
+/// session ended) is given back and not sent. A Request-id the journal holds already is that
+/// transfer's own resend (unless it is recorded as never sent: then it is checked as a new
+/// one), and an unchecked send (`--allow-repeat`) checks nothing: neither takes it.
 ///
 /// [`Journal::lock_repeat_check`]: whish::journal::Journal::lock_repeat_check
 async fn checked(
@@ -272,11 +272,19 @@ async fn checked(
             );
         }
     };
+    let target = journaled.client().target();
+    // A Request-id recorded as never sent, with these bytes for this service, goes as a first
+    // send: checked, and recorded afresh under the check (its reservation replaces the entry),
+    // so that whoever checks next finds it. Any other recorded Request-id is its own transfer's.
     let recorded = journal
         .entry(Service::MoneyTransfer, Operation::Send, &id.to_string())
         .await
         .map_err(|e| usage(format!("journal: {e}")))?
-        .is_some();
+        .is_some_and(|e| {
+            !(e.never_left()
+                && e.request == prepared.body()
+                && e.target.as_deref().is_none_or(|t| t == target))
+        });
     let Some(counted) = counted.filter(|_| !recorded) else {
         announce();
         return Ok(if resend {
@@ -286,7 +294,6 @@ async fn checked(
         });
     };
     let mut check = repeat_check(journal).await?;
-    let target = journaled.client().target();
     let found = same_body_elsewhere(journal, &target, id, prepared.body(), counted).await;
     if let Some((other, state)) = match found {
         Ok(found) => found,

@@ -257,3 +257,84 @@ async fn a_send_started_during_a_resend_of_the_same_body_is_its_repeat() {
     assert_eq!(sb.transfers().len(), 1, "one transfer");
     sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_left_unsent_is_checked_as_a_new_send() {
+    let (sb, env, body) = sandbox_and_body("left-unsent").await;
+    // A send whose outcome is unknown, still open under 770301.
+    lost_send(&sb, &env, &body, "770301", Fault::DropReply).await;
+    assert_eq!(sb.transfers().len(), 1);
+    // The same body recorded as never sent under 770302 (a send given back: its reservation
+    // was not held), as the journal writes it.
+    let url = env
+        .iter()
+        .find(|(k, _)| k == "WHISH_JOURNAL")
+        .map(|(_, v)| v.clone())
+        .expect("journal");
+    {
+        use sqlx::Connection;
+        let mut c = sqlx::SqliteConnection::connect(&url)
+            .await
+            .expect("connect");
+        let n = sqlx::raw_sql(sqlx::AssertSqlSafe(
+            "INSERT INTO whish_journal_entries (service, operation, idem_key, context, request, \
+             state, attempts, created_ms, updated_ms, outcome, lease_token, target) \
+             SELECT service, operation, '770302', context, request, 'refused', 1, created_ms, \
+             updated_ms, '{\"result\":\"not-sent\",\"message\":\"given back\"}', 1, target \
+             FROM whish_journal_entries WHERE idem_key = '770301'",
+        ))
+        .execute(&mut c)
+        .await
+        .expect("record")
+        .rows_affected();
+        assert_eq!(n, 1, "setup");
+        c.close().await.expect("close");
+    }
+    // Sent again under 770302 (its first send, as far as the journal knows): the body is held
+    // open under 770301, so it is refused, nothing sent.
+    let again = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &body,
+            "--request-id",
+            "770302",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(again.code, 2, "refused before sending: {again:?}");
+    assert_eq!(again.json()["heldUnder"], "770301", "{}", again.stdout);
+    assert_eq!(sb.transfers().len(), 1, "nothing sent");
+    // Once 770301 is settled (confirmed by its resend), 770302 goes as a new payment, recorded
+    // afresh: a later check finds it.
+    let resent = whish(
+        &[
+            "transfer",
+            "resend",
+            "--body",
+            &body,
+            "--request-id",
+            "770301",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(resent.code, 0, "{resent:?}");
+    let paid = whish(
+        &[
+            "transfer",
+            "send",
+            "--body",
+            &body,
+            "--request-id",
+            "770302",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(paid.code, 0, "{paid:?}");
+    assert_eq!(sb.transfers().len(), 2);
+    sb.shutdown().await;
+}

@@ -150,19 +150,22 @@ impl Db {
                 // transaction: the old entry goes, a new one (a new id, leased) takes its key.
                 // Reopened in place it would keep its old id, which a check that reads the
                 // sends recorded since a mark (a payout run's) never reads again.
+                // Only the first request of a key may: a second one of the same key is never
+                // recorded (as when the key is new), so its entry is never another's.
                 if let Recorded::Leased {
                     owner,
                     lease_ms,
                     token,
                 } = recorded
                 {
+                    let mut first = std::collections::HashSet::new();
                     for r in requests {
                         let key = (
                             r.service.as_str().to_owned(),
                             r.operation.as_str().to_owned(),
                             r.key.to_owned(),
                         );
-                        if inserted.contains_key(&key) {
+                        if !first.insert(key.clone()) || inserted.contains_key(&key) {
                             continue;
                         }
                         let gone = sqlx::query(sqlx::AssertSqlSafe(forget_unsent_sql(anonymous)))

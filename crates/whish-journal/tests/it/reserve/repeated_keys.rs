@@ -108,3 +108,41 @@ async fn a_key_repeated_across_reservation_pieces_is_recorded_once_with_the_firs
         }
     }
 }
+
+/// A Request-id recorded as never sent, reserved twice in one reservation: first with other
+/// bytes, then with its own. Only a key's first request may be recorded, and it is not the
+/// recorded one: neither is held, and the entry stays as it was (recorded afresh for the
+/// second, its lease would go to the first, whose bytes it does not hold).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_left_unsent_and_reserved_twice_is_recorded_afresh_only_for_its_first_request() {
+    for place in places("reserve-unsent-twice").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let id = RequestId::new(7_900_001).expect("id");
+        let own = t
+            .client()
+            .prepare_send(cash_send(11).request_id(id))
+            .expect("prepare");
+        let other = t
+            .client()
+            .prepare_send(cash_send(12).request_id(id))
+            .expect("prepare");
+        t.record_unsent(std::slice::from_ref(&own), "not sent: ctrl-c")
+            .await
+            .expect("recorded");
+        let read = async || {
+            journal
+                .entry(Service::MoneyTransfer, Operation::Send, &id.to_string())
+                .await
+                .expect("read")
+                .expect("recorded")
+        };
+        let before = read().await;
+        let reserved = t.reserve(vec![other, own]).await;
+        assert!(reserved.iter().all(|r| !r.is_held()), "neither is held");
+        assert_eq!(read().await, before, "left as it was");
+        assert_eq!(before.state, State::Refused);
+        journal.close().await;
+    }
+}

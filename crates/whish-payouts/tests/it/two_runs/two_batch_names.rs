@@ -144,7 +144,10 @@ async fn two_names_whose_rows_were_left_unsent_pay_each_row_once_when_run_at_onc
             _ => panic!("every row is paid or held by the other run: {r:?}"),
         }
     }
-    assert!(accepted.values().all(|n| *n == 1), "no row paid twice: {accepted:?}");
+    assert!(
+        accepted.values().all(|n| *n == 1),
+        "no row paid twice: {accepted:?}"
+    );
     assert_eq!(accepted.len(), rows, "every row paid");
     assert_eq!(sb.transfers().len(), rows, "one transfer a row");
 }
