@@ -293,12 +293,37 @@ fn main() {
     };
 
     // Profiling aid: one side alone, 64 wide, for `perf` or `strace -c`
-    // (WHISH_BENCH_SIDE=sdk|baseline, WHISH_BENCH_CALLS, default 20 000).
+    // (WHISH_BENCH_SIDE=sdk|baseline, WHISH_BENCH_CALLS, default 20 000). With
+    // WHISH_BENCH_ONE=1, one call at a time on a single-threaded runtime against a server on
+    // another thread, after 2 000 calls to warm up: the client CPU figure's set-up, for
+    // `valgrind --tool=callgrind --separate-threads=yes --cache-sim=yes --branch-sim=yes`
+    // (the client is thread 1; docs/performance.md).
     if let Ok(side) = std::env::var("WHISH_BENCH_SIDE") {
         let calls: usize = std::env::var("WHISH_BENCH_CALLS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(20_000);
+        if std::env::var("WHISH_BENCH_ONE").is_ok_and(|v| v == "1") {
+            let base = format!(
+                "{}/api",
+                whish_testkit::bench::serve_elsewhere(|_| FEES_BODY)
+            );
+            let (sdk, baseline) = (sdk_client(&base), Baseline::against(&base));
+            let one = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            one.block_on(async {
+                for _ in 0..2_000 + calls {
+                    if side == "sdk" {
+                        sdk.fees(&request).await.expect("quote");
+                    } else {
+                        baseline.quote().await;
+                    }
+                }
+            });
+            return;
+        }
         rt.block_on(async {
             for _ in 0..calls / CONCURRENT {
                 if side == "sdk" {
