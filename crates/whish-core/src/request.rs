@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::HeaderMap;
 use serde_json::Value;
 
 pub use bytes::Bytes;
@@ -84,8 +83,9 @@ pub struct Request {
     pub query: Vec<(&'static str, String)>,
     /// The JSON body, serialized once; every resend carries these same bytes.
     pub body: Option<Bytes>,
-    /// Headers of this request only (such as `Request-id`).
-    pub headers: HeaderMap,
+    /// Headers of this request only (such as `Request-id`), one of each name: a short list,
+    /// not a map (a request has one or two), which a call moves and drops cheaply.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The idempotency key, for errors and tracing (shared, not copied: an [`ExternalId`](crate::ExternalId)
     /// converts without allocating).
     pub idempotency_key: Option<Arc<str>>,
@@ -112,7 +112,7 @@ impl Request {
             path: path.into(),
             query: Vec::new(),
             body: None,
-            headers: HeaderMap::new(),
+            headers: Vec::new(),
             idempotency_key: None,
             resend: Resend::Never,
             options: CallOptions::default(),
@@ -145,9 +145,12 @@ impl Request {
         self
     }
 
-    /// Add a header of this request.
+    /// Add a header of this request (replacing one of the same name).
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Request {
-        self.headers.insert(name, value);
+        match self.headers.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.headers.push((name, value)),
+        }
         self
     }
 

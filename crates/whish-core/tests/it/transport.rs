@@ -96,6 +96,26 @@ fn every_path_joins_the_base_the_same_on_every_call() {
 }
 
 #[tokio::test]
+async fn a_request_header_set_twice_goes_once_with_its_last_value() {
+    let server =
+        ScriptedServer::start(vec![Step::json(r#"{"status":true,"data":{"balance":1}}"#)]).await;
+    let t = transport(&server.base, 0);
+    let id = http::HeaderName::from_static("request-id");
+    let req = Request::new("collect.balance", Method::GET, "/payment/account/balance")
+        .header(id.clone(), HeaderValue::from_static("1"))
+        .header(id, HeaderValue::from_static("2"));
+    t.call::<Value, TestCode>(req).await.expect("ok");
+    let r = &server.requests()[0];
+    let sent: Vec<_> = r
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("request-id"))
+        .collect();
+    assert_eq!(sent.len(), 1, "{:?}", r.headers);
+    assert_eq!(r.header("request-id"), Some("2"));
+}
+
+#[tokio::test]
 async fn query_is_encoded() {
     let server =
         ScriptedServer::start(vec![Step::json(r#"{"status":true,"data":{"balance":1}}"#)]).await;
