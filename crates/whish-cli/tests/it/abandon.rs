@@ -209,26 +209,12 @@ async fn abandon_while_another_process_holds_the_entry_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_row_is_not_abandoned() {
     let (sb, env, _, _, key) = a_row_left_for_a_person("unreadable", Fault::DropRequest).await;
-    let url = env
-        .iter()
-        .find(|(k, _)| k == "WHISH_JOURNAL")
-        .map(|(_, v)| v.clone())
-        .expect("journal");
-    {
-        use sqlx::Connection;
-        let mut c = sqlx::SqliteConnection::connect(&url)
-            .await
-            .expect("connect");
-        let n = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "UPDATE whish_journal_entries SET refs = '{{not json' WHERE idem_key = '{key}'"
-        )))
-        .execute(&mut c)
-        .await
-        .expect("spoil")
-        .rows_affected();
-        assert_eq!(n, 1, "setup");
-        c.close().await.expect("close");
-    }
+    let spoiled = sql_on_journal(
+        &env,
+        &format!("UPDATE whish_journal_entries SET refs = '{{not json' WHERE idem_key = '{key}'"),
+    )
+    .await;
+    assert_eq!(spoiled, 1, "setup");
     let requests = sb.requests().len();
     let done = whish(&["journal", "abandon", &key, "--reason", "no"], &env).await;
     assert_eq!(done.code, 2, "{done:?}");
@@ -236,7 +222,7 @@ async fn an_unreadable_row_is_not_abandoned() {
     assert_eq!(sb.requests().len(), requests, "nothing sent: {done:?}");
     {
         use sqlx::Connection;
-        let mut c = sqlx::SqliteConnection::connect(&url)
+        let mut c = sqlx::SqliteConnection::connect(&journal_url(&env))
             .await
             .expect("connect");
         let (state, owner): (String, Option<String>) = sqlx::query_as(

@@ -96,13 +96,8 @@ async fn the_same_body_sent_to_another_service_is_another_transfer() {
 
     // The same journal, another service's base URL and account.
     let (second, _) = lenient_sandbox_with_journal("unused.sqlite").await;
-    let journal = env
-        .iter()
-        .find(|(k, _)| k == "WHISH_JOURNAL")
-        .cloned()
-        .expect("the journal");
     let mut elsewhere = second.env_vars();
-    elsewhere.push(journal);
+    elsewhere.push(("WHISH_JOURNAL".to_owned(), journal_url(&env)));
     let there = whish(&["transfer", "send", "--body", &body], &elsewhere).await;
     assert_eq!(there.code, 0, "{there:?}");
     assert_eq!(first.transfers().len(), 1);
@@ -147,12 +142,7 @@ async fn sends_of_one_body_started_at_once_pay_it_once() {
 
 /// The journal `env` names, opened by the test itself: another process, as the command sees it.
 async fn journal_of(env: &[(String, String)]) -> whish::journal::Journal {
-    let url = &env
-        .iter()
-        .find(|(k, _)| k == "WHISH_JOURNAL")
-        .expect("the journal")
-        .1;
-    whish::journal::Journal::open(url)
+    whish::journal::Journal::open(&journal_url(env))
         .await
         .expect("open the journal")
 }
@@ -195,10 +185,8 @@ async fn a_journal_named_through_a_link_shares_its_repeat_check() {
     let held = other.lock_repeat_check().await.expect("held");
     // The same journal under another name: a symbolic link in another directory, given as a
     // plain path.
-    let real = env
-        .iter()
-        .find(|(k, _)| k == "WHISH_JOURNAL")
-        .and_then(|(_, v)| v.strip_prefix("sqlite:"))
+    let real = journal_url(&env)
+        .strip_prefix("sqlite:")
         .expect("a SQLite journal")
         .to_owned();
     let link = temp_file("elsewhere.txt", "")
@@ -266,30 +254,16 @@ async fn a_request_id_left_unsent_is_checked_as_a_new_send() {
     assert_eq!(sb.transfers().len(), 1);
     // The same body recorded as never sent under 770302 (a send given back: its reservation
     // was not held), as the journal writes it.
-    let url = env
-        .iter()
-        .find(|(k, _)| k == "WHISH_JOURNAL")
-        .map(|(_, v)| v.clone())
-        .expect("journal");
-    {
-        use sqlx::Connection;
-        let mut c = sqlx::SqliteConnection::connect(&url)
-            .await
-            .expect("connect");
-        let n = sqlx::raw_sql(sqlx::AssertSqlSafe(
-            "INSERT INTO whish_journal_entries (service, operation, idem_key, context, request, \
-             state, attempts, created_ms, updated_ms, outcome, lease_token, target) \
-             SELECT service, operation, '770302', context, request, 'refused', 1, created_ms, \
-             updated_ms, '{\"result\":\"not-sent\",\"message\":\"given back\"}', 1, target \
-             FROM whish_journal_entries WHERE idem_key = '770301'",
-        ))
-        .execute(&mut c)
-        .await
-        .expect("record")
-        .rows_affected();
-        assert_eq!(n, 1, "setup");
-        c.close().await.expect("close");
-    }
+    let recorded = sql_on_journal(
+        &env,
+        "INSERT INTO whish_journal_entries (service, operation, idem_key, context, request, \
+         state, attempts, created_ms, updated_ms, outcome, lease_token, target) \
+         SELECT service, operation, '770302', context, request, 'refused', 1, created_ms, \
+         updated_ms, '{\"result\":\"not-sent\",\"message\":\"given back\"}', 1, target \
+         FROM whish_journal_entries WHERE idem_key = '770301'",
+    )
+    .await;
+    assert_eq!(recorded, 1, "setup");
     // Sent again under 770302 (its first send, as far as the journal knows): the body is held
     // open under 770301, so it is refused, nothing sent.
     let again = whish(

@@ -215,3 +215,27 @@ pub fn journal_at(path: &std::path::Path) -> (String, String) {
 pub fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
+
+/// The journal URL `env` names (`WHISH_JOURNAL`).
+pub fn journal_url(env: &[(String, String)]) -> String {
+    env.iter()
+        .find(|(k, _)| k == "WHISH_JOURNAL")
+        .map(|(_, v)| v.clone())
+        .expect("a journal in the environment")
+}
+
+/// Run `sql` on the SQLite journal `env` names, as another program would (a test's setup: a
+/// row spoiled, or written as a release of the journal writes it): the rows it changed.
+pub async fn sql_on_journal(env: &[(String, String)], sql: &str) -> u64 {
+    use sqlx::Connection;
+    let mut c = sqlx::SqliteConnection::connect(&journal_url(env))
+        .await
+        .expect("connect");
+    let n = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut c)
+        .await
+        .expect("sql")
+        .rows_affected();
+    c.close().await.expect("close");
+    n
+}

@@ -21,29 +21,38 @@ async fn one_file_run_under_two_batch_names_at_once_pays_each_row_once() {
     // Two processes: journals of their own on one file.
     let (ja, jb) = (journal(&d).await, journal(&d).await);
     let c = client(&sb);
-    let options = RunOptions::new().concurrency(4);
     // Both checked before either sends: the check alone cannot see the other run.
-    let (check_a, check_b) = tokio::join!(first.check(&ja, &c), second.check(&jb, &c));
+    run_both_at_once(&sb, [(&first, &ja), (&second, &jb)], &c, rows).await;
+}
+
+/// Both batches checked before either sends, then run at once: every line is paid by one run,
+/// and reported not sent by the other (`same-body-elsewhere`); one transfer a row.
+async fn run_both_at_once(
+    sb: &Sandbox,
+    [(first, ja), (second, jb)]: [(&Batch, &Journal); 2],
+    c: &TransferClient,
+    rows: usize,
+) {
+    let (check_a, check_b) = tokio::join!(first.check(ja, c), second.check(jb, c));
     let (check_a, check_b) = (check_a.expect("check"), check_b.expect("check"));
     assert!(check_a.errors.is_empty() && check_b.errors.is_empty());
+    let options = RunOptions::new().concurrency(4);
     let mut results_a = Vec::new();
     let mut results_b = Vec::new();
-    let mut sink_a = |r: &whish_payouts::RowResult| {
+    let mut sink_a = |r: &RowResult| {
         results_a.push(r.clone());
         Ok(())
     };
-    let mut sink_b = |r: &whish_payouts::RowResult| {
+    let mut sink_b = |r: &RowResult| {
         results_b.push(r.clone());
         Ok(())
     };
     let (a, b) = tokio::join!(
-        first.run_checked(&ja, &c, check_a, &options, &mut sink_a),
-        second.run_checked(&jb, &c, check_b, &options, &mut sink_b),
+        first.run_checked(ja, c, check_a, &options, &mut sink_a),
+        second.run_checked(jb, c, check_b, &options, &mut sink_b),
     );
     a.expect("run");
     b.expect("run");
-
-    // Each line is paid by one run, and reported not sent by the other.
     let mut accepted: HashMap<u64, u32> = HashMap::new();
     for r in results_a.iter().chain(&results_b) {
         match r.outcome {
@@ -54,8 +63,11 @@ async fn one_file_run_under_two_batch_names_at_once_pays_each_row_once() {
             _ => panic!("every row is paid or held by the other run: {r:?}"),
         }
     }
+    assert!(
+        accepted.values().all(|n| *n == 1),
+        "no row paid twice: {accepted:?}"
+    );
     assert_eq!(accepted.len(), rows, "every row paid");
-    assert!(accepted.values().all(|n| *n == 1), "no row paid twice");
     assert_eq!(sb.transfers().len(), rows, "one transfer a row");
 }
 
@@ -114,40 +126,5 @@ async fn two_names_whose_rows_were_left_unsent_pay_each_row_once_when_run_at_onc
     assert!(sb.transfers().is_empty());
     // Both run again at once, each checked before either sends: every row of each goes as a
     // first send of an entry recorded never sent.
-    let (check_a, check_b) = tokio::join!(first.check(&ja, &c), second.check(&jb, &c));
-    let (check_a, check_b) = (check_a.expect("check"), check_b.expect("check"));
-    assert!(check_a.errors.is_empty() && check_b.errors.is_empty());
-    let options = RunOptions::new().concurrency(4);
-    let mut results_a = Vec::new();
-    let mut results_b = Vec::new();
-    let mut sink_a = |r: &whish_payouts::RowResult| {
-        results_a.push(r.clone());
-        Ok(())
-    };
-    let mut sink_b = |r: &whish_payouts::RowResult| {
-        results_b.push(r.clone());
-        Ok(())
-    };
-    let (a, b) = tokio::join!(
-        first.run_checked(&ja, &c, check_a, &options, &mut sink_a),
-        second.run_checked(&jb, &c, check_b, &options, &mut sink_b),
-    );
-    a.expect("run");
-    b.expect("run");
-    let mut accepted: HashMap<u64, u32> = HashMap::new();
-    for r in results_a.iter().chain(&results_b) {
-        match r.outcome {
-            RowOutcome::Accepted => *accepted.entry(r.line).or_default() += 1,
-            RowOutcome::NotSent => {
-                assert_eq!(r.code.as_deref(), Some("same-body-elsewhere"), "{r:?}")
-            }
-            _ => panic!("every row is paid or held by the other run: {r:?}"),
-        }
-    }
-    assert!(
-        accepted.values().all(|n| *n == 1),
-        "no row paid twice: {accepted:?}"
-    );
-    assert_eq!(accepted.len(), rows, "every row paid");
-    assert_eq!(sb.transfers().len(), rows, "one transfer a row");
+    run_both_at_once(&sb, [(&first, &ja), (&second, &jb)], &c, rows).await;
 }
