@@ -36,6 +36,15 @@ pub use transfer::{JournaledTransfer, ReservedSend};
 #[cfg(feature = "money-transfer")]
 pub(crate) use transfer::{cancel_verdict, send_verdict, status_refs};
 
+/// What a send does with an entry of its key recorded as never sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reopen {
+    /// Reopens it and sends it as a first send (a later send of a request given back).
+    AsFirstSend,
+    /// Sends nothing: the caller sends only a request recorded before it looked.
+    Never,
+}
+
 /// An entry this process holds the lease of, for one send.
 pub(crate) struct Held {
     pub lease: Lease,
@@ -103,7 +112,13 @@ impl Journal {
     /// never sent (`refused`, `not-sent`) on a fresh connection, whether or not the lost insert
     /// committed, so no recovery ever sends it; only then is the answer "nothing was sent". If
     /// it cannot, the answer is an unknown outcome, never "nothing was sent".
-    pub(crate) async fn hold<C>(&self, request: &Request<'_>) -> Result<Held, Error<C>> {
+    ///
+    /// `reopen`: what becomes of an entry of the key recorded as never sent.
+    pub(crate) async fn hold<C>(
+        &self,
+        request: &Request<'_>,
+        reopen: Reopen,
+    ) -> Result<Held, Error<C>> {
         let lease_ms = millis(self.inner.lease);
         let owner = self.inner.owner.as_str();
         let token = crate::store::insert_token();
@@ -120,7 +135,7 @@ impl Journal {
             Ok(None) => {}
             Err(e) => self.after_failed_insert(request, token, e).await?,
         }
-        self.hold_recorded(request).await
+        self.hold_recorded(request, reopen).await
     }
 
     /// The insert of `request` failed (`token` was its fencing token): say nothing was sent only
@@ -194,7 +209,11 @@ impl Journal {
     /// The key of `request` was recorded before this call: hold its entry's lease for a resend,
     /// or for a first send again when it is recorded as never sent; anything else is refused or
     /// an unknown outcome, never "nothing was sent".
-    async fn hold_recorded<C>(&self, request: &Request<'_>) -> Result<Held, Error<C>> {
+    async fn hold_recorded<C>(
+        &self,
+        request: &Request<'_>,
+        reopen: Reopen,
+    ) -> Result<Held, Error<C>> {
         let Request {
             service,
             operation,
@@ -284,6 +303,17 @@ impl Journal {
                 format!("{service} {operation} {key} was refused{why} and is final"),
                 Some(key.to_owned()),
             )));
+        }
+        // A caller that sends only what was recorded before it read (a batch's row found open)
+        // never reopens an entry given back since: reopened here, after the check the caller
+        // made under the repeat check's lock, no other process's check would count it.
+        if never_left && reopen == Reopen::Never {
+            return Err(record(
+                format!(
+                    "{service} {operation} {key} was given back (recorded as never sent) after this call read it: this call sent nothing; send it again as a new send"
+                ),
+                None,
+            ));
         }
         // From here on this call sends nothing, but the request is not this call's alone: it
         // may have been sent before (an open or accepted entry), or is being sent now by
@@ -470,7 +500,23 @@ impl Journal {
         C: whish_core::ErrorCode,
         Fut: std::future::Future<Output = Result<T, Error<C>>>,
     {
-        let held = self.hold(&request).await?;
+        self.journaled_as(request, Reopen::AsFirstSend, call, verdict)
+            .await
+    }
+
+    /// [`journaled`](Self::journaled), with what becomes of an entry recorded as never sent.
+    pub(crate) async fn journaled_as<T, C, Fut>(
+        &self,
+        request: Request<'_>,
+        reopen: Reopen,
+        call: impl FnOnce(bool) -> Fut,
+        verdict: impl FnOnce(&Result<T, Error<C>>, bool) -> Recording,
+    ) -> Result<T, Error<C>>
+    where
+        C: whish_core::ErrorCode,
+        Fut: std::future::Future<Output = Result<T, Error<C>>>,
+    {
+        let held = self.hold(&request, reopen).await?;
         self.send_held(held, request, call, verdict).await
     }
 

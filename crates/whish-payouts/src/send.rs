@@ -255,7 +255,9 @@ pub(crate) async fn send_row(
     }
     let answer = match sending {
         Sending::Reserved(reserved) => t.send_reserved(reserved).await,
-        Sending::Recorded(prepared) => t.send(&prepared).await,
+        // Found open when its chunk was read: resent as it was recorded, never reopened if
+        // another run gave it back meanwhile (no check of any run would count it then).
+        Sending::Recorded(prepared) => t.send_recorded(&prepared).await,
         Sending::NotHeld(reserved) => {
             let prepared = reserved.prepared().clone();
             let why = match t.unreserve(reserved).await {
@@ -281,7 +283,7 @@ pub(crate) async fn send_row(
                 r.message = Some(why);
                 return r;
             }
-            t.send(&prepared).await
+            t.send_recorded(&prepared).await
         }
     };
     match answer {

@@ -191,10 +191,39 @@ impl JournaledTransfer {
         &self,
         prepared: &PreparedTransfer,
     ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        self.send_as(prepared, crate::journaled::Reopen::AsFirstSend)
+            .await
+    }
+
+    /// [`send`](Self::send) a transfer as the journal held it when you read its entry, for a
+    /// program that checked the journal for repeats under
+    /// [`Journal::lock_repeat_check`](crate::Journal::lock_repeat_check) and found it open:
+    /// an entry given back since (recorded as never sent, by another process) is not sent
+    /// again here, where no other process's check would count it; the answer is then an error
+    /// with `nothing_sent()` true. Send such a transfer again through a reservation made under
+    /// the lock ([`reserve_under`](Self::reserve_under)), which checks it as a new one.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    pub async fn send_recorded(
+        &self,
+        prepared: &PreparedTransfer,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
+        self.send_as(prepared, crate::journaled::Reopen::Never)
+            .await
+    }
+
+    async fn send_as(
+        &self,
+        prepared: &PreparedTransfer,
+        reopen: crate::journaled::Reopen,
+    ) -> Result<SendOutcome, whish_money_transfer::Error> {
         let key = prepared.request_id().to_string();
         self.journal
-            .journaled(
+            .journaled_as(
                 send_request(prepared, &key, &self.target),
+                reopen,
                 |resend| async move {
                     if resend {
                         self.client.resend(prepared).await

@@ -369,3 +369,45 @@ async fn a_request_left_unsent_and_reserved_again_is_recorded_afresh_where_later
         journal.close().await;
     }
 }
+
+/// A send of what the journal recorded before (`send_recorded`: a batch's row found open) never
+/// reopens an entry given back since: nothing is sent, and the entry stays recorded as never
+/// sent, for a later reservation to check and record afresh. `send` would reopen it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_of_what_was_recorded_never_reopens_an_entry_given_back_since() {
+    for place in places("send-recorded").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let p = t.client().prepare_send(cash_send(51)).expect("prepare");
+        // Found open by a batch's read; given back by another run before this send.
+        let reserved = t.reserve(vec![p.clone()]).await;
+        assert_eq!(
+            t.unreserve(reserved.into_iter().next().expect("one"))
+                .await
+                .expect("given back"),
+            Unreserved::NeverSent
+        );
+        let e = t.send_recorded(&p).await.expect_err("not sent");
+        assert!(e.nothing_sent(), "{e}");
+        assert!(sb.transfers().is_empty(), "nothing sent");
+        let entry = journal
+            .entry(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &p.request_id().to_string(),
+            )
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert!(entry.never_left(), "left as it was: {entry:?}");
+        // An entry open as read is resent as send resends it.
+        let q = t.client().prepare_send(cash_send(52)).expect("prepare");
+        let open = t.reserve(vec![q.clone()]).await;
+        assert!(open[0].is_held());
+        drop(open);
+        let _ = t.send_recorded(&q).await.expect("accepted");
+        assert_eq!(transfers_with(&sb, q.request_id().get()), 1);
+        journal.close().await;
+    }
+}
