@@ -907,7 +907,6 @@ fn too_large(limit: usize) -> Attempt {
     }
 }
 
-/// Sort a reqwest error into a transport failure kind and whether the request may have arrived.
 /// The body of a reply without a declared length, read chunk by chunk up to `limit` bytes.
 async fn read_chunked(mut response: reqwest::Response, limit: usize) -> Result<Bytes, Attempt> {
     let mut body = Vec::new();
@@ -925,6 +924,7 @@ async fn read_chunked(mut response: reqwest::Response, limit: usize) -> Result<B
     }
 }
 
+/// Sort a reqwest error into a transport failure kind and whether the request may have arrived.
 fn classify(e: reqwest::Error) -> Attempt {
     let message = error_chain(&e);
     if e.is_builder() {

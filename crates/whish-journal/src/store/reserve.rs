@@ -107,13 +107,11 @@ impl Db {
         let anonymous = self.backend() == crate::Backend::Sqlite;
         let mut inserted: HashMap<(String, String, String), i64> = HashMap::new();
         let _turn = self.turn().await;
-        // The transaction, on the connection `$conn`.
-        macro_rules! insert_all {
-            ($conn:expr) => {{
-                let mut tx = sqlx::Connection::begin($conn)
-                    .await
-                    .map_err(JournalError::write)?;
-                for chunk in pow2_chunks(requests, PER_STATEMENT) {
+        // Insert `$rows` (requests), `recorded` so, on the transaction `$tx`: the id of each row
+        // inserted, by key, into `inserted`.
+        macro_rules! insert_rows {
+            ($tx:expr, $rows:expr) => {
+                for chunk in pow2_chunks($rows, PER_STATEMENT) {
                     let lease_now = self.lease_now(9 * chunk.len() + 1);
                     let sql = recorded.sql(chunk.len(), now, &lease_now, anonymous);
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -138,13 +136,22 @@ impl Db {
                     if let (Recorded::Leased { .. }, Some(clock)) = (recorded, self.lease_clock()) {
                         q = q.bind(clock);
                     }
-                    let rows = q.fetch_all(&mut *tx).await.map_err(JournalError::write)?;
+                    let rows = q.fetch_all(&mut *$tx).await.map_err(JournalError::write)?;
                     for row in &rows {
                         let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
                         let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
                         inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
                     }
                 }
+            };
+        }
+        // The transaction, on the connection `$conn`.
+        macro_rules! insert_all {
+            ($conn:expr) => {{
+                let mut tx = sqlx::Connection::begin($conn)
+                    .await
+                    .map_err(JournalError::write)?;
+                insert_rows!(tx, requests);
                 // A reservation's request whose key holds the same request recorded as never
                 // sent (a batch stopped, an intent given back) is recorded afresh, in the same
                 // transaction: the old entry goes, a new one (a new id, leased) takes its key.
@@ -152,20 +159,18 @@ impl Db {
                 // sends recorded since a mark (a payout run's) never reads again.
                 // Only the first request of a key may: a second one of the same key is never
                 // recorded (as when the key is new), so its entry is never another's.
-                if let Recorded::Leased {
-                    owner,
-                    lease_ms,
-                    token,
-                } = recorded
-                {
+                if let Recorded::Leased { .. } = recorded {
                     let mut first = std::collections::HashSet::new();
+                    let mut forgotten: Vec<(Request<'_>, i64)> = Vec::new();
                     for r in requests {
-                        let key = (
-                            r.service.as_str().to_owned(),
-                            r.operation.as_str().to_owned(),
-                            r.key.to_owned(),
-                        );
-                        if !first.insert(key.clone()) || inserted.contains_key(&key) {
+                        let key = (r.service.as_str(), r.operation.as_str(), r.key);
+                        if !first.insert(key)
+                            || inserted.contains_key(&(
+                                key.0.to_owned(),
+                                key.1.to_owned(),
+                                key.2.to_owned(),
+                            ))
+                        {
                             continue;
                         }
                         let gone = sqlx::query(sqlx::AssertSqlSafe(forget_unsent_sql(anonymous)))
@@ -178,43 +183,41 @@ impl Db {
                             .fetch_optional(&mut *tx)
                             .await
                             .map_err(JournalError::write)?;
-                        let Some(gone) = gone else {
-                            continue;
-                        };
-                        let attempts = gone
-                            .try_get::<i64, _>("attempts")
-                            .map_err(JournalError::read)?;
-                        let lease_now = self.lease_now(10);
-                        let sql = insert_many_sql(1, now, &lease_now, anonymous);
-                        let q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                            .bind(r.service.as_str())
-                            .bind(r.operation.as_str())
-                            .bind(r.key)
-                            .bind(r.context)
-                            .bind(r.body)
-                            .bind(owner)
-                            .bind(lease_ms)
-                            .bind(token)
-                            .bind(r.target);
-                        let q = match self.lease_clock() {
-                            Some(clock) => q.bind(clock),
-                            None => q,
-                        };
-                        let row = q.fetch_one(&mut *tx).await.map_err(JournalError::write)?;
-                        let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
-                        // Its attempts go on from the old entry's, as a reopened entry's do.
-                        let count = if anonymous {
-                            "UPDATE whish_journal_entries SET attempts = ? WHERE id = ?"
-                        } else {
-                            "UPDATE whish_journal_entries SET attempts = $1 WHERE id = $2"
+                        if let Some(gone) = gone {
+                            let attempts = gone
+                                .try_get::<i64, _>("attempts")
+                                .map_err(JournalError::read)?;
+                            forgotten.push((*r, attempts));
+                        }
+                    }
+                    let again: Vec<Request<'_>> = forgotten.iter().map(|(r, _)| *r).collect();
+                    insert_rows!(tx, &again);
+                    // Their attempts go on from the old entries', as a reopened entry's do.
+                    let count = if anonymous {
+                        "UPDATE whish_journal_entries SET attempts = ? WHERE id = ?"
+                    } else {
+                        "UPDATE whish_journal_entries SET attempts = $1 WHERE id = $2"
+                    };
+                    for (r, attempts) in &forgotten {
+                        let key = (
+                            r.service.as_str().to_owned(),
+                            r.operation.as_str().to_owned(),
+                            r.key.to_owned(),
+                        );
+                        // Its key was freed in this transaction: a row not inserted is a
+                        // failure of the whole reservation (nothing of it commits).
+                        let Some(id) = inserted.get(&key) else {
+                            return Err(JournalError::new(
+                                crate::JournalErrorKind::Write,
+                                format!("the entry of {} could not be recorded afresh", r.key),
+                            ));
                         };
                         sqlx::query(count)
                             .bind(attempts + 1)
-                            .bind(id)
+                            .bind(*id)
                             .execute(&mut *tx)
                             .await
                             .map_err(JournalError::write)?;
-                        inserted.insert(key, id);
                     }
                 }
                 tx.commit().await.map_err(JournalError::write)
