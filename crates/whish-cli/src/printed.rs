@@ -310,11 +310,11 @@ pub enum ListedLine<'a> {
 
 /// One change waiting in the callback inbox.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InboxLine<'a> {
     pub key: &'a str,
     pub state: whish::journal::State,
     pub attempts: u32,
-    /// Snake case since 0.3; scripts read it so.
     pub last_error: Option<&'a str>,
     pub recorded: Option<String>,
 }

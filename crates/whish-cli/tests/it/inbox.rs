@@ -89,7 +89,7 @@ async fn the_inbox_lists_what_waits_and_a_person_hands_a_change_on_again() {
         ],
         "{listed:?}"
     );
-    assert_eq!(rows[1]["last_error"], "the handler's database is down");
+    assert_eq!(rows[1]["lastError"], "the handler's database is down");
     assert_eq!(rows[1]["attempts"], 1);
 
     let again = whish(&["journal", "hand-on", "collect:order-1:success"], &env).await;
