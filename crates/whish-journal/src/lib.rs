@@ -337,6 +337,7 @@ impl JournalBuilder {
                 ));
             }
         };
+        db.gather_outcomes_within(self.lease);
         let claim_window = self.claim_window.unwrap_or(if self.lease == DEFAULT_LEASE {
             DEFAULT_CLAIM_WINDOW
         } else {

@@ -28,6 +28,22 @@ impl Db {
         }
     }
 
+    /// Gather the outcomes nobody waits for at most [`LINGER`](crate::store::group::LINGER),
+    /// and at most a tenth of `lease`: such an outcome is written while its entry's lease still
+    /// holds. Nothing on PostgreSQL, which writes each at once.
+    pub(crate) fn gather_outcomes_within(&self, lease: std::time::Duration) {
+        #[cfg(not(feature = "sqlite"))]
+        let _ = lease;
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(d) => d
+                .writer
+                .set_linger(crate::store::group::LINGER.min(lease / 10)),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => {}
+        }
+    }
+
     /// Make every relaxed write this process made so far durable (one synchronous commit: on
     /// SQLite its fsync of the write-ahead log covers every earlier commit; on PostgreSQL a
     /// synchronous commit waits for the log to be flushed up to it). Nothing when there was
