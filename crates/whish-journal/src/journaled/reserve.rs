@@ -192,13 +192,26 @@ impl Journal {
                     .db
                     .settle_lost_insert(request, owner, token, &outcome)
                     .await?;
-                Ok(if settled {
-                    Unreserved::NeverSent
-                } else {
-                    Unreserved::TakenOver
-                })
+                if settled || self.left_unsent(request).await {
+                    return Ok(Unreserved::NeverSent);
+                }
+                Ok(Unreserved::TakenOver)
             }
         }
+    }
+
+    /// Whether the key of `request` holds this same request recorded as never sent: a
+    /// reservation that would have recorded it afresh and failed left that entry as it was, and
+    /// nothing sends it. False when it cannot be read.
+    async fn left_unsent(&self, request: &Request<'_>) -> bool {
+        let db = &self.inner.db;
+        db.get(request.service, request.operation, request.key)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|e| {
+                e.never_left() && e.request == request.body && e.may_be_for(request.target)
+            })
     }
 
     /// Record requests this process decided not to send as never sent, in one transaction (one

@@ -231,42 +231,11 @@ async fn reservations_left_behind_are_finished_by_recovery_once() {
 /// each send records its transfer on its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reservation_the_journal_cannot_write_records_each_send_on_its_own() {
-    use sqlx::Connection;
     for place in places("reserve-fails").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
-        let (create, drop) = match &place {
-            Place::Sqlite(_) => (
-                "CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
-                 WHEN NEW.state = 'intended' BEGIN SELECT RAISE(ABORT, 'no space left'); END",
-                "DROP TRIGGER whish_test_fail",
-            ),
-            Place::Postgres(_) => (
-                "CREATE FUNCTION whish_test_fail() RETURNS trigger AS $$ BEGIN \
-                 IF NEW.state = 'intended' THEN RAISE EXCEPTION 'no space left'; END IF; \
-                 RETURN NEW; END $$ LANGUAGE plpgsql; \
-                 CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
-                 FOR EACH ROW EXECUTE FUNCTION whish_test_fail()",
-                "DROP TRIGGER whish_test_fail ON whish_journal_entries; DROP FUNCTION whish_test_fail()",
-            ),
-        };
-        let run = |sql: &'static str| {
-            let place = place.clone();
-            async move {
-                match &place {
-                    Place::Sqlite(url) => {
-                        let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
-                        sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
-                    }
-                    Place::Postgres(url) => {
-                        let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
-                        sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
-                    }
-                }
-            }
-        };
-        run(create).await;
+        intent_writes_fail(&place, true).await;
         let prepared: Vec<_> = (0..4)
             .map(|i| t.client().prepare_send(cash_send(50 + i)).expect("prepare"))
             .collect();
@@ -281,7 +250,7 @@ async fn a_reservation_the_journal_cannot_write_records_each_send_on_its_own() {
             .expect_err("the intent could not be recorded");
         assert!(e.nothing_sent(), "{e}");
         assert_eq!(sb.transfers().len(), 0);
-        run(drop).await;
+        intent_writes_fail(&place, false).await;
         // Writable again: the send records and sends, once; a reservation given back is
         // recorded as never sent, and no recovery sends it.
         let id = last.prepared().request_id();
@@ -409,5 +378,97 @@ async fn a_send_of_what_was_recorded_never_reopens_an_entry_given_back_since() {
         let _ = t.send_recorded(&q).await.expect("accepted");
         assert_eq!(transfers_with(&sb, q.request_id().get()), 1);
         journal.close().await;
+    }
+}
+
+/// A request recorded as never sent whose new reservation fails (its fresh entry cannot be
+/// written): the old entry stays as it was, never sent, so giving the reservation back says
+/// so, not that another process took the entry over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_reservation_of_a_request_left_unsent_is_given_back_as_never_sent() {
+    for place in places("reserve-unsent-fails").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let t = journal.transfer(transfer(&sb, 0));
+        let p = t.client().prepare_send(cash_send(53)).expect("prepare");
+        let first = t.reserve(vec![p.clone()]).await;
+        assert_eq!(
+            t.unreserve(first.into_iter().next().expect("one"))
+                .await
+                .expect("given back"),
+            Unreserved::NeverSent
+        );
+        intent_writes_fail(&place, true).await;
+        let again = t.reserve(vec![p.clone()]).await;
+        assert!(!again[0].is_held(), "the fresh entry could not be written");
+        assert_eq!(
+            t.unreserve(again.into_iter().next().expect("one"))
+                .await
+                .expect("given back"),
+            Unreserved::NeverSent
+        );
+        intent_writes_fail(&place, false).await;
+        let entry = journal
+            .entry(
+                Service::MoneyTransfer,
+                Operation::Send,
+                &p.request_id().to_string(),
+            )
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert!(entry.never_left(), "{entry:?}");
+        assert!(sb.transfers().is_empty(), "nothing sent");
+        // Another entry under the key, open, is still not this reservation's to give back.
+        let q = t.client().prepare_send(cash_send(54)).expect("prepare");
+        let open = t.reserve(vec![q.clone()]).await;
+        assert!(open[0].is_held());
+        intent_writes_fail(&place, true).await;
+        let other = t
+            .client()
+            .prepare_send(cash_send(55).request_id(q.request_id()))
+            .expect("prepare");
+        let unsure = t.reserve(vec![other]).await;
+        assert_ne!(
+            t.unreserve(unsure.into_iter().next().expect("one"))
+                .await
+                .expect("given back"),
+            Unreserved::NeverSent
+        );
+        intent_writes_fail(&place, false).await;
+        drop(open);
+        journal.close().await;
+    }
+}
+
+/// Make every insert of an intent fail, as a full disk would (`on`), or stop it.
+async fn intent_writes_fail(place: &Place, on: bool) {
+    use sqlx::Connection;
+    let sql = match (place, on) {
+        (Place::Sqlite(_), true) => {
+            "CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
+             WHEN NEW.state = 'intended' BEGIN SELECT RAISE(ABORT, 'no space left'); END"
+        }
+        (Place::Sqlite(_), false) => "DROP TRIGGER whish_test_fail",
+        (Place::Postgres(_), true) => {
+            "CREATE FUNCTION whish_test_fail() RETURNS trigger AS $$ BEGIN \
+             IF NEW.state = 'intended' THEN RAISE EXCEPTION 'no space left'; END IF; \
+             RETURN NEW; END $$ LANGUAGE plpgsql; \
+             CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
+             FOR EACH ROW EXECUTE FUNCTION whish_test_fail()"
+        }
+        (Place::Postgres(_), false) => {
+            "DROP TRIGGER whish_test_fail ON whish_journal_entries; DROP FUNCTION whish_test_fail()"
+        }
+    };
+    match place {
+        Place::Sqlite(url) => {
+            let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
+            sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
+        }
+        Place::Postgres(url) => {
+            let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
+            sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
+        }
     }
 }
