@@ -12,14 +12,14 @@ pub(super) const SQLITE_NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400
 pub(super) const POSTGRES_NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 /// The clock a SQLite journal's leases are judged by, in epoch milliseconds: the kernel's boot
-/// time (`btime` of `/proc/stat`) plus the time since boot (`CLOCK_BOOTTIME`, the clock
-/// `/proc/uptime` prints). Every process of the machine reads the same value, and none can move
-/// it for itself (`faketime`, a clock set wrong in one process's environment): a recoverer whose
-/// clock runs ahead does not take a live lease, nor does a sender whose clock runs behind write
-/// one that looks run out. Only setting the machine's clock moves it, for every process at once.
-/// A container's own uptime (LXCFS mounts one over `/proc/uptime`) does not change it: the clock
-/// is read from the kernel, not from that file. Where `/proc` cannot be read (not Linux), the
-/// process's wall clock.
+/// time (`btime` of `/proc/stat`) plus the time since boot (`/proc/uptime`). Every process of
+/// the machine reads the same value, and none can move it for itself (`faketime`, a clock set
+/// wrong in one process's environment): a recoverer whose clock runs ahead does not take a live
+/// lease, nor does a sender whose clock runs behind write one that looks run out. Only setting
+/// the machine's clock moves it, for every process at once. Where `/proc` cannot be read (not
+/// Linux), or its `uptime` is a container's own (LXCFS mounts one over it, beside the host's
+/// boot time: their sum would be the host's boot plus the container's age), the process's wall
+/// clock.
 #[cfg(feature = "sqlite")]
 pub(crate) fn lease_clock_ms() -> i64 {
     kernel_clock_ms().unwrap_or_else(wall_clock_ms)
@@ -37,8 +37,7 @@ fn wall_clock_ms() -> i64 {
 /// runs, after it has waited for the database's lock (a value read before the wait made a
 /// lease that was already over when it was written).
 ///
-/// Measured, it jitters by a millisecond (the two clocks are read one after the other, and the
-/// wall clock is slewed by NTP where the time since boot is not), which would let the lease
+/// Measured, it jitters by the 10 ms of `/proc/uptime`'s resolution, which would let the lease
 /// clock step back between two statements; so the first measurement is kept, and replaced only
 /// when one differs from it by more than a second (the process's clock was set, or `faketime`
 /// moved it).
@@ -64,26 +63,62 @@ pub(crate) fn sqlite_lease_now(k: usize) -> String {
     format!("({SQLITE_NOW} + ${k})")
 }
 
-/// The kernel's boot time plus its time since boot, in epoch milliseconds: a read of the vDSO's
-/// clock, no system call (with the boot time read again at most once a second).
-#[cfg(all(feature = "sqlite", target_os = "linux"))]
+/// Whether `/proc/uptime` is a file mounted over the kernel's (LXCFS gives a container its own
+/// uptime, and leaves `/proc/stat`'s boot time the host's).
+#[cfg(feature = "sqlite")]
+fn uptime_is_mounted_over() -> bool {
+    static OVER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OVER.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|m| {
+            m.lines()
+                .any(|line| line.split(' ').nth(4) == Some("/proc/uptime"))
+        })
+    })
+}
+
+#[cfg(feature = "sqlite")]
 pub(super) fn kernel_clock_ms() -> Option<i64> {
-    let up = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    // `tv_nsec` is an `i64` on 64-bit Linux and a `c_long` elsewhere.
-    #[allow(clippy::useless_conversion)]
-    let up_ms = up.tv_sec * 1000 + i64::from(up.tv_nsec) / 1_000_000;
+    if uptime_is_mounted_over() {
+        return None;
+    }
+    let mut buf = [0u8; 64];
+    let n = read_uptime(&mut buf)?;
+    let uptime = std::str::from_utf8(&buf[..n]).ok()?;
+    let (whole, hundredths) = uptime.split_whitespace().next()?.split_once('.')?;
+    let up_ms = whole.parse::<i64>().ok()? * 1000 + hundredths.parse::<i64>().ok()? * 10;
     Some(boot_time_s()? * 1000 + up_ms)
 }
 
-/// Not Linux: no kernel clock every process shares here; the wall clock instead.
-#[cfg(all(feature = "sqlite", not(target_os = "linux")))]
-pub(super) fn kernel_clock_ms() -> Option<i64> {
+/// `/proc/uptime`, read into `buf` from a descriptor kept open: one `pread` at offset 0, which
+/// the kernel answers with the time of that read, where opening, reading and closing the file
+/// took five system calls for every lease statement. Opened again if a read fails.
+#[cfg(all(unix, feature = "sqlite"))]
+fn read_uptime(buf: &mut [u8]) -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    use std::sync::Mutex;
+    static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+    let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = file.as_ref()
+        && let Ok(n) = f.read_at(buf, 0)
+        && n > 0
+    {
+        return Some(n);
+    }
+    let f = std::fs::File::open("/proc/uptime").ok()?;
+    let n = f.read_at(buf, 0).ok()?;
+    *file = Some(f);
+    Some(n)
+}
+
+/// Not unix: no `/proc/uptime`.
+#[cfg(all(not(unix), feature = "sqlite"))]
+fn read_uptime(_buf: &mut [u8]) -> Option<usize> {
     None
 }
 
 /// The kernel's boot time in epoch seconds, read again at most once a second (`/proc/stat` is
 /// long on a machine of many cores): it changes only when the machine's clock is set.
-#[cfg(all(feature = "sqlite", target_os = "linux"))]
+#[cfg(feature = "sqlite")]
 fn boot_time_s() -> Option<i64> {
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
@@ -163,35 +198,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lease_clock_is_the_kernels_and_reads_the_time_of_day() {
-        let kernel = kernel_clock_ms().expect("Linux has a kernel clock");
-        // Boot time plus time since boot is now, to within the boot time's whole second and
-        // whatever NTP has slewed the wall clock since boot.
-        assert!((kernel - wall_clock_ms()).abs() < 5_000, "{kernel}");
-        // It never steps back between reads (the boot time is kept for a second at a time).
-        let mut last = kernel;
-        for _ in 0..1_000 {
-            let now = lease_clock_ms();
-            assert!(now >= last, "{now} < {last}");
-            last = now;
-        }
-    }
-
-    #[test]
-    fn the_lease_clock_reads_what_proc_uptime_prints() {
-        let up_ms = |text: String| {
-            let (whole, hundredths) = text.split_whitespace().next()?.split_once('.')?;
-            Some(whole.parse::<i64>().ok()? * 1000 + hundredths.parse::<i64>().ok()? * 10)
-        };
-        let before =
-            kernel_clock_ms().expect("kernel clock") - boot_time_s().expect("btime") * 1000;
-        let printed =
-            up_ms(std::fs::read_to_string("/proc/uptime").expect("uptime")).expect("uptime");
-        let after = kernel_clock_ms().expect("kernel clock") - boot_time_s().expect("btime") * 1000;
-        // The file prints the same clock in hundredths of a second.
+    fn the_lease_clock_reads_the_time_since_boot_afresh_each_time() {
+        let first = kernel_clock_ms().expect("Linux has /proc/uptime");
+        // Boot time plus time since boot is now, to within the boot time's whole second.
+        assert!((first - wall_clock_ms()).abs() < 5_000, "{first}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let later = kernel_clock_ms().expect("again");
+        // The kept descriptor reads the file anew: 50 ms on, in hundredths of a second.
         assert!(
-            printed >= before - 10 && printed <= after,
-            "{before} {printed} {after}"
+            later - first >= 40 && later - first < 5_000,
+            "{first} then {later}"
         );
     }
 }
