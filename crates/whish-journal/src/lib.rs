@@ -279,8 +279,8 @@ impl JournalBuilder {
     /// Nor does the call wait for the outcome's write when its answer cannot depend on it:
     /// an **acceptance**, **Pending**, or an **unknown** outcome is told as it is whether or not
     /// this process still held the entry, so it is recorded by a task of its own and the call
-    /// returns at once. Until that write lands (a group of them, a fraction of a millisecond
-    /// later), the entry reads as open and leased to this process, so no other process or
+    /// returns at once. Until that write lands (on SQLite a group of them, up to 20 ms later,
+    /// or a tenth of the lease when that is shorter), the entry reads as open and leased to this process, so no other process or
     /// recovery sends it; this process's own reads ([`Journal::entry`], [`Journal::find`],
     /// [`Journal::list`], [`Journal::entries`]), [`Journal::recover`] and a resend of the same
     /// key wait for the writes begun before them, so a process always reads what it did. A

@@ -31,8 +31,9 @@ pub(crate) enum Reservation {
     /// The key was in the journal already: the reservation recorded nothing.
     RecordedBefore,
     /// The reservation's write failed, and may or may not have committed; `token` is the one it
-    /// wrote on every entry it may have made.
-    Unsure { token: i64 },
+    /// wrote on every entry it may have made. `never_committed`: the failure proves it did not
+    /// (see [`JournalError::never_committed`](crate::JournalError)).
+    Unsure { token: i64, never_committed: bool },
 }
 
 /// What giving back a reserved request left in the journal.
@@ -87,7 +88,14 @@ impl Journal {
                 .collect(),
             Err(e) => {
                 tracing::warn!(requests = requests.len(), error = %e, "the journal could not reserve a batch of requests; each is recorded on its own when it is sent");
-                vec![Reservation::Unsure { token }; requests.len()]
+                let never_committed = e.never_committed();
+                vec![
+                    Reservation::Unsure {
+                        token,
+                        never_committed
+                    };
+                    requests.len()
+                ]
             }
         }
     }
@@ -186,31 +194,45 @@ impl Journal {
             Reservation::RecordedBefore => Ok(Unreserved::AsBefore),
             // The reservation may have committed: record the request as never sent whether or
             // not it did (the way a lost insert is settled), unless another entry holds the key.
-            Reservation::Unsure { token } => {
+            // A reservation that provably never committed left the key as it was before it: no
+            // entry, or the same request recorded as never sent, and nothing sends it (even when
+            // the settlement cannot be written either, as on a full disk). One that may have
+            // committed (an I/O error after its log was written) may yet reappear.
+            Reservation::Unsure {
+                token,
+                never_committed,
+            } => {
                 let settled = self
                     .inner
                     .db
                     .settle_lost_insert(request, owner, token, &outcome)
-                    .await?;
-                if settled || self.left_unsent(request).await {
-                    return Ok(Unreserved::NeverSent);
+                    .await;
+                match settled {
+                    Ok(true) => Ok(Unreserved::NeverSent),
+                    _ if never_committed && self.nothing_sends(request).await => {
+                        Ok(Unreserved::NeverSent)
+                    }
+                    Ok(false) => Ok(Unreserved::TakenOver),
+                    Err(e) => Err(e),
                 }
-                Ok(Unreserved::TakenOver)
             }
         }
     }
 
-    /// Whether the key of `request` holds this same request recorded as never sent: a
-    /// reservation that would have recorded it afresh and failed left that entry as it was, and
-    /// nothing sends it. False when it cannot be read.
-    async fn left_unsent(&self, request: &Request<'_>) -> bool {
+    /// Whether nothing can send `request` under its key: the key holds no entry, or this same
+    /// request (its bytes, context and service) recorded as never sent. False when it cannot
+    /// be read.
+    async fn nothing_sends(&self, request: &Request<'_>) -> bool {
         let db = &self.inner.db;
         db.get(request.service, request.operation, request.key)
             .await
-            .ok()
-            .flatten()
-            .is_some_and(|e| {
-                e.never_left() && e.request == request.body && e.may_be_for(request.target)
+            .is_ok_and(|entry| {
+                entry.is_none_or(|e| {
+                    e.never_left()
+                        && e.request == request.body
+                        && e.context.as_deref() == request.context
+                        && e.may_be_for(request.target)
+                })
             })
     }
 

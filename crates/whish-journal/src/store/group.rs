@@ -879,6 +879,7 @@ mod tests {
                     .expect("open");
             let us = journal.inner.db.writer().linger_us.load(Ordering::Relaxed);
             journal.close().await;
+            let _ = std::fs::remove_dir_all(&dir);
             Duration::from_micros(us)
         };
         assert_eq!(gathered(crate::DEFAULT_LEASE).await, LINGER);

@@ -29,8 +29,9 @@ impl Db {
     }
 
     /// Gather the outcomes nobody waits for at most [`LINGER`](crate::store::group::LINGER),
-    /// and at most a tenth of `lease`: such an outcome is written while its entry's lease still
-    /// holds. Nothing on PostgreSQL, which writes each at once.
+    /// and at most a tenth of `lease`, so that the gathering never takes a lease's worth of
+    /// time (an outcome written after its lease was taken over is refused by its token, and
+    /// the entry is the taker's). Nothing on PostgreSQL, which writes each at once.
     pub(crate) fn gather_outcomes_within(&self, lease: std::time::Duration) {
         #[cfg(not(feature = "sqlite"))]
         let _ = lease;

@@ -381,16 +381,74 @@ async fn a_send_of_what_was_recorded_never_reopens_an_entry_given_back_since() {
     }
 }
 
-/// A request recorded as never sent whose new reservation fails (its fresh entry cannot be
-/// written): the old entry stays as it was, never sent, so giving the reservation back says
-/// so, not that another process took the entry over.
+/// A request recorded as never sent whose new reservation fails on a full disk (SQLite
+/// refuses the write before any of it is in the log): the old entry stays as it was, never
+/// sent, so giving the reservation back says so, not that another process took the entry over.
+/// Needs root, to mount a small tmpfs; it says so when it cannot run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_reservation_of_a_request_left_unsent_is_given_back_as_never_sent() {
-    for place in places("reserve-unsent-fails").await {
+async fn a_reservation_of_a_request_left_unsent_refused_by_a_full_disk_is_given_back_as_never_sent()
+{
+    let Some(disk) = whish_testkit::tmpfs("4m") else {
+        whish_testkit::not_run(
+            "full_disk",
+            "the test",
+            "cannot mount a tmpfs here (not root?)",
+        );
+        return;
+    };
+    let sb = sandbox().await;
+    let url = format!("sqlite:{}", disk.path().join("journal.sqlite").display());
+    let journal = whish_journal::Journal::open(&url).await.expect("open");
+    let t = journal.transfer(transfer(&sb, 0));
+    let p = t.client().prepare_send(cash_send(53)).expect("prepare");
+    let first = t.reserve(vec![p.clone()]).await;
+    assert_eq!(
+        t.unreserve(first.into_iter().next().expect("one"))
+            .await
+            .expect("given back"),
+        Unreserved::NeverSent
+    );
+    let filler = disk.path().join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).expect("filler");
+        let block = vec![0u8; 64 * 1024];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let again = t.reserve(vec![p.clone()]).await;
+    assert!(!again[0].is_held(), "the fresh entry could not be written");
+    assert_eq!(
+        t.unreserve(again.into_iter().next().expect("one"))
+            .await
+            .expect("given back"),
+        Unreserved::NeverSent
+    );
+    std::fs::remove_file(&filler).expect("room again");
+    let entry = journal
+        .entry(
+            Service::MoneyTransfer,
+            Operation::Send,
+            &p.request_id().to_string(),
+        )
+        .await
+        .expect("read")
+        .expect("recorded");
+    assert!(entry.never_left(), "{entry:?}");
+    assert!(sb.transfers().is_empty(), "nothing sent");
+    journal.close().await;
+}
+
+/// A reservation whose write failed in a way that does not prove it never committed (here a
+/// write the database aborts) is not given back as never sent on the strength of the entry it
+/// reads: it may yet reappear. Nor is an entry of another request under the key, open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_that_may_have_committed_is_never_given_back_on_what_it_reads() {
+    for place in places("reserve-unsure").await {
         let sb = sandbox().await;
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
-        let p = t.client().prepare_send(cash_send(53)).expect("prepare");
+        let p = t.client().prepare_send(cash_send(56)).expect("prepare");
         let first = t.reserve(vec![p.clone()]).await;
         assert_eq!(
             t.unreserve(first.into_iter().next().expect("one"))
@@ -398,44 +456,27 @@ async fn a_failed_reservation_of_a_request_left_unsent_is_given_back_as_never_se
                 .expect("given back"),
             Unreserved::NeverSent
         );
-        intent_writes_fail(&place, true).await;
-        let again = t.reserve(vec![p.clone()]).await;
-        assert!(!again[0].is_held(), "the fresh entry could not be written");
-        assert_eq!(
-            t.unreserve(again.into_iter().next().expect("one"))
-                .await
-                .expect("given back"),
-            Unreserved::NeverSent
-        );
-        intent_writes_fail(&place, false).await;
-        let entry = journal
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &p.request_id().to_string(),
-            )
-            .await
-            .expect("read")
-            .expect("recorded");
-        assert!(entry.never_left(), "{entry:?}");
-        assert!(sb.transfers().is_empty(), "nothing sent");
-        // Another entry under the key, open, is still not this reservation's to give back.
         let q = t.client().prepare_send(cash_send(54)).expect("prepare");
         let open = t.reserve(vec![q.clone()]).await;
         assert!(open[0].is_held());
         intent_writes_fail(&place, true).await;
+        let left_unsent = t.reserve(vec![p.clone()]).await;
         let other = t
             .client()
             .prepare_send(cash_send(55).request_id(q.request_id()))
             .expect("prepare");
-        let unsure = t.reserve(vec![other]).await;
-        assert_ne!(
-            t.unreserve(unsure.into_iter().next().expect("one"))
-                .await
-                .expect("given back"),
-            Unreserved::NeverSent
-        );
+        let under_open_key = t.reserve(vec![other]).await;
+        for unsure in [left_unsent, under_open_key] {
+            assert!(!unsure[0].is_held());
+            assert_eq!(
+                t.unreserve(unsure.into_iter().next().expect("one"))
+                    .await
+                    .expect("given back"),
+                Unreserved::TakenOver
+            );
+        }
         intent_writes_fail(&place, false).await;
+        assert!(sb.transfers().is_empty(), "nothing sent");
         drop(open);
         journal.close().await;
     }
