@@ -12,6 +12,18 @@ impl Tmpfs {
     pub fn path(&self) -> &std::path::Path {
         &self.0
     }
+
+    /// Fill the disk: a file (`filler` at the mount point, returned) written until the next
+    /// block no longer fits. Remove it to make room again.
+    pub fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let path = self.0.join("filler");
+        let mut f = std::fs::File::create(&path).expect("the filler file");
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+        path
+    }
 }
 
 impl Drop for Tmpfs {

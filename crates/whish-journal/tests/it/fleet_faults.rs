@@ -493,13 +493,7 @@ async fn recovery_that_cannot_record_after_sending_says_so() {
         }
     });
     support::until_calls(&sb, Endpoint::TransferSend, sends + 1).await;
-    {
-        use std::io::Write;
-        let mut filler = std::fs::File::create(dir.join("filler")).expect("filler");
-        let block = vec![0u8; 64 * 1024];
-        while filler.write_all(&block).is_ok() {}
-        let _ = filler.sync_all();
-    }
+    disk.fill();
     let report = recovering
         .await
         .expect("join")

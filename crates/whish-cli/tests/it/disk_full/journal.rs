@@ -223,13 +223,7 @@ async fn a_send_whose_journal_disk_is_full_says_nothing_was_sent() {
     // The journal exists (its tables written), then the disk fills to the last byte.
     let listed = whish(&["journal", "list"], &env).await;
     assert_eq!(listed.code, 0, "{listed:?}");
-    {
-        use std::io::Write as _;
-        let mut f = std::fs::File::create(mount.0.join("filler")).expect("filler");
-        let chunk = vec![0u8; 4096];
-        while f.write_all(&chunk).is_ok() {}
-        let _ = f.sync_all();
-    }
+    mount.fill();
     let sent = whish(
         &["transfer", "send", "--body", &body, "--request-id", "4401"],
         &env,

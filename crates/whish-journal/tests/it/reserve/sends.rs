@@ -350,13 +350,7 @@ async fn a_send_of_what_was_recorded_never_reopens_an_entry_given_back_since() {
         let t = journal.transfer(transfer(&sb, 0));
         let p = t.client().prepare_send(cash_send(51)).expect("prepare");
         // Found open by a batch's read; given back by another run before this send.
-        let reserved = t.reserve(vec![p.clone()]).await;
-        assert_eq!(
-            t.unreserve(reserved.into_iter().next().expect("one"))
-                .await
-                .expect("given back"),
-            Unreserved::NeverSent
-        );
+        give_back(&t, &p).await;
         let e = t.send_recorded(&p).await.expect_err("not sent");
         assert!(e.nothing_sent(), "{e}");
         assert!(sb.transfers().is_empty(), "nothing sent");
@@ -401,21 +395,8 @@ async fn a_reservation_of_a_request_left_unsent_refused_by_a_full_disk_is_given_
     let journal = whish_journal::Journal::open(&url).await.expect("open");
     let t = journal.transfer(transfer(&sb, 0));
     let p = t.client().prepare_send(cash_send(53)).expect("prepare");
-    let first = t.reserve(vec![p.clone()]).await;
-    assert_eq!(
-        t.unreserve(first.into_iter().next().expect("one"))
-            .await
-            .expect("given back"),
-        Unreserved::NeverSent
-    );
-    let filler = disk.path().join("filler");
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&filler).expect("filler");
-        let block = vec![0u8; 64 * 1024];
-        while f.write_all(&block).is_ok() {}
-        let _ = f.sync_all();
-    }
+    give_back(&t, &p).await;
+    let filler = disk.fill();
     let again = t.reserve(vec![p.clone()]).await;
     assert!(!again[0].is_held(), "the fresh entry could not be written");
     assert_eq!(
@@ -449,13 +430,7 @@ async fn a_reservation_that_may_have_committed_is_never_given_back_on_what_it_re
         let journal = place.open().await;
         let t = journal.transfer(transfer(&sb, 0));
         let p = t.client().prepare_send(cash_send(56)).expect("prepare");
-        let first = t.reserve(vec![p.clone()]).await;
-        assert_eq!(
-            t.unreserve(first.into_iter().next().expect("one"))
-                .await
-                .expect("given back"),
-            Unreserved::NeverSent
-        );
+        give_back(&t, &p).await;
         let q = t.client().prepare_send(cash_send(54)).expect("prepare");
         let open = t.reserve(vec![q.clone()]).await;
         assert!(open[0].is_held());
@@ -480,6 +455,20 @@ async fn a_reservation_that_may_have_committed_is_never_given_back_on_what_it_re
         drop(open);
         journal.close().await;
     }
+}
+
+/// Reserve `p` and give it back: recorded as never sent, as a batch stopped before it leaves it.
+async fn give_back(
+    t: &whish_journal::JournaledTransfer,
+    p: &whish_money_transfer::PreparedTransfer,
+) {
+    let reserved = t.reserve(vec![p.clone()]).await;
+    assert_eq!(
+        t.unreserve(reserved.into_iter().next().expect("one"))
+            .await
+            .expect("given back"),
+        Unreserved::NeverSent
+    );
 }
 
 /// Make every insert of an intent fail, as a full disk would (`on`), or stop it.
