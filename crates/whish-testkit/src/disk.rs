@@ -44,3 +44,13 @@ pub fn tmpfs(size: &str) -> Option<Tmpfs> {
         .is_ok_and(|s| s.success());
     ok.then_some(Tmpfs(dir))
 }
+
+/// [`tmpfs`] for `test`, which cannot run without it: says so ([`crate::not_run`], which fails
+/// under CI) when it cannot be mounted, and the test then returns.
+pub fn tmpfs_for(test: &str, size: &str) -> Option<Tmpfs> {
+    let mounted = tmpfs(size);
+    if mounted.is_none() {
+        crate::not_run(test, "the test", "cannot mount a tmpfs here (not root?)");
+    }
+    mounted
+}

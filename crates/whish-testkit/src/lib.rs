@@ -37,7 +37,7 @@ use serde::Serialize;
 
 pub use code::TestCode;
 pub use command::{Run, SETTINGS_VARS, clean_command};
-pub use disk::{Tmpfs, tmpfs};
+pub use disk::{Tmpfs, tmpfs, tmpfs_for};
 pub use not_run::{has_command, not_run, under_ci};
 #[cfg(feature = "postgres")]
 pub use postgres::fresh_postgres_database;

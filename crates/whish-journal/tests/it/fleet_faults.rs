@@ -460,12 +460,7 @@ async fn recoverer_ahead_meets_a_live_lease(place: &Place) {
 /// Needs root, to mount a small tmpfs; it says so when it cannot run.
 #[tokio::test]
 async fn recovery_that_cannot_record_after_sending_says_so() {
-    let Some(disk) = whish_testkit::tmpfs("4m") else {
-        whish_testkit::not_run(
-            "full_disk",
-            "the test",
-            "cannot mount a tmpfs here (not root?)",
-        );
+    let Some(disk) = whish_testkit::tmpfs_for("full_disk", "4m") else {
         return;
     };
     let dir = disk.path().to_owned();

@@ -34,12 +34,7 @@ fn outcomes(text: &str) -> Vec<(i64, String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels_a_row() {
-    let Some(mount) = tmpfs("256k") else {
-        whish_testkit::not_run(
-            "disk_full::journal",
-            "the test",
-            "cannot mount a tmpfs here (not root?)",
-        );
+    let Some(mount) = whish_testkit::tmpfs_for("disk_full::journal", "256k") else {
         return;
     };
     let sb = funded_sandbox().await;
@@ -206,12 +201,7 @@ async fn a_journal_whose_disk_fills_mid_batch_never_pays_unrecorded_or_mislabels
 /// transfer, and once space is freed the same send goes out once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_whose_journal_disk_is_full_says_nothing_was_sent() {
-    let Some(mount) = tmpfs("1m") else {
-        whish_testkit::not_run(
-            "disk_full::journal",
-            "the test",
-            "cannot mount a tmpfs here (not root?)",
-        );
+    let Some(mount) = whish_testkit::tmpfs_for("disk_full::journal", "1m") else {
         return;
     };
     let sb = funded_sandbox().await;

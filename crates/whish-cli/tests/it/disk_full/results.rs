@@ -59,12 +59,7 @@ fn free_bytes(dir: &Path) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_rows() {
-    let Some(mount) = tmpfs("256k") else {
-        whish_testkit::not_run(
-            "disk_full::results",
-            "the test",
-            "cannot mount a tmpfs here (not root?)",
-        );
+    let Some(mount) = whish_testkit::tmpfs_for("disk_full::results", "256k") else {
         return;
     };
     let sb = funded_sandbox().await;
@@ -122,12 +117,7 @@ async fn a_results_file_on_a_full_disk_never_says_nothing_was_sent_after_paying_
 /// operator no cancel went out; the next run, with space, must tell every row as cancelled, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_whose_results_file_fills_up_never_says_nothing_was_sent_after_cancelling() {
-    let Some(mount) = tmpfs("256k") else {
-        whish_testkit::not_run(
-            "disk_full::results",
-            "the test",
-            "cannot mount a tmpfs here (not root?)",
-        );
+    let Some(mount) = whish_testkit::tmpfs_for("disk_full::results", "256k") else {
         return;
     };
     let sb = funded_sandbox().await;

@@ -10,7 +10,7 @@ use whish_sandbox::Sandbox;
 pub mod cancel;
 pub mod ops;
 
-pub use whish_testkit::{Run, tmpfs};
+pub use whish_testkit::Run;
 
 /// `whish transfer fees` of 100 USD sent from Lebanon (country 1).
 pub const QUOTE_100_USD: [&str; 8] = [

@@ -4,7 +4,9 @@
 //! out is sent the way the journal decides, never twice; a reservation the journal cannot write
 //! records each send on its own. SQLite files and the PostgreSQL server when one is given.
 
-use crate::support::{LEASE, Place, cash_send, places, sandbox, transfer, transfers_with};
+use crate::support::{
+    LEASE, Place, cash_send, entry_of, places, sandbox, transfer, transfers_with,
+};
 use whish_journal::{Clients, Listing, Operation, Recovery, Service, State, Unreserved};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -354,15 +356,13 @@ async fn a_send_of_what_was_recorded_never_reopens_an_entry_given_back_since() {
         let e = t.send_recorded(&p).await.expect_err("not sent");
         assert!(e.nothing_sent(), "{e}");
         assert!(sb.transfers().is_empty(), "nothing sent");
-        let entry = journal
-            .entry(
-                Service::MoneyTransfer,
-                Operation::Send,
-                &p.request_id().to_string(),
-            )
-            .await
-            .expect("read")
-            .expect("recorded");
+        let entry = entry_of(
+            &journal,
+            Service::MoneyTransfer,
+            Operation::Send,
+            &p.request_id().to_string(),
+        )
+        .await;
         assert!(entry.never_left(), "left as it was: {entry:?}");
         // An entry open as read is resent as send resends it.
         let q = t.client().prepare_send(cash_send(52)).expect("prepare");
@@ -382,12 +382,7 @@ async fn a_send_of_what_was_recorded_never_reopens_an_entry_given_back_since() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reservation_of_a_request_left_unsent_refused_by_a_full_disk_is_given_back_as_never_sent()
 {
-    let Some(disk) = whish_testkit::tmpfs("4m") else {
-        whish_testkit::not_run(
-            "full_disk",
-            "the test",
-            "cannot mount a tmpfs here (not root?)",
-        );
+    let Some(disk) = whish_testkit::tmpfs_for("full_disk", "4m") else {
         return;
     };
     let sb = sandbox().await;
@@ -406,15 +401,13 @@ async fn a_reservation_of_a_request_left_unsent_refused_by_a_full_disk_is_given_
         Unreserved::NeverSent
     );
     std::fs::remove_file(&filler).expect("room again");
-    let entry = journal
-        .entry(
-            Service::MoneyTransfer,
-            Operation::Send,
-            &p.request_id().to_string(),
-        )
-        .await
-        .expect("read")
-        .expect("recorded");
+    let entry = entry_of(
+        &journal,
+        Service::MoneyTransfer,
+        Operation::Send,
+        &p.request_id().to_string(),
+    )
+    .await;
     assert!(entry.never_left(), "{entry:?}");
     assert!(sb.transfers().is_empty(), "nothing sent");
     journal.close().await;
