@@ -280,13 +280,13 @@ impl JournalBuilder {
     /// an **acceptance**, **Pending**, or an **unknown** outcome is told as it is whether or not
     /// this process still held the entry, so it is recorded by a task of its own and the call
     /// returns at once. Until that write lands (on SQLite a group of them, up to 20 ms later,
-    /// or a tenth of the lease when that is shorter), the entry reads as open and leased to this process, so no other process or
-    /// recovery sends it; this process's own reads ([`Journal::entry`], [`Journal::find`],
-    /// [`Journal::list`], [`Journal::entries`]), [`Journal::recover`] and a resend of the same
-    /// key wait for the writes begun before them, so a process always reads what it did. A
-    /// **refusal** or "nothing sent" is recorded before the call returns: whether the lease still
-    /// held decides whether it may be told as final (a lease taken over meanwhile turns it into
-    /// "unknown").
+    /// or a tenth of the lease when that is shorter), the entry reads as open and leased to
+    /// this process, so no other process or recovery sends it; this process's own reads
+    /// ([`Journal::entry`], [`Journal::find`], [`Journal::list`], [`Journal::entries`]),
+    /// [`Journal::recover`] and a resend of the same key wait for the writes begun before them,
+    /// so a process always reads what it did. A **refusal** or "nothing sent" is recorded before
+    /// the call returns: whether the lease still held decides whether it may be told as final (a
+    /// lease taken over meanwhile turns it into "unknown").
     ///
     /// Every outcome is written under the lease's fencing token, and becomes durable with the
     /// next durable write of the journal (the next request's, a claim, a [`Journal::flush`]):

@@ -865,7 +865,7 @@ mod tests {
     }
 
     /// Outcomes nobody waits for are gathered for [`LINGER`], or a tenth of the journal's lease
-    /// when that is shorter: each is written while its entry's lease holds.
+    /// when that is shorter: the gathering never takes a lease's worth of time.
     #[tokio::test]
     async fn outcomes_are_gathered_for_at_most_a_tenth_of_the_lease() {
         let gathered = async |lease: Duration| {
