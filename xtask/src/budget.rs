@@ -90,7 +90,7 @@ const OWED: &[(&str, f64)] = &[
     // 1.43, 1.44, 1.66, 1.66 and 1.72 against a service that answers at once; 1.74, 1.65, 1.60
     // and 1.54 against one that answers in 2 ms; then in a full CI run 1.63 and 1.78, and on
     // 2026-11-28 at 15c07d3 1.57 and 1.81; at 0 ms 1.39 to 1.76 in nine more CI runs, then
-    // 1.891 at 5e04a9d (a slow run: the unjournaled file loop read 1.13 of plain sends there,
+    // 1.891 at e181330 (a slow run: the unjournaled file loop read 1.13 of plain sends there,
     // against 1.00 to 1.02 in the others).
     (
         "whish-payouts: journaled batch, CPU per row / plain, answered after 0 ms",
