@@ -374,7 +374,7 @@ impl Task {
             None => {
                 self.write_outcomes(outcomes).await;
                 let jobs: Vec<&Job> = intents.iter().map(|(j, _)| j).collect();
-                insert_all(&self.pool, self.now, &jobs).await
+                insert_all(&self.pool, &jobs).await
             }
         };
         match ids {
@@ -443,7 +443,7 @@ async fn write_together(
                 .await
                 .map_err(|e| e.to_string())?;
             let kept = update_all(&mut *tx, now, finishes).await?;
-            let ids = insert_all(&mut *tx, now, jobs).await?;
+            let ids = insert_all(&mut *tx, jobs).await?;
             tx.commit().await.map_err(|e| {
                 format!(
                     "the group commit of {} intent(s) and {} outcome(s) failed: {e}",
@@ -461,12 +461,10 @@ async fn write_together(
 /// (None: its key was recorded already, or by an earlier intent of the same group).
 async fn insert_all<'c>(
     pool: impl sqlx::SqliteExecutor<'c>,
-    now: &str,
     jobs: &[&Job],
 ) -> Result<Vec<Option<i64>>, String> {
-    // The lease clock, read when the statement runs (see `Db::lease_now`).
-    let lease_now = crate::store::sqlite_lease_now(9 * jobs.len() + 1);
-    let sql = crate::store::insert_many_sql(jobs.len(), now, &lease_now, true);
+    // The lease clock is read when the statement runs (see `Db::lease_now`): its offset last.
+    let sql = crate::store::insert_many_sql(crate::Backend::Sqlite, jobs.len());
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     for job in jobs {
         q = q
@@ -509,20 +507,22 @@ async fn update_all<'c>(
     // Anonymous parameters, in order (see `insert_many_sql`), padded to a power of two (see
     // `padded_len`) with rows that match no entry (row id 0: ids start at 1).
     let padded = crate::store::padded_len(finishes.len());
-    let values = vec!["(?, ?, ?, ?, ?, ?)"; padded];
     // `finish` leaves the token as it is, so the row's token after the update is the one that
     // matched: two outcomes of one entry under two tokens in a group are told apart by it.
-    let sql = format!(
-        "WITH v(id, owner, token, state, outcome, refs) AS (VALUES {}) \
-         UPDATE whish_journal_entries \
-         SET state = v.state, outcome = v.outcome, refs = v.refs, updated_ms = {now}, \
-             lease_owner = NULL, lease_until_ms = NULL \
-         FROM v WHERE whish_journal_entries.id = v.id \
-           AND whish_journal_entries.lease_owner = v.owner \
-           AND whish_journal_entries.lease_token = v.token \
-         RETURNING whish_journal_entries.id, whish_journal_entries.lease_token",
-        values.join(", ")
-    );
+    let sql =
+        crate::store::statement_text("write outcomes", crate::Backend::Sqlite, padded, || {
+            format!(
+                "WITH v(id, owner, token, state, outcome, refs) AS (VALUES {}) \
+             UPDATE whish_journal_entries \
+             SET state = v.state, outcome = v.outcome, refs = v.refs, updated_ms = {now}, \
+                 lease_owner = NULL, lease_until_ms = NULL \
+             FROM v WHERE whish_journal_entries.id = v.id \
+               AND whish_journal_entries.lease_owner = v.owner \
+               AND whish_journal_entries.lease_token = v.token \
+             RETURNING whish_journal_entries.id, whish_journal_entries.lease_token",
+                vec!["(?, ?, ?, ?, ?, ?)"; padded].join(", ")
+            )
+        });
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     for f in finishes {
         q = q

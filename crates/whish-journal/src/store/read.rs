@@ -145,16 +145,18 @@ impl Db {
         // where one of every size was parsed again each time.
         let anonymous = self.backend() == Backend::Sqlite;
         let padded = padded_len(keys.len());
-        let marks: Vec<String> = (0..padded).map(|i| placeholder(i + 3, anonymous)).collect();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM whish_journal_entries \
-             WHERE service = {} AND operation = {} AND idem_key IN ({})",
-            placeholder(1, anonymous),
-            placeholder(2, anonymous),
-            marks.join(", ")
-        );
+        let sql = statement_text("entries of keys", self.backend(), padded, || {
+            let marks: Vec<String> = (0..padded).map(|i| placeholder(i + 3, anonymous)).collect();
+            format!(
+                "SELECT {COLUMNS} FROM whish_journal_entries \
+                 WHERE service = {} AND operation = {} AND idem_key IN ({})",
+                placeholder(1, anonymous),
+                placeholder(2, anonymous),
+                marks.join(", ")
+            )
+        });
         on_db!(self, pool => {
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
                 .bind(service.as_str())
                 .bind(operation.as_str());
             for k in keys.iter().chain(std::iter::repeat_n(&keys[keys.len() - 1], padded - keys.len())) {

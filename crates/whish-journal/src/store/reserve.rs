@@ -1,13 +1,17 @@
 //! Many intents in one transaction: a reservation's one durable commit.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sqlx::Row;
 
 use super::Request;
-use super::{Db, Lease, RepeatLock, closed_on_failure, insert_many_sql, placeholder, pow2_chunks};
-use crate::JournalError;
+use super::{
+    Db, Lease, RepeatLock, closed_on_failure, insert_many_sql, placeholder, pow2_chunks,
+    statement_text,
+};
 use crate::entry::RecordedOutcome;
+use crate::{Backend, JournalError};
 
 /// The most intents one statement of a reservation carries (seven parameters each); a
 /// reservation's statements are each a power of two long (see `pow2_chunks`).
@@ -27,11 +31,13 @@ enum Recorded<'a> {
 }
 
 impl Recorded<'_> {
-    /// The insert of `n` requests recorded so.
-    fn sql(self, n: usize, now: &str, lease_now: &str, anonymous: bool) -> String {
+    /// The insert of `n` requests recorded so, on `backend`.
+    fn sql(self, backend: Backend, n: usize, now: &str) -> Arc<str> {
         match self {
-            Recorded::Leased { .. } => insert_many_sql(n, now, lease_now, anonymous),
-            Recorded::Unsent { .. } => insert_unsent_sql(n, now, anonymous),
+            Recorded::Leased { .. } => insert_many_sql(backend, n),
+            Recorded::Unsent { .. } => statement_text("insert unsent", backend, n, || {
+                insert_unsent_sql(n, now, backend == Backend::Sqlite)
+            }),
         }
     }
 }
@@ -112,8 +118,7 @@ impl Db {
         macro_rules! insert_rows {
             ($tx:expr, $rows:expr) => {
                 for chunk in pow2_chunks($rows, PER_STATEMENT) {
-                    let lease_now = self.lease_now(9 * chunk.len() + 1);
-                    let sql = recorded.sql(chunk.len(), now, &lease_now, anonymous);
+                    let sql = recorded.sql(self.backend(), chunk.len(), now);
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                     for r in chunk {
                         q = q

@@ -38,41 +38,96 @@ pub(super) fn insert_sql(now: &str, lease_now: &str, state: State) -> String {
     )
 }
 
-/// The insert of `n` intents in one statement: for each, nine parameters as in
-/// [`insert_sql`], in order, then the lease clock's parameter if `lease_now` names one; returns the id and key of each row inserted (none for a key
-/// recorded already, or by an earlier intent of the same statement). `anonymous`: the
-/// parameters as `?` (SQLite: binding a numbered parameter looks its name up in a list, so a
-/// statement of hundreds of them binds in quadratic time), else `$1`, `$2`, ...
+/// The text of a statement whose shape is `name`, `backend` and a number of `rows`, built by
+/// `build` once a process and shared after. A grouped statement's text (a reservation's chunk,
+/// a group of outcomes, a lookup of keys) depends on nothing else, and building it for every
+/// chunk cost more than binding the chunk's rows. Shapes of more than 1 024 rows are built
+/// each time, so that what is kept stays small.
+pub(crate) fn statement_text(
+    name: &'static str,
+    backend: Backend,
+    rows: usize,
+    build: impl FnOnce() -> String,
+) -> std::sync::Arc<str> {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    type Texts = BTreeMap<(&'static str, bool, usize), Arc<str>>;
+    static TEXTS: Mutex<Texts> = Mutex::new(BTreeMap::new());
+    if rows > 1024 {
+        return Arc::from(build());
+    }
+    let shape = (name, backend == Backend::Sqlite, rows);
+    if let Some(text) = TEXTS.lock().unwrap_or_else(|e| e.into_inner()).get(&shape) {
+        return Arc::clone(text);
+    }
+    let text: Arc<str> = Arc::from(build());
+    TEXTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(shape)
+        .or_insert(text)
+        .clone()
+}
+
+/// The insert of `n` intents in one statement, each `intended` and leased: for each, nine
+/// parameters as in [`insert_sql`], in order, then (SQLite) the lease clock's offset
+/// ([`Db::lease_clock`]); returns the id and key of each row inserted (none for a key recorded
+/// already, or by an earlier intent of the same statement).
+///
+/// On SQLite the parameters are anonymous (`?`: binding a numbered one looks its name up in a
+/// list, so a statement of hundreds of them binds in quadratic time), and the rows hold
+/// parameters only, joined to the clocks read once: SQLite parses each new text on each
+/// connection, and a row that spelled out its three clock expressions made a 64-row statement
+/// cost more to prepare than to run.
 #[cfg_attr(
     not(any(feature = "money-transfer", feature = "sqlite")),
     allow(dead_code)
 )]
-pub(crate) fn insert_many_sql(n: usize, now: &str, lease_now: &str, anonymous: bool) -> String {
-    let values: Vec<String> = (0..n)
-        .map(|i| {
-            let p = |k: usize| placeholder(i * 9 + k, anonymous);
+pub(crate) fn insert_many_sql(backend: Backend, n: usize) -> std::sync::Arc<str> {
+    const COLUMNS: &str = "(service, operation, idem_key, context, request, state, attempts, \
+                           created_ms, updated_ms, lease_owner, lease_until_ms, lease_token, target)";
+    statement_text("insert intents", backend, n, || match backend {
+        #[cfg(feature = "sqlite")]
+        Backend::Sqlite => format!(
+            "INSERT INTO whish_journal_entries {COLUMNS} \
+             SELECT v.column1, v.column2, v.column3, v.column4, v.column5, 'intended', 1, \
+                    c.now, c.now, v.column6, c.now + c.ahead + v.column7, v.column8, v.column9 \
+             FROM (VALUES {}) AS v, (SELECT {SQLITE_NOW} AS now, ? AS ahead) AS c \
+             WHERE true \
+             ON CONFLICT (service, operation, idem_key) DO NOTHING \
+             RETURNING id, service, operation, idem_key",
+            vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; n].join(", ")
+        ),
+        #[cfg(feature = "postgres")]
+        Backend::Postgres => {
+            let values: Vec<String> = (0..n)
+                .map(|i| {
+                    let p = |k: usize| format!("${}", i * 9 + k);
+                    format!(
+                        "({}, {}, {}, {}, {}, 'intended', 1, {POSTGRES_NOW}, {POSTGRES_NOW}, {}, \
+                         {POSTGRES_NOW} + {}, {}, {})",
+                        p(1),
+                        p(2),
+                        p(3),
+                        p(4),
+                        p(5),
+                        p(6),
+                        p(7),
+                        p(8),
+                        p(9)
+                    )
+                })
+                .collect();
             format!(
-                "({}, {}, {}, {}, {}, 'intended', 1, {now}, {now}, {}, {lease_now} + {}, {}, {})",
-                p(1),
-                p(2),
-                p(3),
-                p(4),
-                p(5),
-                p(6),
-                p(7),
-                p(8),
-                p(9)
+                "INSERT INTO whish_journal_entries {COLUMNS} VALUES {} \
+                 ON CONFLICT (service, operation, idem_key) DO NOTHING \
+                 RETURNING id, service, operation, idem_key",
+                values.join(", ")
             )
-        })
-        .collect();
-    format!(
-        "INSERT INTO whish_journal_entries \
-         (service, operation, idem_key, context, request, state, attempts, created_ms, \
-          updated_ms, lease_owner, lease_until_ms, lease_token, target) VALUES {} \
-         ON CONFLICT (service, operation, idem_key) DO NOTHING \
-         RETURNING id, service, operation, idem_key",
-        values.join(", ")
-    )
+        }
+        #[allow(unreachable_patterns)]
+        _ => unreachable!("a journal of a backend this build has no feature for"),
+    })
 }
 
 /// The number of rows a statement of `n` rows is padded to: the next power of two, so that a
