@@ -332,17 +332,32 @@ async fn checked(
 }
 
 /// Give back a transfer reserved and not to be sent (recorded as never sent), and fail with
-/// `code`; when the journal cannot record that, say that a recovery may still send it.
+/// `code`. Unless the journal records it never sent, say what may still send it: an entry this
+/// command cannot tell never sent (its write failed in a way that proves nothing, its lease
+/// was taken over, or the settlement's write failed) is sent by a recovery, and one recorded
+/// by another process before this command's is that process's.
 async fn give_back(
     journaled: &whish::journal::JournaledTransfer,
     reserved: whish::journal::ReservedSend,
     code: u8,
 ) -> u8 {
+    use whish::journal::Unreserved;
     let id = reserved.prepared().request_id();
-    if let Err(e) = journaled.unreserve(reserved).await {
+    let may_send = |why: String| {
         eprintln!(
-            "whish: journal: Request-id {id} was recorded and not sent, and could not be recorded as never sent ({e}): a `whish journal recover` would send it; `whish journal abandon {id} --reason TEXT` if it must not go"
+            "whish: journal: Request-id {id} was not sent by this command, but {why}: a `whish journal recover` may send it (`whish journal show {id}`); `whish journal abandon {id} --reason TEXT` if it must not go"
         );
+    };
+    match journaled.unreserve(reserved).await {
+        Ok(Unreserved::NeverSent) => {}
+        Ok(Unreserved::AsBefore) => eprintln!(
+            "whish: journal: Request-id {id} was not sent by this command: the journal held it before (another process's send, left as it was; `whish journal show {id}`)"
+        ),
+        // Taken over, or any answer this command does not know: not known never sent.
+        Ok(_) => {
+            may_send("the journal may hold it open (its entry could not be told never sent)".into())
+        }
+        Err(e) => may_send(format!("it could not be recorded as never sent ({e})")),
     }
     code
 }

@@ -13,6 +13,7 @@ mod end_to_end;
 mod first_attempt_page;
 mod identifiers;
 mod inbox;
+mod intent_not_recorded;
 mod mocked;
 mod operators;
 mod outcome_table;

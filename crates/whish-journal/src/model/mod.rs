@@ -221,6 +221,7 @@ pub fn check(bounds: Bounds, lie: Option<Lie>) -> Report {
                 on_lock_session: true,
                 never_left_first,
                 reopened_under_lock: true,
+                trusts_any_failure: false,
             },
             bounds.limit,
         ));

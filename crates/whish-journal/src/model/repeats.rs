@@ -25,8 +25,19 @@
 //! is reopened by the send instead, after the lock is let go (the order before 2026-11-28,
 //! which the checker must find paying twice).
 //!
-//! It assumes a request given back is recorded as never sent (when that write fails too, the
-//! command says so, and that a recovery would send it).
+//! A failed intent's write comes in three kinds: one that proves it never committed (the
+//! database was busy, locked or full, or no connection was had), one that committed with its
+//! answer lost, and one that proves nothing and left no entry to read (an I/O error after
+//! SQLite wrote the WAL's frames: invisible now, they come back when the journal is next
+//! opened after a crash, unless a later write wrote over them). The give-back takes the steps
+//! of [`JournaledTransfer::unreserve`](crate::JournaledTransfer::unreserve): an entry of its
+//! own lease is recorded never sent; no entry, and one is recorded never sent (a commit, which
+//! writes over the frames); its earlier entry recorded never sent, which a failed reservation
+//! was to record afresh, is left as it was (nothing written), and the caller is told "never
+//! sent" only after a failure of the first kind, else "unknown: a recovery may send it". The
+//! settlement's own write may fail too. With `trusts_any_failure` on, the give-back takes any
+//! failure as proof (the rule before 2026-11-28), and the checker must find a process told
+//! "never sent" whose request a recovery then pays.
 
 use crate::entry::{State, may_have_paid};
 
@@ -53,8 +64,8 @@ pub(crate) enum Pc {
     Check,
     /// Checked, nothing found: about to record the intent.
     Reserve,
-    /// The intent's write failed: about to give the request back (recorded as never sent,
-    /// whether or not the write committed), then let the lock go.
+    /// The intent's write failed: about to give the request back (its entry, if the write
+    /// committed, recorded as never sent; see the module's doc), then let the lock go.
     GiveBack,
     /// Recorded: about to let the lock go.
     Release,
@@ -85,12 +96,41 @@ pub(crate) struct Proc {
     pub reopens: bool,
     /// Dead.
     pub dead: bool,
+    /// Its intent's write failed in a way that proves nothing (not that it never committed).
+    pub unproven: bool,
+    /// That write's frames, invisible, may come back as its open entry when the journal is
+    /// next opened after a crash.
+    pub ghost: bool,
+    /// It told its caller the request was never sent.
+    pub told_never_sent: bool,
 }
 
 impl Proc {
     /// A transfer exists under its Request-id, or will once recovery sends its open entry.
+    /// An open entry is sent by recovery once its process died, or finished without closing
+    /// it (a give-back that answered "unknown").
     fn may_be_paid(&self) -> bool {
-        self.paid || (self.dead && self.entry.is_some_and(|s| !s.is_final()))
+        self.paid
+            || ((self.dead || self.pc == Pc::Done) && self.entry.is_some_and(|s| !s.is_final()))
+    }
+}
+
+/// How a failed intent's write failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// Proves the write never committed.
+    NeverCommitted,
+    /// Committed; its answer was lost.
+    Committed,
+    /// Proves nothing, and left no entry to read now (its frames may come back).
+    Unproven,
+}
+
+/// A write committed (or wrote its frames and failed): the frames of every earlier failed
+/// write are written over (SQLite appends after the last commit the WAL's index knows).
+fn committed(n: &mut World) {
+    for q in &mut n.procs {
+        q.ghost = false;
     }
 }
 
@@ -120,6 +160,9 @@ pub(crate) struct Repeats {
     /// The reservation records such an entry afresh, under the lock (false: the send reopens
     /// it after the lock is let go; the checker must find that paying twice).
     pub reopened_under_lock: bool,
+    /// The give-back takes any failed write as proof that it never committed (the rule
+    /// before 2026-11-28; the checker must find a process told "never sent" then paid).
+    pub trusts_any_failure: bool,
 }
 
 /// Whether a check of `kind` counts an entry in `state` as the body sent before (the CLI's
@@ -189,6 +232,7 @@ impl Repeats {
                     go("records the intent".into(), &|n| {
                         if afresh {
                             n.procs[i].entry = Some(State::Intended);
+                            committed(n);
                         } else {
                             n.procs[i].reopens = true;
                         }
@@ -197,36 +241,103 @@ impl Repeats {
                 }
                 if w.faults > 0 || (p.lapsed && self.on_lock_session) {
                     // A write on a session that ended never committed; another failed write
-                    // may have.
+                    // may have, or may prove nothing.
                     let lapsed = p.lapsed && self.on_lock_session;
-                    for committed in [false, true] {
-                        if committed && lapsed {
+                    for how in [
+                        Failure::NeverCommitted,
+                        Failure::Committed,
+                        Failure::Unproven,
+                    ] {
+                        if lapsed && how != Failure::NeverCommitted {
                             continue;
                         }
-                        go(
-                            format!("its intent's write fails (committed: {committed})"),
-                            &|n| {
-                                if !lapsed {
-                                    n.faults -= 1;
-                                }
-                                if committed {
+                        go(format!("its intent's write fails ({how:?})"), &|n| {
+                            if !lapsed {
+                                n.faults -= 1;
+                            }
+                            n.procs[i].pc = Pc::GiveBack;
+                            n.procs[i].unproven = how != Failure::NeverCommitted;
+                            match how {
+                                Failure::NeverCommitted => {}
+                                Failure::Committed => {
                                     n.procs[i].entry = Some(State::Intended);
+                                    committed(n);
                                 }
-                                n.procs[i].pc = Pc::GiveBack;
-                            },
-                        );
+                                // Its frames are written where any earlier failed write's
+                                // were: only the newest can come back.
+                                Failure::Unproven => {
+                                    committed(n);
+                                    n.procs[i].ghost = true;
+                                }
+                            }
+                        });
                     }
                 }
             }
-            Pc::GiveBack => go("gives it back: never sent, nothing sent".into(), &|n| {
-                if n.procs[i].entry.is_some() {
-                    n.procs[i].entry = Some(State::Refused);
+            Pc::GiveBack => {
+                let done = |n: &mut World| {
+                    n.procs[i].pc = Pc::Done;
+                    if n.lock == Some(me) {
+                        n.lock = None;
+                    }
+                };
+                let never_sent = |n: &mut World| {
+                    n.procs[i].told_never_sent = true;
+                    done(n);
+                };
+                // Without an entry of its own, the answer rests on the failure: proven, or (the
+                // rule before) taken as proven.
+                let proven = !p.unproven || self.trusts_any_failure;
+                match p.entry {
+                    // Its own reservation, committed (or come back): settled under its lease.
+                    Some(State::Intended) => {
+                        go("gives it back: recorded never sent".into(), &|n| {
+                            n.procs[i].entry = Some(State::Refused);
+                            committed(n);
+                            never_sent(n);
+                        });
+                    }
+                    // No entry: the settlement records one, never sent.
+                    None => {
+                        go("finds no entry: records it never sent".into(), &|n| {
+                            n.procs[i].entry = Some(State::Refused);
+                            committed(n);
+                            never_sent(n);
+                        });
+                    }
+                    // Its earlier entry, recorded never sent, which the failed reservation was
+                    // to record afresh: the settlement leaves it (not its lease), and writes
+                    // nothing.
+                    Some(_) if proven => {
+                        go(
+                            "finds its earlier entry as it was: never sent".into(),
+                            &never_sent,
+                        );
+                    }
+                    Some(_) => go(
+                        "finds its earlier entry, but the failure proves nothing: unknown".into(),
+                        &done,
+                    ),
                 }
-                n.procs[i].pc = Pc::Done;
-                if n.lock == Some(me) {
-                    n.lock = None;
+                if w.faults > 0 && p.entry != Some(State::Refused) {
+                    // The settlement's write fails too: an entry of its own stays open; with
+                    // none, only a proven failure still says never sent.
+                    let label = if p.entry.is_none() && proven {
+                        "its settlement fails; the failure proved nothing was written: never sent"
+                    } else {
+                        "its settlement fails: unknown, a recovery may send it"
+                    };
+                    let told = p.entry.is_none() && proven;
+                    go(label.into(), &|n| {
+                        n.faults -= 1;
+                        if told {
+                            never_sent(n);
+                        } else {
+                            done(n);
+                        }
+                    });
                 }
-            }),
+            }
             Pc::Release => go("lets the lock go".into(), &|n| {
                 if n.lock == Some(me) {
                     n.lock = None;
@@ -242,23 +353,38 @@ impl Repeats {
                 go(label.into(), &|n| {
                     if n.procs[i].reopens {
                         n.procs[i].entry = Some(State::Intended);
+                        committed(n);
                     }
                     n.procs[i].paid = true;
                     n.procs[i].pc = Pc::Answer;
                 });
                 go("sends: the service refuses".into(), &|n| {
                     n.procs[i].entry = Some(State::Refused);
+                    committed(n);
                     n.procs[i].pc = Pc::Answer;
                 });
             }
             Pc::Answer => go("records the answer".into(), &|n| {
-                let q = &mut n.procs[i];
-                if q.paid {
-                    q.entry = Some(State::Accepted);
+                n.procs[i].pc = Pc::Done;
+                if n.procs[i].paid {
+                    n.procs[i].entry = Some(State::Accepted);
+                    committed(n);
                 }
-                q.pc = Pc::Done;
             }),
             Pc::Done => {}
+        }
+        // SQLite rebuilds the WAL's index, and reads the frames of a failed write not written
+        // over since as committed, only when the journal is opened after every process that
+        // had it open is gone, the last one by a crash (the last to close it cleanly drops the
+        // frames). Taken as: every process finished, one of them by a crash.
+        if p.ghost && w.procs.iter().all(|q| q.pc == Pc::Done) && w.procs.iter().any(|q| q.dead) {
+            go(
+                "the journal is reopened after a crash: its failed write's entry comes back".into(),
+                &|n| {
+                    n.procs[i].ghost = false;
+                    n.procs[i].entry = Some(State::Intended);
+                },
+            );
         }
         if w.faults > 0 {
             // A crash anywhere before the end: the system lets its lock go, and its entry stays
@@ -325,6 +451,9 @@ impl System for Repeats {
                     lapsed: false,
                     reopens: false,
                     dead: false,
+                    unproven: false,
+                    ghost: false,
+                    told_never_sent: false,
                 })
                 .collect(),
             lock: None,
@@ -340,6 +469,11 @@ impl System for Repeats {
 
     fn violation(&self, w: &World, _terminal: bool) -> Option<String> {
         for (i, p) in w.procs.iter().enumerate() {
+            if p.told_never_sent && p.may_be_paid() {
+                return Some(format!(
+                    "p{i} was told its request was never sent, yet a transfer of it exists or may yet"
+                ));
+            }
             for (j, q) in w.procs.iter().enumerate().skip(i + 1) {
                 let on_purpose = p.kind == Kind::AllowRepeat || q.kind == Kind::AllowRepeat;
                 let known = p.saw_accepted & (1 << j) != 0 || q.saw_accepted & (1 << i) != 0;
@@ -383,6 +517,7 @@ mod tests {
                 on_lock_session: true,
                 never_left_first,
                 reopened_under_lock: true,
+                trusts_any_failure: false,
             };
             let found = explore(&system, 1_000_000);
             assert!(!found.cut, "{kinds:?} ({never_left_first}): complete");
@@ -409,6 +544,7 @@ mod tests {
             on_lock_session: true,
             never_left_first: false,
             reopened_under_lock: true,
+            trusts_any_failure: false,
         };
         let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
         assert!(what.contains("paid twice"), "{what}");
@@ -428,6 +564,7 @@ mod tests {
             on_lock_session: false,
             never_left_first: false,
             reopened_under_lock: true,
+            trusts_any_failure: false,
         };
         let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
         assert!(what.contains("paid twice"), "{what}");
@@ -444,6 +581,7 @@ mod tests {
             on_lock_session: true,
             never_left_first: true,
             reopened_under_lock: false,
+            trusts_any_failure: false,
         };
         let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
         assert!(what.contains("paid twice"), "{what}");
@@ -460,5 +598,27 @@ mod tests {
             .expect("reopened");
         assert_eq!(checks.len(), 2, "{trace:?}");
         assert!(checks[1] < reopen, "{trace:?}");
+    }
+
+    #[test]
+    fn a_give_back_that_trusts_any_failed_write_is_found_telling_never_sent_then_paid() {
+        // Two processes, from entries recorded never sent: the frames come back only once the
+        // last one to have the journal open crashed.
+        let system = Repeats {
+            kinds: vec![Kind::Send, Kind::Send],
+            faults: 2,
+            locked: true,
+            lapses: false,
+            on_lock_session: true,
+            never_left_first: true,
+            reopened_under_lock: true,
+            trusts_any_failure: true,
+        };
+        let (what, trace) = explore(&system, 1_000_000).violation.expect("found");
+        assert!(what.contains("told its request was never sent"), "{what}");
+        // The write failed proving nothing, was taken as never committed, then came back.
+        let failed = trace.iter().position(|s| s.contains("fails (Unproven)"));
+        let back = trace.iter().position(|s| s.contains("comes back"));
+        assert!(failed.is_some() && failed < back, "{trace:?}");
     }
 }
