@@ -63,7 +63,9 @@ pub(crate) fn open(path: &PathBuf, format: Format) -> Result<Rows, BatchError> {
             let mut reader = csv::ReaderBuilder::new()
                 .has_headers(true)
                 .flexible(false)
-                .trim(csv::Trim::All)
+                // Headers trimmed here; a value is trimmed where it is read (`next_row`), once:
+                // the reader's own trim rebuilt every record.
+                .trim(csv::Trim::Headers)
                 .from_reader(LineEndings::new(file));
             let raw = reader
                 .headers()
@@ -177,6 +179,7 @@ impl Rows {
                     let line = record.position().map_or(0, |p| p.line());
                     let mut values = BTreeMap::new();
                     for (name, value) in headers.iter().zip(record.iter()) {
+                        let value = value.trim();
                         if value.len() > MAX_VALUE {
                             return Some(Err(vec![RowError::new(
                                 line,
@@ -359,5 +362,63 @@ fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
         Ok(RawRow { line, values })
     } else {
         Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every required column, then `more` (header and values, comma-first).
+    const REQUIRED: (&str, &str) = (
+        "receiver_first_name,receiver_last_name,receiver_phone,amount,currency,reason,source_of_funds",
+        "Lina,Haddad,96170123456,1,USD,FAMILY_SUPPORT,SALARY",
+    );
+
+    fn csv_rows(test: &str, more: (&str, &[&str])) -> Vec<Result<RawRow, Vec<RowError>>> {
+        let path =
+            std::env::temp_dir().join(format!("whish-read-{test}-{}.csv", std::process::id()));
+        let mut text = format!("{}{}\n", REQUIRED.0, more.0);
+        for v in more.1 {
+            text.push_str(&format!("{}{v}\n", REQUIRED.1));
+        }
+        std::fs::write(&path, text).expect("write");
+        let mut rows = open(&path, Format::Csv).expect("open");
+        let read = std::iter::from_fn(|| rows.next_row()).collect();
+        let _ = std::fs::remove_file(&path);
+        read
+    }
+
+    #[test]
+    fn a_csv_value_is_read_without_its_surrounding_spaces_and_a_blank_one_is_absent() {
+        let rows = csv_rows(
+            "trimmed",
+            (", reference , receiver_middle_name ", &[",  EMP-1\t,   "]),
+        );
+        let row = rows[0].as_ref().expect("a row");
+        assert_eq!(
+            row.values.get("reference").map(String::as_str),
+            Some("EMP-1")
+        );
+        assert!(
+            !row.values.contains_key("receiver_middle_name"),
+            "{:?}",
+            row.values
+        );
+    }
+
+    #[test]
+    fn a_csv_value_longer_than_the_limit_once_trimmed_is_refused() {
+        let long = format!(",{}", "x".repeat(MAX_VALUE + 1));
+        let padded = format!(
+            ",{}{}{}",
+            " ".repeat(8),
+            "y".repeat(MAX_VALUE),
+            " ".repeat(8)
+        );
+        let rows = csv_rows("long", (",reference", &[&long, &padded]));
+        assert!(rows[0].is_err(), "{:?}", rows[0]);
+        let kept = rows[1].as_ref().expect("within the limit once trimmed");
+        assert_eq!(kept.values["reference"].len(), MAX_VALUE);
     }
 }
