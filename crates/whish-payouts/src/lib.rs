@@ -45,6 +45,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod follow_up;
+mod kept;
 pub mod key;
 mod read;
 pub mod reconcile;
@@ -104,6 +105,8 @@ pub struct Batch {
     defaults: Defaults,
     key_by_line: bool,
     allow_repeats: bool,
+    /// This configuration's mark (see `kept`): new whenever an option changes.
+    configuration: u64,
 }
 
 impl Batch {
@@ -150,6 +153,7 @@ impl Batch {
             defaults,
             key_by_line: false,
             allow_repeats: false,
+            configuration: kept::new_configuration(),
         })
     }
 
@@ -162,6 +166,7 @@ impl Batch {
     /// up by their line either way.
     pub fn key_rows_by_line(mut self, yes: bool) -> Self {
         self.key_by_line = yes;
+        self.configuration = kept::new_configuration();
         self
     }
 
@@ -173,6 +178,7 @@ impl Batch {
     /// on for a batch that repeats an earlier one on purpose (the same payroll next month).
     pub fn allow_repeats(mut self, yes: bool) -> Self {
         self.allow_repeats = yes;
+        self.configuration = kept::new_configuration();
         self
     }
 

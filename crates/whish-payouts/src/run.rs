@@ -14,6 +14,7 @@ use whish_journal::{
 };
 use whish_money_transfer::TransferClient;
 
+use crate::kept::{Kept, Parsed, SharedKept};
 use crate::result::{RowOutcome, RowResult};
 use crate::row::{Payout, RowError, payout};
 use crate::send::{
@@ -151,6 +152,9 @@ pub struct CheckReport {
     /// after it before each write of its rows.
     #[serde(skip)]
     seen: Option<SendsMark>,
+    /// The rows read, for the run that follows (a small file is then read once).
+    #[serde(skip)]
+    kept: SharedKept,
 }
 
 /// Totals of one currency.
@@ -698,7 +702,10 @@ fn retryable(e: &Entry) -> bool {
 impl Batch {
     /// Check every row of the file, sending nothing: each bad row with its line and column, a
     /// reference used twice, and a row changed since an earlier run recorded it under its
-    /// Request-id. Reads the file once, as a stream; keeps 8 bytes a row to find duplicates.
+    /// Request-id. Reads the file once, as a stream; keeps 8 bytes a row to find duplicates,
+    /// and the rows themselves while they take less than about 8 MB, for a run of this report
+    /// ([`run_checked`](Self::run_checked)), which then sends those rows without reading the
+    /// file again (a larger file is read again by the run).
     ///
     /// # Examples
     ///
@@ -743,6 +750,7 @@ impl Batch {
             Some(Arc::new(sent_bodies(journal, &client.target()).await?))
         };
         let mut rows = self.rows()?;
+        let mut kept = Kept::new(self.configuration);
         // Each chunk's journal lookup and comparison run as a task of their own while the next
         // chunk is read and parsed (the two cores share the check).
         let mut looking: Option<tokio::task::JoinHandle<Result<Vec<RowError>, BatchError>>> = None;
@@ -755,7 +763,18 @@ impl Batch {
                     break;
                 };
                 report.rows += 1;
-                match row.and_then(|raw| payout(&raw, &self.defaults, !self.key_by_line)) {
+                let raw = row.as_ref().ok();
+                let parsed = row
+                    .as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|raw| payout(raw, &self.defaults, !self.key_by_line));
+                if kept.wants() {
+                    let row = parsed
+                        .clone()
+                        .map_err(|e| e.first().map(ToString::to_string));
+                    kept.push(raw, row);
+                }
+                match parsed {
                     Ok(p) => {
                         let first = key::request_id(&self.id, &p.row_key(), 0);
                         if seen.insert(first.get()) {
@@ -807,6 +826,7 @@ impl Batch {
             report.errors.extend(joined_check(last).await?);
         }
         report.errors.sort_by_key(|e| e.line);
+        report.kept = SharedKept(Arc::new(kept));
         Ok(report)
     }
 
@@ -841,8 +861,10 @@ impl Batch {
     }
 
     /// [`run`](Self::run) with the check already made (to show it, or the number of rows, before
-    /// sending). The file must not have changed since: each row is checked again as it is sent
-    /// (a row changed since the journal recorded it is never sent).
+    /// sending). The rows sent are those the check read when it kept them all (a file of up to
+    /// about 8 MB, checked by this batch with the same options), else the file as read again,
+    /// which must not have changed since: either way each row is checked against the journal
+    /// again as it is sent (a row changed since the journal recorded it is never sent).
     ///
     /// # Errors
     ///
@@ -859,8 +881,22 @@ impl Batch {
             return Err(BatchError::BadRows(check));
         }
         // The file is opened before anything is sent: from the recovery on, an error can no
-        // longer say that nothing was sent.
+        // longer say that nothing was sent. Its rows are those the check kept, when it kept
+        // them all; else they are read again, as the check read them.
         let mut rows = self.rows()?;
+        let mut kept = check.kept.take_for(self.configuration).map(Vec::into_iter);
+        let mut next_row = move || -> Option<Parsed> {
+            if let Some(kept) = kept.as_mut() {
+                return kept.next();
+            }
+            rows.next_row().map(|row| {
+                row.map_err(|e| e.first().map(ToString::to_string))
+                    .and_then(|raw| {
+                        payout(&raw, &self.defaults, !self.key_by_line)
+                            .map_err(|e| e.first().map(ToString::to_string))
+                    })
+            })
+        };
         // First, finish what a run that died left open (the journal's start-up recovery, for the
         // transfer service): an entry a dead process of this host held is taken at once, so
         // that its row is settled, not reported unknown because a dead process "holds" it.
@@ -943,13 +979,7 @@ impl Batch {
         loop {
             while !ended && chunk.len() < this_chunk {
                 // A bad row (only with skip_bad_rows): reported, never sent.
-                match rows.next_row().map(|row| {
-                    row.map_err(|e| e.first().map(ToString::to_string))
-                        .and_then(|raw| {
-                            payout(&raw, &self.defaults, !self.key_by_line)
-                                .map_err(|e| e.first().map(ToString::to_string))
-                        })
-                }) {
+                match next_row() {
                     None => ended = true,
                     Some(Ok(p)) if !bad.contains_key(&p.line) => chunk.push(p),
                     Some(Ok(p)) => {

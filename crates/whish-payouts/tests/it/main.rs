@@ -8,6 +8,7 @@ mod support;
 mod abandoned_rows;
 mod batch;
 mod cancel;
+mod checked_rows;
 mod died_after_accept;
 mod file_check;
 mod follow_up_clock;

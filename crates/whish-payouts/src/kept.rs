@@ -1,0 +1,151 @@
+//! The rows a check read, kept for the run that follows it, so that a file of a few thousand
+//! rows is read and parsed once, not twice. A file too large to keep is read again by the run,
+//! as a stream: what is kept is bounded ([`KEPT_BYTES`]), and dropped whole once it would pass
+//! the bound.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::row::{Payout, RawRow};
+
+/// About how much memory the rows kept from one check may take: their values' bytes, and
+/// [`ROW_OVERHEAD`] a row. A file past it is read again by the run.
+pub(crate) const KEPT_BYTES: usize = 8 << 20;
+
+/// A parsed row's memory beyond its values' bytes (its request's fields, the vector's slot).
+const ROW_OVERHEAD: usize = 512;
+
+/// A row as the run reads it: the row, or the first reason it is bad (`None`: no reason given).
+pub(crate) type Parsed = Result<Payout, Option<String>>;
+
+/// A new configuration's mark: rows kept by a check are used only by a run of the same
+/// configuration (the same batch, file, format, defaults and options), never another's.
+pub(crate) fn new_configuration() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The rows of one check, in file order, while they stay under the bound.
+#[derive(Clone, Default)]
+pub(crate) struct Kept {
+    /// The configuration that read them ([`new_configuration`]); 0: nothing kept.
+    configuration: u64,
+    rows: Vec<Parsed>,
+    bytes: usize,
+    /// Past the bound: nothing kept, and nothing more is.
+    dropped: bool,
+}
+
+impl Kept {
+    pub(crate) fn new(configuration: u64) -> Kept {
+        Kept {
+            configuration,
+            ..Kept::default()
+        }
+    }
+
+    /// Whether the next row is to be kept (nothing is, past the bound).
+    pub(crate) fn wants(&self) -> bool {
+        !self.dropped
+    }
+
+    /// Keep the next row of the file, read as `raw` (when it could be) and parsed as `row`.
+    pub(crate) fn push(&mut self, raw: Option<&RawRow>, row: Parsed) {
+        if self.dropped {
+            return;
+        }
+        let values: usize = raw.map_or(0, |r| r.values.values().map(String::len).sum());
+        self.bytes += values + ROW_OVERHEAD;
+        if self.bytes > KEPT_BYTES {
+            self.dropped = true;
+            self.rows = Vec::new();
+            return;
+        }
+        self.rows.push(row);
+    }
+
+    /// Every row of the file, when all were kept by a check of `configuration`.
+    pub(crate) fn take_for(self, configuration: u64) -> Option<Vec<Parsed>> {
+        (self.configuration == configuration && configuration != 0 && !self.dropped)
+            .then_some(self.rows)
+    }
+}
+
+/// The kept rows are what the check read, not what it found: two reports that found the same
+/// are equal, and a report prints the number of rows kept, not the rows.
+impl PartialEq for Kept {
+    fn eq(&self, _: &Kept) -> bool {
+        true
+    }
+}
+
+impl Eq for Kept {}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kept")
+            .field("rows", &self.rows.len())
+            .field("dropped", &self.dropped)
+            .finish()
+    }
+}
+
+/// Shared between clones of a report; the run takes the rows out when it holds the only one.
+#[derive(Clone, Default, PartialEq, Eq, Debug)]
+pub(crate) struct SharedKept(pub(crate) Arc<Kept>);
+
+impl SharedKept {
+    /// [`Kept::take_for`], copying the rows only when another clone of the report holds them.
+    pub(crate) fn take_for(self, configuration: u64) -> Option<Vec<Parsed>> {
+        if self.0.configuration != configuration {
+            return None;
+        }
+        Arc::try_unwrap(self.0)
+            .unwrap_or_else(|shared| (*shared).clone())
+            .take_for(configuration)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn raw(bytes: usize) -> RawRow {
+        RawRow {
+            line: 2,
+            values: BTreeMap::from([("reference", "x".repeat(bytes))]),
+        }
+    }
+
+    #[test]
+    fn rows_are_kept_for_the_configuration_that_read_them_only() {
+        let mut kept = Kept::new(7);
+        kept.push(Some(&raw(10)), Err(Some("bad".into())));
+        kept.push(None, Err(None));
+        assert!(
+            kept.clone().take_for(8).is_none(),
+            "another configuration's"
+        );
+        assert!(Kept::default().take_for(0).is_none(), "nothing kept");
+        let rows = kept.take_for(7).expect("kept");
+        assert_eq!(rows.len(), 2);
+    }
+
+    #[test]
+    fn rows_past_the_bound_are_dropped_whole_and_none_kept_after() {
+        let mut kept = Kept::new(1);
+        let big = KEPT_BYTES / 4;
+        for _ in 0..3 {
+            kept.push(Some(&raw(big)), Err(None));
+        }
+        assert!(kept.wants());
+        kept.push(Some(&raw(big)), Err(None));
+        assert!(!kept.wants(), "past the bound");
+        kept.push(Some(&raw(1)), Err(None));
+        assert!(
+            kept.take_for(1).is_none(),
+            "a partial file is never taken for the whole"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+//! A run of a check (`Batch::run_checked`) sends the rows the check read, when the check kept
+//! them (a small file, checked by the same batch with the same options): the file is not read
+//! again, so what was shown checked is what is sent. A report of another batch's check is
+//! never taken for this one's rows: they are read from the file again.
+
+use crate::support::{client, csv_rows, defaults, dir, journal, sandbox, write};
+use rust_decimal::Decimal;
+use whish_payouts::{Batch, RowOutcome, RunOptions};
+
+async fn run_checked(
+    batch: &Batch,
+    report: whish_payouts::CheckReport,
+    j: &whish_journal::Journal,
+    c: &whish_money_transfer::TransferClient,
+) -> whish_payouts::RunSummary {
+    batch
+        .run_checked(j, c, report, &RunOptions::new(), &mut |_| Ok(()))
+        .await
+        .expect("run")
+}
+
+#[tokio::test]
+async fn a_run_of_a_check_sends_the_rows_the_check_read_not_the_file_changed_since() {
+    let d = dir("checked-rows-kept");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("rows.csv");
+    write(&file, &csv_rows(3, "10"));
+    let batch = Batch::new("kept-1", &file, defaults()).expect("batch");
+    let report = batch.check(&j, &c).await.expect("check");
+    assert!(report.errors.is_empty(), "{report:?}");
+    // The file changes after the check was shown: the run sends what was checked.
+    write(&file, &csv_rows(3, "99"));
+    let summary = run_checked(&batch, report, &j, &c).await;
+    assert_eq!(summary.count(RowOutcome::Accepted), 3);
+    let totals: Vec<Decimal> = sb.transfers().iter().map(|t| t.total).collect();
+    assert_eq!(totals.len(), 3);
+    assert!(
+        totals.iter().all(|t| *t < Decimal::from(50)),
+        "each transfer is the checked row's 10 plus its fee: {totals:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_check_of_another_batch_is_never_taken_for_this_ones_rows() {
+    let d = dir("checked-rows-other");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("rows.csv");
+    write(&file, &csv_rows(2, "10"));
+    let checked = Batch::new("other-1", &file, defaults()).expect("batch");
+    let report = checked.check(&j, &c).await.expect("check");
+    write(&file, &csv_rows(2, "99"));
+    // Built again, with the same name and file: a configuration of its own.
+    let other = Batch::new("other-1", &file, defaults()).expect("batch");
+    let summary = run_checked(&other, report, &j, &c).await;
+    assert_eq!(summary.count(RowOutcome::Accepted), 2);
+    let totals: Vec<Decimal> = sb.transfers().iter().map(|t| t.total).collect();
+    assert!(
+        totals.iter().all(|t| *t >= Decimal::from(99)),
+        "the rows were read from the file again: {totals:?}"
+    );
+}
