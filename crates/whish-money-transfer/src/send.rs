@@ -310,22 +310,25 @@ pub fn is_english_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphabetic() || matches!(c, ' ' | '-' | '\'' | '.'))
 }
 
-fn check_name(value: &str, field: String) -> Result<(), ValidationError> {
-    if value.trim().is_empty() {
-        return Err(ValidationError::new(field, ValidationKind::Missing));
-    }
-    if !is_english_name(value.trim()) {
-        return Err(ValidationError::new(field, ValidationKind::NotEnglish));
-    }
-    Ok(())
+/// Check the name in `role`'s `field` (`sender`, `firstName`); the field's path is built only
+/// for an error (a send checks six names).
+fn check_name(value: &str, role: &str, field: &str) -> Result<(), ValidationError> {
+    let kind = if value.trim().is_empty() {
+        ValidationKind::Missing
+    } else if !is_english_name(value.trim()) {
+        ValidationKind::NotEnglish
+    } else {
+        return Ok(());
+    };
+    Err(ValidationError::new(format!("{role}.{field}"), kind))
 }
 
 impl Customer {
     fn wire(&self, role: &str) -> Result<CustomerWire<'_>, ValidationError> {
-        check_name(&self.first_name, format!("{role}.firstName"))?;
-        check_name(&self.last_name, format!("{role}.lastName"))?;
+        check_name(&self.first_name, role, "firstName")?;
+        check_name(&self.last_name, role, "lastName")?;
         if let Some(m) = self.middle_name.as_deref().filter(|m| !m.trim().is_empty()) {
-            check_name(m, format!("{role}.middleName"))?;
+            check_name(m, role, "middleName")?;
         }
         if self.phone.trim().is_empty() {
             return Err(ValidationError::new(
