@@ -3,23 +3,34 @@
 //! failed in a way that proves nothing (here a trigger's abort, as an I/O error would) may
 //! have left an entry that a recovery sends, and the command says so.
 
+use whish_sandbox::Sandbox;
+
 use crate::support::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_send_whose_intent_and_settlement_fail_unproven_says_a_recovery_may_send_it() {
-    let (sb, env) = lenient_sandbox_with_journal("intent-not-recorded.sqlite").await;
-    let body = temp_file("intent-not-recorded.json", &cash_body("60"))
+/// A sandbox, the environment of a command whose journal (its tables written) refuses each new
+/// entry `when` (SQL, empty: every one), and a body file.
+async fn journal_refusing(name: &str, when: &str) -> (Sandbox, Vec<(String, String)>, String) {
+    let (sb, env) = lenient_sandbox_with_journal(&format!("{name}.sqlite")).await;
+    let body = temp_file(&format!("{name}.json"), &cash_body("60"))
         .display()
         .to_string();
-    // The journal exists (its tables written), then refuses every new entry.
     let listed = whish(&["journal", "list"], &env).await;
     assert_eq!(listed.code, 0, "{listed:?}");
     sql_on_journal(
         &env,
-        "CREATE TRIGGER whish_test_refuse BEFORE INSERT ON whish_journal_entries \
-         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+        &format!(
+            "CREATE TRIGGER whish_test_refuse BEFORE INSERT ON whish_journal_entries {when} \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        ),
     )
     .await;
+    (sb, env, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_whose_intent_and_settlement_fail_unproven_says_a_recovery_may_send_it() {
+    // Every new entry is refused.
+    let (sb, env, body) = journal_refusing("intent-not-recorded", "").await;
     let sent = whish(
         &["transfer", "send", "--body", &body, "--request-id", "5501"],
         &env,
@@ -40,19 +51,9 @@ async fn a_send_whose_intent_and_settlement_fail_unproven_says_a_recovery_may_se
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_that_cannot_record_its_unsent_entry_afresh_says_a_recovery_may_send_it() {
-    let (sb, env) = lenient_sandbox_with_journal("intent-not-afresh.sqlite").await;
-    let body = temp_file("intent-not-afresh.json", &cash_body("65"))
-        .display()
-        .to_string();
-    let listed = whish(&["journal", "list"], &env).await;
-    assert_eq!(listed.code, 0, "{listed:?}");
     // Intents are refused; an entry recorded never sent is not.
-    sql_on_journal(
-        &env,
-        "CREATE TRIGGER whish_test_refuse BEFORE INSERT ON whish_journal_entries \
-         WHEN NEW.state = 'intended' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
-    )
-    .await;
+    let (sb, env, body) =
+        journal_refusing("intent-not-afresh", "WHEN NEW.state = 'intended'").await;
     let send = ["transfer", "send", "--body", &body, "--request-id", "5502"];
     // The first send's intent fails; given back, the key is recorded never sent, and the
     // journal proves nothing sends it: the command warns of nothing more.
