@@ -65,7 +65,7 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             let b = batch_of(&mut batch)?;
             let client = ctx.transfer()?;
             let journal = ctx.journal().await?;
-            let path = results.unwrap_or_else(|| beside(&batch.file, "results.csv"));
+            let path = results_at(&batch.file, results, "results.csv")?;
             let stop = StopSignal::new();
             ctrl_c(stop.clone());
             let mut options = RunOptions::new()
@@ -115,7 +115,7 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             }
         }
         PayoutsCmd::FollowUp { mut batch, results } => {
-            let path = results.unwrap_or_else(|| beside(&batch.file, "follow-up.csv"));
+            let path = results_at(&batch.file, results, "follow-up.csv")?;
             follow(ctx, &mut batch, &path, None).await
         }
         PayoutsCmd::Cancel {
@@ -129,7 +129,7 @@ pub async fn run(ctx: &Ctx, cmd: PayoutsCmd) -> Done {
             let before = time::PrimitiveDateTime::parse(uncollected_before.trim(), &format)
                 .map_err(|e| usage(format!("--uncollected-before: {e} (yyyy-MM-dd HH:mm:ss)")))?
                 .assume_utc();
-            let path = results.unwrap_or_else(|| beside(&batch.file, "cancel.csv"));
+            let path = results_at(&batch.file, results, "cancel.csv")?;
             follow(ctx, &mut batch, &path, Some((before, reason))).await
         }
     }
@@ -196,6 +196,23 @@ pub fn beside(file: &Path, suffix: &str) -> PathBuf {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "batch".into());
     file.with_file_name(format!("{stem}.{suffix}"))
+}
+
+/// Where the results go: `results`, else beside the batch file with `suffix`. Never the batch
+/// file itself: writing the results truncates their file, and the batch's rows would be lost
+/// (the run sends the rows its check read, so it would go on).
+fn results_at(file: &Path, results: Option<PathBuf>, suffix: &str) -> Result<PathBuf, u8> {
+    let path = results.unwrap_or_else(|| beside(file, suffix));
+    let same = std::fs::canonicalize(&path)
+        .ok()
+        .is_some_and(|p| std::fs::canonicalize(file).is_ok_and(|f| f == p));
+    if same {
+        return Err(usage(format!(
+            "--results {} is the batch file: name another file for the results",
+            path.display()
+        )));
+    }
+    Ok(path)
 }
 
 fn results_writer(path: &Path) -> Result<ResultWriter<std::fs::File>, u8> {

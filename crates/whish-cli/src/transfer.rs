@@ -345,7 +345,7 @@ async fn give_back(
     let id = reserved.prepared().request_id();
     let may_send = |why: String| {
         eprintln!(
-            "whish: journal: Request-id {id} was not sent by this command, but {why}: a `whish journal recover` may send it (`whish journal show {id}`); `whish journal abandon {id} --reason TEXT` if it must not go"
+            "whish: journal: Request-id {id} was not sent by this command, but {why}: a `whish journal recover` may send it; look at it with `whish journal show {id}`, and if no process is sending it and it must not go, `whish journal abandon {id} --reason TEXT`"
         );
     };
     match journaled.unreserve(reserved).await {

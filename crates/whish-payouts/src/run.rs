@@ -703,7 +703,8 @@ impl Batch {
     /// Check every row of the file, sending nothing: each bad row with its line and column, a
     /// reference used twice, and a row changed since an earlier run recorded it under its
     /// Request-id. Reads the file once, as a stream; keeps 8 bytes a row to find duplicates,
-    /// and the rows themselves while they take less than about 8 MB, for a run of this report
+    /// and the rows themselves while they take less than about 8 MB in memory (their values
+    /// and 512 bytes a row: up to some 16 000 rows), for a run of this report
     /// ([`run_checked`](Self::run_checked)), which then sends those rows without reading the
     /// file again (a larger file is read again by the run).
     ///
@@ -861,8 +862,9 @@ impl Batch {
     }
 
     /// [`run`](Self::run) with the check already made (to show it, or the number of rows, before
-    /// sending). The rows sent are those the check read when it kept them all (a file of up to
-    /// about 8 MB, checked by this batch with the same options), else the file as read again,
+    /// sending). The rows sent are those the check read when it kept them all (rows taking
+    /// less than about 8 MB in memory, a few thousand; checked by this same `Batch` value),
+    /// else the file as read again,
     /// which must not have changed since: either way each row is checked against the journal
     /// again as it is sent (a row changed since the journal recorded it is never sent).
     ///

@@ -190,6 +190,31 @@ async fn a_batch_with_a_bad_row_sends_nothing_and_names_the_line() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_named_as_the_batch_file_are_refused_before_anything_is_sent() {
+    let sb = funded_sandbox().await;
+    let mut env = sb.env_vars();
+    let file = cash_payouts_file("results-over-batch.csv", "R", "+9617044", 4, 3);
+    env.push(journal_at(&file.with_extension("sqlite")));
+    let before = std::fs::read_to_string(&file).expect("batch file");
+    let f = file.display().to_string();
+    for sub in ["send", "follow-up"] {
+        let run = whish(&payouts_cmd(sub, &f, "results-over", &f), &env).await;
+        assert_eq!(run.code, 2, "{sub}: {run:?}");
+        assert!(
+            run.stderr.contains("is the batch file"),
+            "{sub}: {}",
+            run.stderr
+        );
+    }
+    assert!(sb.transfers().is_empty(), "nothing sent");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("batch file"),
+        before,
+        "left whole"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_a_batch_cleanly_with_exit_5_and_every_row_in_the_results() {
     let sb = funded_sandbox().await;
     let mut env = sb.env_vars();

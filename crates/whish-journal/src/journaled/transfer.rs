@@ -270,8 +270,8 @@ impl JournaledTransfer {
     /// and no transfer is held ([`ReservedSend::is_held`] false).
     ///
     /// A transfer not held must not be sent on the strength of the check: give it back with
-    /// [`unreserve`](Self::unreserve) (which records it as never sent, whether or not the
-    /// failed write committed), and check again.
+    /// [`unreserve`](Self::unreserve) (which records it as never sent where it can, and
+    /// answers what it could not prove), and check again.
     pub async fn reserve_under(
         &self,
         check: &mut crate::RepeatCheckLock,

@@ -6,8 +6,8 @@
 //! check's lock ([`Journal::lock_repeat_check`](crate::Journal::lock_repeat_check)), look for
 //! the body under another Request-id, record the intent under the lock
 //! ([`JournaledTransfer::reserve_under`](crate::JournaledTransfer::reserve_under): when its
-//! write fails, committed or not, the request is given back as never sent and nothing is
-//! sent), let the lock go, send, record the answer. Which entries a check counts is the
+//! write fails, the request is given back and nothing is sent), let the lock go, send, record
+//! the answer. Which entries a check counts is the
 //! production rule ([`may_have_paid`], and for a send, not final). The lock is the operating
 //! system's or the server's: a process that dies lets it go, and a PostgreSQL session that
 //! ends lets it go while its process runs on (a lapse). The intent is written on that session,
@@ -29,7 +29,8 @@
 //! database was busy, locked or full, or no connection was had), one that committed with its
 //! answer lost, and one that proves nothing and left no entry to read (an I/O error after
 //! SQLite wrote the WAL's frames: invisible now, they come back when the journal is next
-//! opened after a crash, unless a later write wrote over them). The give-back takes the steps
+//! opened after every process that had it open is gone, unless a later write wrote over
+//! them). The give-back takes the steps
 //! of [`JournaledTransfer::unreserve`](crate::JournaledTransfer::unreserve): an entry of its
 //! own lease is recorded never sent; no entry, and one is recorded never sent (a commit, which
 //! writes over the frames); its earlier entry recorded never sent, which a failed reservation
@@ -374,10 +375,10 @@ impl Repeats {
             Pc::Done => {}
         }
         // SQLite rebuilds the WAL's index, and reads the frames of a failed write not written
-        // over since as committed, only when the journal is opened after every process that
-        // had it open is gone, the last one by a crash (the last to close it cleanly drops the
-        // frames). Taken as: every process finished, one of them by a crash.
-        if p.ghost && w.procs.iter().all(|q| q.pc == Pc::Done) && w.procs.iter().any(|q| q.dead) {
+        // over since as committed, when the journal is opened after every process that had it
+        // open is gone (unless the last one checkpointed and removed the log as it closed,
+        // which a process that exits without closing its journal, or dies, never does).
+        if p.ghost && w.procs.iter().all(|q| q.pc == Pc::Done) {
             go(
                 "the journal is reopened after a crash: its failed write's entry comes back".into(),
                 &|n| {
@@ -602,8 +603,8 @@ mod tests {
 
     #[test]
     fn a_give_back_that_trusts_any_failed_write_is_found_telling_never_sent_then_paid() {
-        // Two processes, from entries recorded never sent: the frames come back only once the
-        // last one to have the journal open crashed.
+        // Two processes, from entries recorded never sent: the frames come back once both are
+        // gone.
         let system = Repeats {
             kinds: vec![Kind::Send, Kind::Send],
             faults: 2,

@@ -13,7 +13,7 @@ use super::{
 use crate::entry::RecordedOutcome;
 use crate::{Backend, JournalError};
 
-/// The most intents one statement of a reservation carries (seven parameters each); a
+/// The most intents one statement of a reservation carries (nine parameters each); a
 /// reservation's statements are each a power of two long (see `pow2_chunks`).
 const PER_STATEMENT: usize = 64;
 
