@@ -280,7 +280,7 @@ fn forget_unsent_sql(anonymous: bool) -> String {
     )
 }
 
-/// The insert of `n` requests recorded as never sent: for each, six parameters (service,
+/// The insert of `n` requests recorded as never sent: for each, seven parameters (service,
 /// operation, key, context, body, outcome, target); returns the id and key of each row inserted.
 fn insert_unsent_sql(n: usize, now: &str, anonymous: bool) -> String {
     let values: Vec<String> = (0..n)
