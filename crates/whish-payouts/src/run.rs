@@ -864,9 +864,9 @@ impl Batch {
     /// [`run`](Self::run) with the check already made (to show it, or the number of rows, before
     /// sending). The rows sent are those the check read when it kept them all (rows taking
     /// less than about 8 MB in memory, a few thousand; checked by this same `Batch` value),
-    /// else the file as read again,
-    /// which must not have changed since: either way each row is checked against the journal
-    /// again as it is sent (a row changed since the journal recorded it is never sent).
+    /// else the file as read again, which must not have changed since: either way each row is
+    /// checked against the journal again as it is sent (a row changed since the journal
+    /// recorded it is never sent).
     ///
     /// # Errors
     ///
