@@ -64,10 +64,9 @@ impl Kept {
         self.rows.push(row);
     }
 
-    /// Every row of the file, when all were kept by a check of `configuration`.
-    pub(crate) fn take_for(self, configuration: u64) -> Option<Vec<Parsed>> {
-        (self.configuration == configuration && configuration != 0 && !self.dropped)
-            .then_some(self.rows)
+    /// Whether these are every row of the file, kept by a check of `configuration`.
+    fn usable_for(&self, configuration: u64) -> bool {
+        self.configuration == configuration && configuration != 0 && !self.dropped
     }
 }
 
@@ -95,14 +94,13 @@ impl std::fmt::Debug for Kept {
 pub(crate) struct SharedKept(pub(crate) Arc<Kept>);
 
 impl SharedKept {
-    /// [`Kept::take_for`], copying the rows only when another clone of the report holds them.
+    /// Every row of the file, when all were kept by a check of `configuration`; copied only
+    /// when another clone of the report holds them too.
     pub(crate) fn take_for(self, configuration: u64) -> Option<Vec<Parsed>> {
-        if self.0.configuration != configuration {
+        if !self.0.usable_for(configuration) {
             return None;
         }
-        Arc::try_unwrap(self.0)
-            .unwrap_or_else(|shared| (*shared).clone())
-            .take_for(configuration)
+        Some(Arc::try_unwrap(self.0).map_or_else(|shared| shared.rows.clone(), |kept| kept.rows))
     }
 }
 
@@ -123,12 +121,13 @@ mod tests {
         let mut kept = Kept::new(7);
         kept.push(Some(&raw(10)), Err(Some("bad".into())));
         kept.push(None, Err(None));
+        let shared = SharedKept(Arc::new(kept));
         assert!(
-            kept.clone().take_for(8).is_none(),
+            shared.clone().take_for(8).is_none(),
             "another configuration's"
         );
-        assert!(Kept::default().take_for(0).is_none(), "nothing kept");
-        let rows = kept.take_for(7).expect("kept");
+        assert!(SharedKept::default().take_for(0).is_none(), "nothing kept");
+        let rows = shared.take_for(7).expect("kept");
         assert_eq!(rows.len(), 2);
     }
 
@@ -144,7 +143,7 @@ mod tests {
         assert!(!kept.wants(), "past the bound");
         kept.push(Some(&raw(1)), Err(None));
         assert!(
-            kept.take_for(1).is_none(),
+            SharedKept(Arc::new(kept)).take_for(1).is_none(),
             "a partial file is never taken for the whole"
         );
     }

@@ -102,7 +102,7 @@ pub(crate) fn insert_many_sql(backend: Backend, n: usize) -> std::sync::Arc<str>
         Backend::Postgres => {
             let values: Vec<String> = (0..n)
                 .map(|i| {
-                    let p = |k: usize| format!("${}", i * 9 + k);
+                    let p = |k: usize| placeholder(i * 9 + k, false);
                     format!(
                         "({}, {}, {}, {}, {}, 'intended', 1, {POSTGRES_NOW}, {POSTGRES_NOW}, {}, \
                          {POSTGRES_NOW} + {}, {}, {})",

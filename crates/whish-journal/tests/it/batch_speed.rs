@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use crate::support::{Place, cash_send, places, sandbox, transfer, transfers_with};
+use crate::support::{
+    Place, cash_send, intent_writes_fail, places, sandbox, transfer, transfers_with,
+};
 use whish_journal::{Clients, Journal, Listing, Operation, Recovery, Service, State};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,7 +220,6 @@ async fn prune_deletes_in_batches_everything_eligible_and_nothing_else() {
 /// I/O error would at that statement), while sixteen sends start at once and share commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_cannot_commit_sends_nothing_and_leaves_nothing_to_send() {
-    use sqlx::Connection;
     for place in places("group-fails").await {
         let sb = sandbox().await;
         let journal = place.open().await;
@@ -227,37 +228,7 @@ async fn a_group_that_cannot_commit_sends_nothing_and_leaves_nothing_to_send() {
             .send(&t.client().prepare_send(cash_send(5)).expect("prepare"))
             .await
             .expect("a first send, before inserts fail");
-        let (create, drop) = match &place {
-            Place::Sqlite(_) => (
-                "CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
-                 WHEN NEW.state = 'intended' BEGIN SELECT RAISE(ABORT, 'no space left'); END",
-                "DROP TRIGGER whish_test_fail",
-            ),
-            Place::Postgres(_) => (
-                "CREATE FUNCTION whish_test_fail() RETURNS trigger AS $$ BEGIN \
-                 IF NEW.state = 'intended' THEN RAISE EXCEPTION 'no space left'; END IF; \
-                 RETURN NEW; END $$ LANGUAGE plpgsql; \
-                 CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
-                 FOR EACH ROW EXECUTE FUNCTION whish_test_fail()",
-                "DROP TRIGGER whish_test_fail ON whish_journal_entries; DROP FUNCTION whish_test_fail()",
-            ),
-        };
-        let run = |sql: &'static str| {
-            let place = place.clone();
-            async move {
-                match &place {
-                    Place::Sqlite(url) => {
-                        let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
-                        sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
-                    }
-                    Place::Postgres(url) => {
-                        let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
-                        sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
-                    }
-                }
-            }
-        };
-        run(create).await;
+        intent_writes_fail(&place, true).await;
         let mut tasks = tokio::task::JoinSet::new();
         for i in 0..16 {
             let prepared = t.client().prepare_send(cash_send(40 + i)).expect("prepare");
@@ -275,7 +246,7 @@ async fn a_group_that_cannot_commit_sends_nothing_and_leaves_nothing_to_send() {
             1,
             "nothing sent while the intents could not be recorded"
         );
-        run(drop).await;
+        intent_writes_fail(&place, false).await;
         let report = journal
             .recover(&Clients::new().transfer(transfer(&sb, 0)), &Recovery::new())
             .await

@@ -5,7 +5,7 @@
 //! records each send on its own. SQLite files and the PostgreSQL server when one is given.
 
 use crate::support::{
-    LEASE, Place, cash_send, entry_of, places, sandbox, transfer, transfers_with,
+    LEASE, cash_send, entry_of, intent_writes_fail, places, sandbox, transfer, transfers_with,
 };
 use whish_journal::{Clients, Listing, Operation, Recovery, Service, State, Unreserved};
 
@@ -462,36 +462,4 @@ async fn give_back(
             .expect("given back"),
         Unreserved::NeverSent
     );
-}
-
-/// Make every insert of an intent fail, as a full disk would (`on`), or stop it.
-async fn intent_writes_fail(place: &Place, on: bool) {
-    use sqlx::Connection;
-    let sql = match (place, on) {
-        (Place::Sqlite(_), true) => {
-            "CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
-             WHEN NEW.state = 'intended' BEGIN SELECT RAISE(ABORT, 'no space left'); END"
-        }
-        (Place::Sqlite(_), false) => "DROP TRIGGER whish_test_fail",
-        (Place::Postgres(_), true) => {
-            "CREATE FUNCTION whish_test_fail() RETURNS trigger AS $$ BEGIN \
-             IF NEW.state = 'intended' THEN RAISE EXCEPTION 'no space left'; END IF; \
-             RETURN NEW; END $$ LANGUAGE plpgsql; \
-             CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
-             FOR EACH ROW EXECUTE FUNCTION whish_test_fail()"
-        }
-        (Place::Postgres(_), false) => {
-            "DROP TRIGGER whish_test_fail ON whish_journal_entries; DROP FUNCTION whish_test_fail()"
-        }
-    };
-    match place {
-        Place::Sqlite(url) => {
-            let mut c = sqlx::SqliteConnection::connect(url).await.expect("connect");
-            sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
-        }
-        Place::Postgres(url) => {
-            let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
-            sqlx::raw_sql(sql).execute(&mut c).await.expect("trigger");
-        }
-    }
 }

@@ -354,6 +354,29 @@ pub async fn journal_sql(place: &Place, sql: &str) -> u64 {
     }
 }
 
+/// Make every insert of an intent fail on the place's journal, as a full disk would (`on`),
+/// or stop it.
+pub async fn intent_writes_fail(place: &Place, on: bool) {
+    let sql = match (place, on) {
+        (Place::Sqlite(_), true) => {
+            "CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
+             WHEN NEW.state = 'intended' BEGIN SELECT RAISE(ABORT, 'no space left'); END"
+        }
+        (Place::Sqlite(_), false) => "DROP TRIGGER whish_test_fail",
+        (Place::Postgres(_), true) => {
+            "CREATE FUNCTION whish_test_fail() RETURNS trigger AS $$ BEGIN \
+             IF NEW.state = 'intended' THEN RAISE EXCEPTION 'no space left'; END IF; \
+             RETURN NEW; END $$ LANGUAGE plpgsql; \
+             CREATE TRIGGER whish_test_fail BEFORE INSERT ON whish_journal_entries \
+             FOR EACH ROW EXECUTE FUNCTION whish_test_fail()"
+        }
+        (Place::Postgres(_), false) => {
+            "DROP TRIGGER whish_test_fail ON whish_journal_entries; DROP FUNCTION whish_test_fail()"
+        }
+    };
+    journal_sql(place, sql).await;
+}
+
 /// `n` entries of another service, refused, newer than everything before them.
 pub async fn fill(place: &Place, n: u32) {
     let batch = uuid::Uuid::new_v4().simple().to_string();
