@@ -348,6 +348,13 @@ impl TransferClient {
         self.transport.target()
     }
 
+    /// Which callback addresses [`prepare_send`](Self::prepare_send) accepts (set with the
+    /// client's [`ClientSettings`]): two clients alike here prepare the same request into
+    /// the same transfer.
+    pub fn callback_addresses(&self) -> whish_core::CallbackAddresses {
+        self.transport.callbacks()
+    }
+
     /// Start building a client for the service at `settings` (a base URL, or a
     /// [`ClientSettings`] with proxy, policy and the rest). The sandbox's base URL ends in `/api`.
     ///

@@ -619,7 +619,7 @@ impl Batch {
             let row = rows.next_row();
             let end = row.is_none();
             if let Some(Ok(raw)) = row
-                && let Ok(p) = payout(&raw, &self.defaults, false)
+                && let Ok(p) = payout(&raw, &self.defaults, &self.id, false)
             {
                 keys.push(Payout::row_key(&p));
             }
@@ -759,10 +759,9 @@ impl Batch {
             if failed.is_some() {
                 break;
             }
-            let p = match row
-                .map_err(|e| e.first().cloned())
-                .and_then(|raw| payout(&raw, &self.defaults, false).map_err(|e| e.first().cloned()))
-            {
+            let p = match row.map_err(|e| e.first().cloned()).and_then(|raw| {
+                payout(&raw, &self.defaults, &self.id, false).map_err(|e| e.first().cloned())
+            }) {
                 Ok(p) => p,
                 Err(e) => {
                     let mut r = FollowUpRow::new(

@@ -6,10 +6,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use whish_core::CallbackAddresses;
+
 use crate::row::{Payout, RawRow};
 
-/// About how much memory the rows kept from one check may take: their values' bytes, and
-/// [`ROW_OVERHEAD`] a row. A file past it is read again by the run.
+/// About how much memory the rows kept from one check may take: their values' bytes, the
+/// bodies of the transfers the check prepared, and [`ROW_OVERHEAD`] a row. A file past it is
+/// read again by the run.
 pub(crate) const KEPT_BYTES: usize = 8 << 20;
 
 /// A parsed row's memory beyond its values' bytes (its request's fields, the vector's slot).
@@ -30,6 +33,9 @@ pub(crate) fn new_configuration() -> u64 {
 pub(crate) struct Kept {
     /// The configuration that read them ([`new_configuration`]); 0: nothing kept.
     configuration: u64,
+    /// How the client that prepared the rows' transfers checks callback addresses: a run's
+    /// client that checks them otherwise prepares each row again.
+    callbacks: CallbackAddresses,
     rows: Vec<Parsed>,
     bytes: usize,
     /// Past the bound: nothing kept, and nothing more is.
@@ -37,31 +43,54 @@ pub(crate) struct Kept {
 }
 
 impl Kept {
-    pub(crate) fn new(configuration: u64) -> Kept {
+    pub(crate) fn new(configuration: u64, callbacks: CallbackAddresses) -> Kept {
         Kept {
             configuration,
+            callbacks,
             ..Kept::default()
         }
     }
 
     /// Whether the next row is to be kept (nothing is, past the bound).
+    #[cfg(test)]
     pub(crate) fn wants(&self) -> bool {
         !self.dropped
     }
 
-    /// Keep the next row of the file, read as `raw` (when it could be) and parsed as `row`.
-    pub(crate) fn push(&mut self, raw: Option<&RawRow>, row: Parsed) {
-        if self.dropped {
-            return;
-        }
+    /// Keep the next row of the file, read as `raw` (when it could be) and parsed as `row`: its
+    /// place, while rows are kept (a row put there later replaces it, [`put`](Self::put)).
+    pub(crate) fn push(&mut self, raw: Option<&RawRow>, row: Parsed) -> Option<usize> {
         let values: usize = raw.map_or(0, |r| r.values.values().map(String::len).sum());
-        self.bytes += values + ROW_OVERHEAD;
+        if !self.counted(values + ROW_OVERHEAD) {
+            return None;
+        }
+        self.rows.push(row);
+        Some(self.rows.len() - 1)
+    }
+
+    /// Put `row`, with the transfer its check prepared, in the place [`push`](Self::push)
+    /// gave it.
+    pub(crate) fn put(&mut self, place: usize, row: Payout) {
+        let body = row.prepared.as_ref().map_or(0, |p| p.body().len());
+        if self.counted(body)
+            && let Some(slot) = self.rows.get_mut(place)
+        {
+            *slot = Ok(row);
+        }
+    }
+
+    /// Count `bytes` more kept: false (and nothing kept from now on) past the bound.
+    fn counted(&mut self, bytes: usize) -> bool {
+        if self.dropped {
+            return false;
+        }
+        self.bytes += bytes;
         if self.bytes > KEPT_BYTES {
             self.dropped = true;
             self.rows = Vec::new();
-            return;
+            return false;
         }
-        self.rows.push(row);
+        true
     }
 
     /// Whether these are every row of the file, kept by a check of `configuration`.
@@ -95,12 +124,25 @@ pub(crate) struct SharedKept(pub(crate) Arc<Kept>);
 
 impl SharedKept {
     /// Every row of the file, when all were kept by a check of `configuration`; copied only
-    /// when another clone of the report holds them too.
-    pub(crate) fn take_for(self, configuration: u64) -> Option<Vec<Parsed>> {
+    /// when another clone of the report holds them too. The transfers the check prepared stay
+    /// with them only for a client that checks callback addresses as the check's did.
+    pub(crate) fn take_for(
+        self,
+        configuration: u64,
+        callbacks: CallbackAddresses,
+    ) -> Option<Vec<Parsed>> {
         if !self.0.usable_for(configuration) {
             return None;
         }
-        Some(Arc::try_unwrap(self.0).map_or_else(|shared| shared.rows.clone(), |kept| kept.rows))
+        let prepared_alike = self.0.callbacks == callbacks;
+        let mut rows =
+            Arc::try_unwrap(self.0).map_or_else(|shared| shared.rows.clone(), |kept| kept.rows);
+        if !prepared_alike {
+            for p in rows.iter_mut().flatten() {
+                p.prepared = None;
+            }
+        }
+        Some(rows)
     }
 }
 
@@ -118,22 +160,32 @@ mod tests {
 
     #[test]
     fn rows_are_kept_for_the_configuration_that_read_them_only() {
-        let mut kept = Kept::new(7);
+        let mut kept = Kept::new(7, CallbackAddresses::PublicOnly);
         kept.push(Some(&raw(10)), Err(Some("bad".into())));
         kept.push(None, Err(None));
         let shared = SharedKept(Arc::new(kept));
         assert!(
-            shared.clone().take_for(8).is_none(),
+            shared
+                .clone()
+                .take_for(8, CallbackAddresses::PublicOnly)
+                .is_none(),
             "another configuration's"
         );
-        assert!(SharedKept::default().take_for(0).is_none(), "nothing kept");
-        let rows = shared.take_for(7).expect("kept");
+        assert!(
+            SharedKept::default()
+                .take_for(0, CallbackAddresses::PublicOnly)
+                .is_none(),
+            "nothing kept"
+        );
+        let rows = shared
+            .take_for(7, CallbackAddresses::PublicOnly)
+            .expect("kept");
         assert_eq!(rows.len(), 2);
     }
 
     #[test]
     fn rows_past_the_bound_are_dropped_whole_and_none_kept_after() {
-        let mut kept = Kept::new(1);
+        let mut kept = Kept::new(1, CallbackAddresses::PublicOnly);
         let big = KEPT_BYTES / 4;
         for _ in 0..3 {
             kept.push(Some(&raw(big)), Err(None));
@@ -143,7 +195,9 @@ mod tests {
         assert!(!kept.wants(), "past the bound");
         kept.push(Some(&raw(1)), Err(None));
         assert!(
-            SharedKept(Arc::new(kept)).take_for(1).is_none(),
+            SharedKept(Arc::new(kept))
+                .take_for(1, CallbackAddresses::PublicOnly)
+                .is_none(),
             "a partial file is never taken for the whole"
         );
     }

@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use whish_core::RequestId;
 use whish_core::{Amount, Currency};
 use whish_money_transfer::{
     CashCollectionSend, CashReceiver, CountryId, Customer, FirstName, LastName, MobileWalletSend,
-    PaymentMode, Reason, SendRequest, Sender, SourceOfFunds, WalletReceiver,
+    PaymentMode, PreparedTransfer, Reason, SendRequest, Sender, SourceOfFunds, WalletReceiver,
 };
 
 mod cells;
@@ -192,23 +193,36 @@ pub(crate) struct Payout {
     pub amount: Amount,
     pub currency: Currency,
     pub request: SendRequest,
+    /// The Request-id of the row's first attempt ([`crate::key::request_id`], derived once).
+    pub first: RequestId,
+    /// `request` as the check prepared it (under the Request-id it named), for the run that
+    /// sends the rows the check kept; sent only under that Request-id, by a client that
+    /// checks callback addresses as the check's did.
+    pub prepared: Option<PreparedTransfer>,
 }
 
 impl Payout {
     /// The key the row's Request-id is derived from: its reference, or its line.
     pub fn row_key(&self) -> String {
-        match &self.reference {
-            Some(r) => format!("ref:{r}"),
-            None => format!("line:{}", self.line),
-        }
+        row_key(self.reference.as_deref(), self.line)
     }
 }
 
-/// Build the transfer of one row, every error with its line and column; a row without a
-/// reference is a bad row when `require_reference` (see [`crate::Batch::key_rows_by_line`]).
+/// The key of the row at `line` with `reference`: the reference, or else the line.
+fn row_key(reference: Option<&str>, line: u64) -> String {
+    match reference {
+        Some(r) => format!("ref:{r}"),
+        None => format!("line:{line}"),
+    }
+}
+
+/// Build the transfer of one row of batch `batch`, every error with its line and column; a row
+/// without a reference is a bad row when `require_reference` (see
+/// [`crate::Batch::key_rows_by_line`]).
 pub(crate) fn payout(
     row: &RawRow,
     defaults: &Defaults,
+    batch: &str,
     require_reference: bool,
 ) -> Result<Payout, Vec<RowError>> {
     let mut cells = Cells::new(row);
@@ -282,11 +296,14 @@ pub(crate) fn payout(
             SendRequest::from(send)
         }
     };
+    let first = crate::key::request_id(batch, &row_key(reference.as_deref(), line), 0);
     Ok(Payout {
         line,
         reference,
         amount,
         currency,
         request,
+        first,
+        prepared: None,
     })
 }

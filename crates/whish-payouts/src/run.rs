@@ -266,8 +266,9 @@ pub(crate) async fn resolve_many(
     derive: fn(&str, &str, u32) -> RequestId,
     operation: Operation,
 ) -> Result<Vec<(RequestId, Option<Entry>)>, BatchError> {
+    let firsts: Vec<RequestId> = row_keys.iter().map(|k| derive(batch, k, 0)).collect();
     Ok(
-        resolve_many_with_earlier(journal, batch, row_keys, derive, operation)
+        resolve_many_with_earlier(journal, batch, row_keys, &firsts, derive, operation)
             .await?
             .into_iter()
             .map(|(id, entry, _)| (id, entry))
@@ -275,16 +276,17 @@ pub(crate) async fn resolve_many(
     )
 }
 
-/// [`resolve_many`], with each row's earlier attempt refused for an account limit.
+/// [`resolve_many`], with each row's earlier attempt refused for an account limit; `firsts`
+/// are the rows' first Request-ids (`derive`'s attempt 0 of each key).
 pub(crate) async fn resolve_many_with_earlier(
     journal: &Journal,
     batch: &str,
     row_keys: &[String],
+    firsts: &[RequestId],
     derive: fn(&str, &str, u32) -> RequestId,
     operation: Operation,
 ) -> Result<Vec<Resolved>, BatchError> {
-    let ids: Vec<RequestId> = row_keys.iter().map(|k| derive(batch, k, 0)).collect();
-    let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    let keys: Vec<String> = firsts.iter().map(ToString::to_string).collect();
     let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
     let mut found: std::collections::HashMap<String, Entry> = journal
         .entries(Service::MoneyTransfer, operation, &refs)
@@ -301,7 +303,7 @@ pub(crate) async fn resolve_many_with_earlier(
                     resolve_from(journal, batch, row_key, derive, operation, 1).await?;
                 out.push((id, entry, later.or(Some(e))));
             }
-            other => out.push((ids[i], other, None)),
+            other => out.push((firsts[i], other, None)),
         }
     }
     Ok(out)
@@ -331,7 +333,7 @@ async fn prepare_chunk(
     transfers: &whish_journal::JournaledTransfer,
     client: &TransferClient,
     batch: &str,
-    chunk: Vec<Payout>,
+    mut chunk: Vec<Payout>,
     stop: &StopSignal,
     repeats: Option<&mut Repeats>,
 ) -> Vec<Slot> {
@@ -341,22 +343,29 @@ async fn prepare_chunk(
     // The entries may still change before a row is sent (another process): the journal's own
     // hold decides then.
     let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-    let resolved =
-        match resolve_many_with_earlier(journal, batch, &keys, key::request_id, Operation::Send)
-            .await
-        {
-            Ok(v) => v,
-            Err(e) => {
-                let e: Arc<str> = Arc::from(e.to_string());
-                return chunk
-                    .iter()
-                    .map(|p| Slot::Unread(row_result(p), e.clone()))
-                    .collect();
-            }
-        };
+    let firsts: Vec<RequestId> = chunk.iter().map(|p| p.first).collect();
+    let resolved = match resolve_many_with_earlier(
+        journal,
+        batch,
+        &keys,
+        &firsts,
+        key::request_id,
+        Operation::Send,
+    )
+    .await
+    {
+        Ok(v) => v,
+        Err(e) => {
+            let e: Arc<str> = Arc::from(e.to_string());
+            return chunk
+                .iter()
+                .map(|p| Slot::Unread(row_result(p), e.clone()))
+                .collect();
+        }
+    };
     let mut planned = Vec::with_capacity(chunk.len());
     let mut fresh = Vec::new();
-    for (p, resolved) in chunk.iter().zip(resolved) {
+    for (p, resolved) in chunk.iter_mut().zip(resolved) {
         // A row recorded as never sent (a run stopped before it) is sent again as a first
         // send: checked and reserved as a new row is (the journal records it afresh).
         let never_left = resolved.1.as_ref().is_some_and(Entry::never_left);
@@ -610,12 +619,29 @@ impl Repeats {
     }
 }
 
-/// A chunk's check, run as a task: its bad rows.
-async fn joined_check(
-    task: tokio::task::JoinHandle<Result<Vec<RowError>, BatchError>>,
-) -> Result<Vec<RowError>, BatchError> {
-    task.await
-        .map_err(|e| BatchError::Input(format!("the check of a chunk failed: {e}")))?
+/// A chunk's check, run as a task: its bad rows, and its rows with their transfers prepared.
+type ChunkCheck = tokio::task::JoinHandle<Result<(Vec<RowError>, Vec<Payout>), BatchError>>;
+
+/// A chunk's check, with where each of its rows is kept ([`Kept::push`]).
+struct Looking {
+    task: ChunkCheck,
+    places: Vec<Option<usize>>,
+}
+
+impl Looking {
+    /// The chunk's bad rows, its rows put in their places among the kept ones.
+    async fn joined(self, kept: &mut Kept) -> Result<Vec<RowError>, BatchError> {
+        let (errors, rows) = self
+            .task
+            .await
+            .map_err(|e| BatchError::Input(format!("the check of a chunk failed: {e}")))??;
+        for (place, row) in self.places.into_iter().zip(rows) {
+            if let Some(place) = place {
+                kept.put(place, row);
+            }
+        }
+        Ok(errors)
+    }
 }
 
 /// The sends this journal holds as accepted or still open to the batch's service and account,
@@ -643,19 +669,20 @@ async fn sent_bodies(journal: &Journal, target: &str) -> Result<SentBodies, Batc
 }
 
 /// The check of a chunk's rows against what the journal holds: a row the service would refuse
-/// before it is sent, and a row changed since an earlier run recorded it.
+/// before it is sent, and a row changed since an earlier run recorded it. The rows come back
+/// with their transfers as prepared here.
 fn check_against_journal(
     client: &TransferClient,
-    chunk: Vec<Payout>,
+    mut chunk: Vec<Payout>,
     resolved: Vec<Resolved>,
     sent: Option<&SentBodies>,
-) -> Vec<RowError> {
+) -> (Vec<RowError>, Vec<Payout>) {
     let mut errors = Vec::new();
     // A journal holding no sends has no body to digest against.
     let sent = sent.filter(|s| !s.is_empty());
-    for (p, (id, entry, earlier)) in chunk.into_iter().zip(resolved) {
-        let prepared = match client.prepare_send(p.request.request_id(id)) {
-            Ok(prepared) => prepared,
+    for (p, (id, entry, earlier)) in chunk.iter_mut().zip(resolved) {
+        let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
+            Ok(prepared) => p.prepared.insert(prepared),
             Err(e) => {
                 errors.push(RowError::new(p.line, "", e.to_string()));
                 continue;
@@ -692,7 +719,7 @@ fn check_against_journal(
             ));
         }
     }
-    errors
+    (errors, chunk)
 }
 
 fn retryable(e: &Entry) -> bool {
@@ -751,12 +778,13 @@ impl Batch {
             Some(Arc::new(sent_bodies(journal, &client.target()).await?))
         };
         let mut rows = self.rows()?;
-        let mut kept = Kept::new(self.configuration);
+        let mut kept = Kept::new(self.configuration, client.callback_addresses());
         // Each chunk's journal lookup and comparison run as a task of their own while the next
         // chunk is read and parsed (the two cores share the check).
-        let mut looking: Option<tokio::task::JoinHandle<Result<Vec<RowError>, BatchError>>> = None;
+        let mut looking: Option<Looking> = None;
         loop {
             let mut chunk: Vec<Payout> = Vec::with_capacity(CHUNK);
+            let mut places = Vec::with_capacity(CHUNK);
             let mut end = false;
             while chunk.len() < CHUNK {
                 let Some(row) = rows.next_row() else {
@@ -768,45 +796,45 @@ impl Batch {
                 let parsed = row
                     .as_ref()
                     .map_err(Clone::clone)
-                    .and_then(|raw| payout(raw, &self.defaults, !self.key_by_line));
-                if kept.wants() {
-                    let row = parsed
-                        .clone()
-                        .map_err(|e| e.first().map(ToString::to_string));
-                    kept.push(raw, row);
-                }
+                    .and_then(|raw| payout(raw, &self.defaults, &self.id, !self.key_by_line));
                 match parsed {
-                    Ok(p) => {
-                        let first = key::request_id(&self.id, &p.row_key(), 0);
-                        if seen.insert(first.get()) {
-                            chunk.push(p);
-                        } else {
-                            report.errors.push(RowError::new(
-                                p.line,
-                                if p.reference.is_some() {
-                                    "reference"
-                                } else {
-                                    ""
-                                },
-                                "the same reference appears on an earlier line: each row needs its own",
-                            ));
-                        }
+                    Ok(p) if seen.insert(p.first.get()) => {
+                        // Kept once its chunk's check has prepared its transfer.
+                        places.push(kept.push(raw, Err(None)));
+                        chunk.push(p);
                     }
-                    Err(errors) => report.errors.extend(errors),
+                    Ok(p) => {
+                        report.errors.push(RowError::new(
+                            p.line,
+                            if p.reference.is_some() {
+                                "reference"
+                            } else {
+                                ""
+                            },
+                            "the same reference appears on an earlier line: each row needs its own",
+                        ));
+                        kept.push(raw, Ok(p));
+                    }
+                    Err(errors) => {
+                        kept.push(raw, Err(errors.first().map(ToString::to_string)));
+                        report.errors.extend(errors);
+                    }
                 }
             }
             if let Some(earlier) = looking.take() {
-                report.errors.extend(joined_check(earlier).await?);
+                report.errors.extend(earlier.joined(&mut kept).await?);
             }
             if !chunk.is_empty() {
                 let (journal, client, batch) = (journal.clone(), client.clone(), self.id.clone());
                 let sent = sent.clone();
-                looking = Some(tokio::spawn(async move {
+                let task = tokio::spawn(async move {
                     let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
+                    let firsts: Vec<RequestId> = chunk.iter().map(|p| p.first).collect();
                     let resolved = resolve_many_with_earlier(
                         &journal,
                         &batch,
                         &keys,
+                        &firsts,
                         key::request_id,
                         Operation::Send,
                     )
@@ -817,14 +845,15 @@ impl Batch {
                         resolved,
                         sent.as_deref(),
                     ))
-                }));
+                });
+                looking = Some(Looking { task, places });
             }
             if end {
                 break;
             }
         }
         if let Some(last) = looking {
-            report.errors.extend(joined_check(last).await?);
+            report.errors.extend(last.joined(&mut kept).await?);
         }
         report.errors.sort_by_key(|e| e.line);
         report.kept = SharedKept(Arc::new(kept));
@@ -886,7 +915,10 @@ impl Batch {
         // longer say that nothing was sent. Its rows are those the check kept, when it kept
         // them all; else they are read again, as the check read them.
         let mut rows = self.rows()?;
-        let mut kept = check.kept.take_for(self.configuration).map(Vec::into_iter);
+        let mut kept = check
+            .kept
+            .take_for(self.configuration, client.callback_addresses())
+            .map(Vec::into_iter);
         let mut next_row = move || -> Option<Parsed> {
             if let Some(kept) = kept.as_mut() {
                 return kept.next();
@@ -894,7 +926,7 @@ impl Batch {
             rows.next_row().map(|row| {
                 row.map_err(|e| e.first().map(ToString::to_string))
                     .and_then(|raw| {
-                        payout(&raw, &self.defaults, !self.key_by_line)
+                        payout(&raw, &self.defaults, &self.id, !self.key_by_line)
                             .map_err(|e| e.first().map(ToString::to_string))
                     })
             })

@@ -110,21 +110,24 @@ pub(crate) fn unread_row(mut r: RowResult, error: &str, stopped: bool) -> RowRes
     r
 }
 
-/// What the journal says of a row, and what is left to do with it.
+/// What the journal says of a row, and what is left to do with it. The row's transfer is the
+/// one its check prepared when that was under the same Request-id, else prepared here.
 pub(crate) fn plan_row(
     client: &TransferClient,
-    p: &Payout,
+    p: &mut Payout,
     (id, entry, earlier): crate::run::Resolved,
 ) -> Planned {
     let mut r = row_result(p);
     r.request_id = Some(id);
-    let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
-        Ok(prepared) => prepared,
-        Err(e) => {
-            r.message = Some(e.to_string());
-            return Planned::Done(r);
-        }
-    };
+    let checked = p.prepared.take().filter(|c| c.request_id() == id);
+    let prepared =
+        match checked.map_or_else(|| client.prepare_send(p.request.clone().request_id(id)), Ok) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                r.message = Some(e.to_string());
+                return Planned::Done(r);
+            }
+        };
     // A row sent under a later attempt after an account limit must still be the row recorded.
     if entry.is_none()
         && let Some(e) = &earlier

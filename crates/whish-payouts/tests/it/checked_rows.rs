@@ -61,3 +61,49 @@ async fn a_check_of_another_batch_is_never_taken_for_this_ones_rows() {
         "the rows were read from the file again: {totals:?}"
     );
 }
+
+#[tokio::test]
+async fn a_run_whose_client_refuses_local_callbacks_prepares_the_checked_rows_again() {
+    let d = dir("checked-rows-callbacks");
+    let sb = sandbox(1_000_000).await;
+    let j = journal(&d).await;
+    let creds = sb.transfer_credentials();
+    // The check's client accepts a loopback callback address (the sandbox is loopback).
+    let local = whish_money_transfer::TransferClient::builder(
+        whish_core::ClientSettings::new(sb.transfer_base_url()).allow_local_callbacks(),
+    )
+    .username(creds.username.clone())
+    .key(whish_core::SecretString::from(creds.key.clone()))
+    .build()
+    .expect("client");
+    let public_only = client(&sb);
+    let file = d.join("rows.csv");
+    write(&file, &csv_rows(2, "10"));
+    let batch = Batch::new(
+        "callbacks-1",
+        &file,
+        defaults().callback_url("http://127.0.0.1:9/collected"),
+    )
+    .expect("batch");
+    let report = batch.check(&j, &local).await.expect("check");
+    assert!(report.errors.is_empty(), "{report:?}");
+    let mut rows = Vec::new();
+    let summary = batch
+        .run_checked(&j, &public_only, report, &RunOptions::new(), &mut |r| {
+            rows.push(r.clone());
+            Ok(())
+        })
+        .await
+        .expect("run");
+    assert_eq!(summary.count(RowOutcome::Accepted), 0, "{rows:?}");
+    assert!(sb.transfers().is_empty(), "nothing was sent");
+    assert!(
+        rows.iter()
+            .all(|r| r.message.as_deref().is_some_and(|m| m.contains("callback"))),
+        "each row is refused for its callback address: {rows:?}"
+    );
+    // The check's own client sends them.
+    let report = batch.check(&j, &local).await.expect("check");
+    let summary = run_checked(&batch, report, &j, &local).await;
+    assert_eq!(summary.count(RowOutcome::Accepted), 2);
+}
