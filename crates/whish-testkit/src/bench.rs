@@ -418,19 +418,22 @@ pub fn thread_cpu() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-/// The CPU time this whole process has run, every thread's (those that have ended too): the
-/// user and system times of `/proc/self/stat`, counted by the kernel in ticks of 1/100 s (its
-/// `USER_HZ` on Linux); `None` where that file does not exist. Measure spans of a second or
-/// more with it.
+/// The CPU time this whole process has run, every thread's (those that have ended too), as
+/// the scheduler accounts it (`CLOCK_PROCESS_CPUTIME_ID`, to the nanosecond, user and system
+/// time together); `None` where there is no such clock.
 pub fn process_cpu() -> Option<Duration> {
-    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (the second field) is in parentheses and may hold spaces: count the
-    // fields from after it, where the state (the third field) comes first.
-    let rest = text.get(text.rfind(')')? + 1..)?;
-    let mut fields = rest.split_whitespace().skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    Some(Duration::from_millis((user + system) * 10))
+    #[cfg(unix)]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        Some(Duration::new(
+            u64::try_from(t.tv_sec).ok()?,
+            u32::try_from(t.tv_nsec).ok()?,
+        ))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 /// [`serve`] on a thread and a single-threaded runtime of its own, for figures that measure
