@@ -11,7 +11,7 @@ use super::{
     statement_text,
 };
 use crate::entry::RecordedOutcome;
-use crate::{Backend, JournalError};
+use crate::{Backend, JournalError, Operation, Service};
 
 /// The most intents one statement of a reservation carries (nine parameters each); a
 /// reservation's statements are each a power of two long (see `pow2_chunks`).
@@ -111,7 +111,7 @@ impl Db {
         let now = self.now_sql();
         // SQLite binds anonymous parameters in linear time (see `insert_many_sql`).
         let anonymous = self.backend() == crate::Backend::Sqlite;
-        let mut inserted: HashMap<(String, String, String), i64> = HashMap::new();
+        let mut inserted = Inserted::default();
         let _turn = self.turn().await;
         // Insert `$rows` (requests), `recorded` so, on the transaction `$tx`: the id of each row
         // inserted, by key, into `inserted`.
@@ -143,9 +143,9 @@ impl Db {
                     }
                     let rows = q.fetch_all(&mut *$tx).await.map_err(JournalError::write)?;
                     for row in &rows {
-                        let get = |c: &str| row.try_get::<String, _>(c).map_err(JournalError::read);
+                        let get = |c: &str| row.try_get::<&str, _>(c).map_err(JournalError::read);
                         let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
-                        inserted.insert((get("service")?, get("operation")?, get("idem_key")?), id);
+                        inserted.add(get("service")?, get("operation")?, get("idem_key")?, id);
                     }
                 }
             };
@@ -168,14 +168,8 @@ impl Db {
                     let mut first = std::collections::HashSet::new();
                     let mut forgotten: Vec<(Request<'_>, i64)> = Vec::new();
                     for r in requests {
-                        let key = (r.service.as_str(), r.operation.as_str(), r.key);
-                        if !first.insert(key)
-                            || inserted.contains_key(&(
-                                key.0.to_owned(),
-                                key.1.to_owned(),
-                                key.2.to_owned(),
-                            ))
-                        {
+                        let key = (r.service, r.operation, r.key);
+                        if !first.insert(key) || inserted.get(r).is_some() {
                             continue;
                         }
                         let gone = sqlx::query(sqlx::AssertSqlSafe(forget_unsent_sql(anonymous)))
@@ -204,14 +198,9 @@ impl Db {
                         "UPDATE whish_journal_entries SET attempts = $1 WHERE id = $2"
                     };
                     for (r, attempts) in &forgotten {
-                        let key = (
-                            r.service.as_str().to_owned(),
-                            r.operation.as_str().to_owned(),
-                            r.key.to_owned(),
-                        );
                         // Its key was freed in this transaction: a row not inserted is a
                         // failure of the whole reservation (nothing of it commits).
-                        let Some(id) = inserted.get(&key) else {
+                        let Some(id) = inserted.get(r) else {
                             return Err(JournalError::new(
                                 crate::JournalErrorKind::Write,
                                 format!("the entry of {} could not be recorded afresh", r.key),
@@ -219,7 +208,7 @@ impl Db {
                         };
                         sqlx::query(count)
                             .bind(attempts + 1)
-                            .bind(*id)
+                            .bind(id)
                             .execute(&mut *tx)
                             .await
                             .map_err(JournalError::write)?;
@@ -241,16 +230,33 @@ impl Db {
             }),
         }
         // The first request of a key gets its row; a second one of the same key finds it taken.
-        Ok(requests
-            .iter()
-            .map(|r| {
-                inserted.remove(&(
-                    r.service.as_str().to_owned(),
-                    r.operation.as_str().to_owned(),
-                    r.key.to_owned(),
-                ))
-            })
-            .collect())
+        Ok(requests.iter().map(|r| inserted.take(r)).collect())
+    }
+}
+
+/// The rows a many-row insert wrote, by key: by service and operation, then by the key itself
+/// (looked up without copying the request's key).
+#[derive(Default)]
+struct Inserted(HashMap<(Service, Operation), HashMap<String, i64>>);
+
+impl Inserted {
+    /// A row the insert returned. A service or operation this version does not name was not
+    /// written by it: left out.
+    fn add(&mut self, service: &str, operation: &str, key: &str, id: i64) {
+        if let (Some(s), Some(o)) = (Service::parse(service), Operation::parse(operation)) {
+            self.0.entry((s, o)).or_default().insert(key.to_owned(), id);
+        }
+    }
+
+    /// The id of the row written for `r`'s key.
+    fn get(&self, r: &Request<'_>) -> Option<i64> {
+        self.0.get(&(r.service, r.operation))?.get(r.key).copied()
+    }
+
+    /// The id of the row written for `r`'s key, once: a later request of the same key finds
+    /// none.
+    fn take(&mut self, r: &Request<'_>) -> Option<i64> {
+        self.0.get_mut(&(r.service, r.operation))?.remove(r.key)
     }
 }
 
