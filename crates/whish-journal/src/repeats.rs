@@ -163,7 +163,7 @@ fn visit_page(page: &[SendRow], visit: &mut impl FnMut(RecordedSend<'_>)) {
 /// Where a check for a payment made before stopped reading a journal's sends
 /// ([`Journal::sends_mark`]); the default is before every send.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct SendsMark(i64);
+pub struct SendsMark(pub(crate) i64);
 
 /// This process's hold on a journal's repeat check ([`Journal::lock_repeat_check`]).
 #[derive(Debug)]

@@ -542,10 +542,11 @@ impl Repeats {
             })
             .unzip();
         let to_reserve = to_reserve.into_iter().flatten().collect();
-        let mut reserved = transfers
-            .reserve_under(&mut check, to_reserve)
-            .await
-            .into_iter();
+        let reserved = transfers.reserve_under(&mut check, to_reserve).await;
+        // Under the check still: when nothing else was recorded among this chunk's rows, the
+        // next read starts after them.
+        self.mark = self.mark.past(&reserved);
+        let mut reserved = reserved.into_iter();
         self.own.clear();
         let mut words = Vec::with_capacity(found.len());
         for elsewhere in found {

@@ -94,6 +94,40 @@ impl ReservedSend {
     }
 }
 
+impl crate::SendsMark {
+    /// This mark moved past the entries `reserved` recorded, when they are every entry
+    /// recorded after it (their ids follow the mark without a gap): a check that reads the
+    /// sends recorded since a mark, then reserves its own, need not read those back. Otherwise
+    /// (another entry among them, a reservation not held, the default mark) the mark as it was.
+    #[must_use]
+    pub fn past<'a>(
+        self,
+        reserved: impl IntoIterator<Item = &'a ReservedSend>,
+    ) -> crate::SendsMark {
+        if self == crate::SendsMark::default() {
+            return self;
+        }
+        let mut ids: Vec<i64> = Vec::new();
+        for r in reserved {
+            match r.reservation {
+                Reservation::Held { lease, .. } => ids.push(lease.id),
+                Reservation::RecordedBefore => {}
+                // It may have recorded rows this call cannot name.
+                Reservation::Unsure { .. } => return self,
+            }
+        }
+        ids.sort_unstable();
+        let gapless = ids
+            .iter()
+            .zip(self.0 + 1..)
+            .all(|(id, expected)| *id == expected);
+        match ids.last() {
+            Some(last) if gapless => crate::SendsMark(*last),
+            _ => self,
+        }
+    }
+}
+
 /// A send's entry: its Request-id as text (`key`) and its exact bytes.
 fn send_request<'a>(prepared: &'a PreparedTransfer, key: &'a str, target: &'a str) -> Request<'a> {
     Request {

@@ -463,3 +463,57 @@ async fn give_back(
         Unreserved::NeverSent
     );
 }
+
+/// A check's mark moves past the check's own reservation only when no other entry was recorded
+/// among it: the next read then starts after its own rows, and it still reads every other
+/// process's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mark_moves_past_a_reservation_only_when_nothing_else_was_recorded_among_it() {
+    for place in places("reserve-mark-past").await {
+        let sb = sandbox().await;
+        let journal = place.open().await;
+        let client = transfer(&sb, 0);
+        let target = client.target();
+        let t = journal.transfer(client);
+        let prepare = |n: i64| t.client().prepare_send(cash_send(n)).expect("prepare");
+        let keys = |r: &[whish_journal::ReservedSend]| -> Vec<String> {
+            r.iter()
+                .map(|r| r.prepared().request_id().to_string())
+                .collect()
+        };
+        let read_since = async |mark| {
+            let mut seen = Vec::new();
+            journal
+                .sends_that_may_have_paid_since(&target, mark, |s| seen.push(s.key.to_owned()))
+                .await
+                .expect("read since");
+            seen
+        };
+        let first = t.reserve(vec![prepare(50)]).await;
+        let mark = journal.sends_mark().await.expect("mark");
+        assert_eq!(
+            mark.past(&first),
+            mark,
+            "an entry before the mark moves nothing"
+        );
+        assert_eq!(
+            whish_journal::SendsMark::default().past(&first),
+            whish_journal::SendsMark::default(),
+            "the default mark reads the lookback, whatever was reserved"
+        );
+        // Its own rows only: the next read starts after them.
+        let own = t.reserve(vec![prepare(51), prepare(52), prepare(53)]).await;
+        let past = mark.past(&own);
+        assert_ne!(past, mark);
+        assert!(read_since(past).await.is_empty());
+        // Another process's send recorded after the read, then its own: the mark stays, and
+        // the next read finds the other's and its own.
+        let other = t.reserve(vec![prepare(54)]).await;
+        let own = t.reserve(vec![prepare(55), prepare(56)]).await;
+        assert_eq!(past.past(&own), past);
+        let mut expected = keys(&other);
+        expected.extend(keys(&own));
+        assert_eq!(read_since(past).await, expected);
+        journal.close().await;
+    }
+}
