@@ -1086,7 +1086,9 @@ impl Batch {
                                 .unwrap_or_else(|| "the batch was stopped".into())
                         )
                     });
-                    tasks.spawn(send_row(transfers.clone(), r, sending, held_back));
+                    // Boxed: the row's future is several kilobytes, moved into the task by pointer
+                    // instead of copied twice on its way in.
+                    tasks.spawn(Box::pin(send_row(transfers.clone(), r, sending, held_back)));
                     // Hand over what finished meanwhile, without waiting.
                     while let Some(done) = tasks.try_join_next() {
                         deliver(&mut summary, joined(done), &stop);
