@@ -466,17 +466,18 @@ async fn insert_all<'c>(
     // The lease clock is read when the statement runs (see `Db::lease_now`): its offset last.
     let sql = crate::store::insert_many_sql(crate::Backend::Sqlite, jobs.len());
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut same: [crate::store::SameText; 4] = Default::default();
     for job in jobs {
         q = q
-            .bind(job.service)
-            .bind(job.operation)
+            .bind(same[0].of(job.service))
+            .bind(same[1].of(job.operation))
             .bind(job.key.as_str())
             .bind(job.context.as_deref())
             .bind(job.body.as_slice())
-            .bind(job.owner.as_str())
+            .bind(same[2].of(&job.owner))
             .bind(job.lease_ms)
             .bind(job.token)
-            .bind(job.target.as_str());
+            .bind(same[3].of(&job.target));
     }
     let rows = q
         .bind(crate::store::lease_clock_offset_ms())
@@ -524,12 +525,16 @@ async fn update_all<'c>(
             )
         });
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let (mut owner, mut state) = (
+        crate::store::SameText::default(),
+        crate::store::SameText::default(),
+    );
     for f in finishes {
         q = q
             .bind(f.lease.id)
-            .bind(f.owner.as_str())
+            .bind(owner.of(&f.owner))
             .bind(f.lease.token)
-            .bind(f.state)
+            .bind(state.of(f.state))
             .bind(f.outcome.as_str())
             .bind(f.refs.as_str());
     }

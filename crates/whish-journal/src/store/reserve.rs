@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::Request;
 use super::{
-    Db, Lease, RepeatLock, closed_on_failure, insert_many_sql, placeholder, pow2_chunks,
+    Db, Lease, RepeatLock, SameText, closed_on_failure, insert_many_sql, placeholder, pow2_chunks,
     statement_text,
 };
 use crate::entry::RecordedOutcome;
@@ -117,13 +117,19 @@ impl Db {
         // inserted, by key, into `inserted`.
         macro_rules! insert_rows {
             ($tx:expr, $rows:expr) => {
+                let (mut service, mut operation, mut target) = (
+                    SameText::default(),
+                    SameText::default(),
+                    SameText::default(),
+                );
+                let mut constant = SameText::default();
                 for chunk in pow2_chunks($rows, PER_STATEMENT) {
                     let sql = recorded.sql(self.backend(), chunk.len(), now);
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                     for r in chunk {
                         q = q
-                            .bind(r.service.as_str())
-                            .bind(r.operation.as_str())
+                            .bind(service.of(r.service.as_str()))
+                            .bind(operation.of(r.operation.as_str()))
                             .bind(r.key)
                             .bind(r.context)
                             .bind(r.body);
@@ -132,10 +138,10 @@ impl Db {
                                 owner,
                                 lease_ms,
                                 token,
-                            } => q.bind(owner).bind(lease_ms).bind(token),
-                            Recorded::Unsent { outcome } => q.bind(outcome),
+                            } => q.bind(constant.of(owner)).bind(lease_ms).bind(token),
+                            Recorded::Unsent { outcome } => q.bind(constant.of(outcome)),
                         };
-                        q = q.bind(r.target);
+                        q = q.bind(target.of(r.target));
                     }
                     // The lease clock's parameter, last (SQLite; see `Db::lease_now`).
                     if let (Recorded::Leased { .. }, Some(clock)) = (recorded, self.lease_clock()) {

@@ -154,6 +154,23 @@ pub(crate) fn pow2_chunks<T>(mut items: &[T], max: usize) -> impl Iterator<Item 
     })
 }
 
+/// A column's values as shared strings, for binding: a `&str` bound on SQLite is copied for
+/// each row (twice: a `String` in an `Arc`), where the rows of a many-row statement mostly
+/// repeat one value (the service, the owner, the target). Each run of one value is copied
+/// once, and each row binds a reference to it.
+#[derive(Default)]
+pub(crate) struct SameText(Option<std::sync::Arc<str>>);
+
+impl SameText {
+    /// `text`, shared with the row before when it held the same.
+    pub(crate) fn of(&mut self, text: &str) -> std::sync::Arc<str> {
+        match &self.0 {
+            Some(last) if **last == *text => std::sync::Arc::clone(last),
+            _ => std::sync::Arc::clone(self.0.insert(std::sync::Arc::from(text))),
+        }
+    }
+}
+
 /// The `n`th parameter of a statement whose parameters each appear once, in order.
 pub(crate) fn placeholder(n: usize, anonymous: bool) -> String {
     if anonymous {
