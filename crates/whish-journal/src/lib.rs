@@ -439,6 +439,12 @@ impl Journal {
         self.inner.db.backend()
     }
 
+    /// Whether `other` is a clone of this handle (the same opening of the same journal): what
+    /// one read of it found holds for the other.
+    pub fn same_as(&self, other: &Journal) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Send transfers and cancels through the journal.
     ///
     /// # Examples

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use whish_core::CallbackAddresses;
+use whish_journal::Journal;
 
 use crate::row::{Payout, RawRow};
 
@@ -36,6 +37,8 @@ pub(crate) struct Kept {
     /// How the client that prepared the rows' transfers checks callback addresses: a run's
     /// client that checks them otherwise prepares each row again.
     callbacks: CallbackAddresses,
+    /// The journal the check read: a run of another looks every row up again.
+    journal: Option<Journal>,
     rows: Vec<Parsed>,
     bytes: usize,
     /// Past the bound: nothing kept, and nothing more is.
@@ -43,10 +46,15 @@ pub(crate) struct Kept {
 }
 
 impl Kept {
-    pub(crate) fn new(configuration: u64, callbacks: CallbackAddresses) -> Kept {
+    pub(crate) fn new(
+        configuration: u64,
+        callbacks: CallbackAddresses,
+        journal: Option<Journal>,
+    ) -> Kept {
         Kept {
             configuration,
             callbacks,
+            journal,
             ..Kept::default()
         }
     }
@@ -123,13 +131,21 @@ impl std::fmt::Debug for Kept {
 pub(crate) struct SharedKept(pub(crate) Arc<Kept>);
 
 impl SharedKept {
+    /// Whether the check read `journal` (the same opening of it).
+    pub(crate) fn read(&self, journal: &Journal) -> bool {
+        self.0.journal.as_ref().is_some_and(|j| j.same_as(journal))
+    }
+
     /// Every row of the file, when all were kept by a check of `configuration`; copied only
     /// when another clone of the report holds them too. The transfers the check prepared stay
-    /// with them only for a client that checks callback addresses as the check's did.
+    /// with them only for a client that checks callback addresses as the check's did, and
+    /// what the check found in the journal only for a run on the journal it read
+    /// (`same_journal`, see [`read`](Self::read)).
     pub(crate) fn take_for(
         self,
         configuration: u64,
         callbacks: CallbackAddresses,
+        same_journal: bool,
     ) -> Option<Vec<Parsed>> {
         if !self.0.usable_for(configuration) {
             return None;
@@ -137,9 +153,12 @@ impl SharedKept {
         let prepared_alike = self.0.callbacks == callbacks;
         let mut rows =
             Arc::try_unwrap(self.0).map_or_else(|shared| shared.rows.clone(), |kept| kept.rows);
-        if !prepared_alike {
-            for p in rows.iter_mut().flatten() {
+        for p in rows.iter_mut().flatten() {
+            if !prepared_alike {
                 p.prepared = None;
+            }
+            if !same_journal {
+                p.absent = false;
             }
         }
         Some(rows)
@@ -160,32 +179,32 @@ mod tests {
 
     #[test]
     fn rows_are_kept_for_the_configuration_that_read_them_only() {
-        let mut kept = Kept::new(7, CallbackAddresses::PublicOnly);
+        let mut kept = Kept::new(7, CallbackAddresses::PublicOnly, None);
         kept.push(Some(&raw(10)), Err(Some("bad".into())));
         kept.push(None, Err(None));
         let shared = SharedKept(Arc::new(kept));
         assert!(
             shared
                 .clone()
-                .take_for(8, CallbackAddresses::PublicOnly)
+                .take_for(8, CallbackAddresses::PublicOnly, false)
                 .is_none(),
             "another configuration's"
         );
         assert!(
             SharedKept::default()
-                .take_for(0, CallbackAddresses::PublicOnly)
+                .take_for(0, CallbackAddresses::PublicOnly, false)
                 .is_none(),
             "nothing kept"
         );
         let rows = shared
-            .take_for(7, CallbackAddresses::PublicOnly)
+            .take_for(7, CallbackAddresses::PublicOnly, false)
             .expect("kept");
         assert_eq!(rows.len(), 2);
     }
 
     #[test]
     fn rows_past_the_bound_are_dropped_whole_and_none_kept_after() {
-        let mut kept = Kept::new(1, CallbackAddresses::PublicOnly);
+        let mut kept = Kept::new(1, CallbackAddresses::PublicOnly, None);
         let big = KEPT_BYTES / 4;
         for _ in 0..3 {
             kept.push(Some(&raw(big)), Err(None));
@@ -196,7 +215,7 @@ mod tests {
         kept.push(Some(&raw(1)), Err(None));
         assert!(
             SharedKept(Arc::new(kept))
-                .take_for(1, CallbackAddresses::PublicOnly)
+                .take_for(1, CallbackAddresses::PublicOnly, false)
                 .is_none(),
             "a partial file is never taken for the whole"
         );

@@ -199,6 +199,9 @@ pub(crate) struct Payout {
     /// sends the rows the check kept; sent only under that Request-id, by a client that
     /// checks callback addresses as the check's did.
     pub prepared: Option<PreparedTransfer>,
+    /// The check found no entry under `first`: the run reserves the row without looking it
+    /// up again (a key recorded since is found taken by the reservation).
+    pub absent: bool,
 }
 
 impl Payout {
@@ -305,5 +308,6 @@ pub(crate) fn payout(
         request,
         first,
         prepared: None,
+        absent: false,
     })
 }

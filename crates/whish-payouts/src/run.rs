@@ -341,10 +341,12 @@ async fn prepare_chunk(
         return Vec::new();
     }
     // The entries may still change before a row is sent (another process): the journal's own
-    // hold decides then.
-    let keys: Vec<String> = chunk.iter().map(Payout::row_key).collect();
-    let firsts: Vec<RequestId> = chunk.iter().map(|p| p.first).collect();
-    let resolved = match resolve_many_with_earlier(
+    // hold decides then. A row its check found under no entry is not looked up again: one
+    // recorded since makes the reservation find its key taken, and it goes the journal's way.
+    let looked: Vec<&Payout> = chunk.iter().filter(|p| !p.absent).collect();
+    let keys: Vec<String> = looked.iter().map(|p| p.row_key()).collect();
+    let firsts: Vec<RequestId> = looked.iter().map(|p| p.first).collect();
+    let found = match resolve_many_with_earlier(
         journal,
         batch,
         &keys,
@@ -363,6 +365,17 @@ async fn prepare_chunk(
                 .collect();
         }
     };
+    let mut found = found.into_iter();
+    let resolved: Vec<Resolved> = chunk
+        .iter()
+        .map(|p| {
+            if p.absent {
+                (p.first, None, None)
+            } else {
+                found.next().expect("one lookup for each row looked up")
+            }
+        })
+        .collect();
     let mut planned = Vec::with_capacity(chunk.len());
     let mut fresh = Vec::new();
     for (p, resolved) in chunk.iter_mut().zip(resolved) {
@@ -682,6 +695,7 @@ fn check_against_journal(
     // A journal holding no sends has no body to digest against.
     let sent = sent.filter(|s| !s.is_empty());
     for (p, (id, entry, earlier)) in chunk.iter_mut().zip(resolved) {
+        p.absent = entry.is_none() && earlier.is_none() && id == p.first;
         let prepared = match client.prepare_send(p.request.clone().request_id(id)) {
             Ok(prepared) => p.prepared.insert(prepared),
             Err(e) => {
@@ -779,7 +793,11 @@ impl Batch {
             Some(Arc::new(sent_bodies(journal, &client.target()).await?))
         };
         let mut rows = self.rows()?;
-        let mut kept = Kept::new(self.configuration, client.callback_addresses());
+        let mut kept = Kept::new(
+            self.configuration,
+            client.callback_addresses(),
+            Some(journal.clone()),
+        );
         // Each chunk's journal lookup and comparison run as a task of their own while the next
         // chunk is read and parsed (the two cores share the check).
         let mut looking: Option<Looking> = None;
@@ -916,9 +934,14 @@ impl Batch {
         // longer say that nothing was sent. Its rows are those the check kept, when it kept
         // them all; else they are read again, as the check read them.
         let mut rows = self.rows()?;
+        let same_journal = check.kept.read(journal);
         let mut kept = check
             .kept
-            .take_for(self.configuration, client.callback_addresses())
+            .take_for(
+                self.configuration,
+                client.callback_addresses(),
+                same_journal,
+            )
             .map(Vec::into_iter);
         let mut next_row = move || -> Option<Parsed> {
             if let Some(kept) = kept.as_mut() {

@@ -107,3 +107,42 @@ async fn a_run_whose_client_refuses_local_callbacks_prepares_the_checked_rows_ag
     let summary = run_checked(&batch, report, &j, &local).await;
     assert_eq!(summary.count(RowOutcome::Accepted), 2);
 }
+
+#[tokio::test]
+async fn rows_another_process_paid_after_the_check_are_found_taken_and_never_paid_again() {
+    let d = dir("checked-rows-taken");
+    let sb = sandbox(1_000_000).await;
+    let (j, c) = (journal(&d).await, client(&sb));
+    let file = d.join("rows.csv");
+    write(&file, &csv_rows(3, "10"));
+    let batch = Batch::new("taken-1", &file, defaults()).expect("batch");
+    let report = batch.check(&j, &c).await.expect("check");
+    assert!(report.errors.is_empty(), "{report:?}");
+    // Another process runs the same batch after this check, and pays every row.
+    let elsewhere = journal(&d).await;
+    let other = Batch::new("taken-1", &file, defaults()).expect("batch");
+    let first = other
+        .run(&elsewhere, &c, &RunOptions::new(), &mut |_| Ok(()))
+        .await
+        .expect("the other run");
+    assert_eq!(first.count(RowOutcome::Accepted), 3);
+    elsewhere.close().await;
+    // This check found the rows under no entry; its run finds them taken, and sends nothing.
+    let mut rows = Vec::new();
+    let summary = batch
+        .run_checked(&j, &c, report, &RunOptions::new(), &mut |r| {
+            rows.push(r.clone());
+            Ok(())
+        })
+        .await
+        .expect("run");
+    assert_eq!(sb.transfers().len(), 3, "each row paid once: {rows:?}");
+    assert_eq!(summary.count(RowOutcome::Accepted), 3, "{rows:?}");
+    // Each told as it was learned: the journal's record, or this run's resend confirmed by
+    // the service (`transfer.already.done`, then a status read) - never a new payment.
+    assert!(
+        rows.iter()
+            .all(|r| r.earlier_run || r.result.as_deref() == Some("confirmed")),
+        "{rows:?}"
+    );
+}
