@@ -745,10 +745,11 @@ impl Batch {
     /// Check every row of the file, sending nothing: each bad row with its line and column, a
     /// reference used twice, and a row changed since an earlier run recorded it under its
     /// Request-id. Reads the file once, as a stream; keeps 8 bytes a row to find duplicates,
-    /// and the rows themselves while they take less than about 8 MB in memory (their values
-    /// and 512 bytes a row: up to some 16 000 rows), for a run of this report
-    /// ([`run_checked`](Self::run_checked)), which then sends those rows without reading the
-    /// file again (a larger file is read again by the run).
+    /// and the rows themselves while they take less than about 8 MB in memory (their values,
+    /// the transfer prepared from each and 512 bytes a row: some 6 000 rows), with what the
+    /// journal held under each, for a run of this report ([`run_checked`](Self::run_checked)),
+    /// which then sends those transfers without reading the file again (a larger file is read
+    /// again by the run).
     ///
     /// # Examples
     ///
@@ -914,7 +915,10 @@ impl Batch {
     /// less than about 8 MB in memory, a few thousand; checked by this same `Batch` value),
     /// else the file as read again, which must not have changed since: either way each row is
     /// checked against the journal again as it is sent (a row changed since the journal
-    /// recorded it is never sent).
+    /// recorded it is never sent). A row the check found unrecorded in this same journal
+    /// (`journal` a clone of the one checked) is recorded without a second look: one another
+    /// process recorded meanwhile is found taken then, and sent the journal's way (a resend
+    /// under its Request-id, which the service confirms, never a second transfer).
     ///
     /// # Errors
     ///
