@@ -538,14 +538,15 @@ async fn update_all<'c>(
             .bind(f.outcome.as_str())
             .bind(f.refs.as_str());
     }
+    let empty: std::sync::Arc<str> = std::sync::Arc::from("");
     for _ in finishes.len()..padded {
         q = q
             .bind(0_i64)
-            .bind("")
+            .bind(empty.clone())
             .bind(-1_i64)
-            .bind("")
-            .bind("")
-            .bind("");
+            .bind(empty.clone())
+            .bind(empty.clone())
+            .bind(empty.clone());
     }
     let rows = q.fetch_all(pool).await.map_err(|e| {
         format!(
