@@ -46,8 +46,9 @@ const BENCHES: &[Bench] = &[
     },
     // A payout batch of 1 000 rows, as its goal was set: a 400-row run spends about a tenth of
     // its time before its first send and after its last (the file's check, the start-up
-    // recovery, the closing flush), which is not a row's cost. 15 rounds: a round's CPU ratio
-    // moves by a third on this machine, and its median over 7 by a tenth.
+    // recovery, the closing flush), which is not a row's cost (its CPU figure leaves a
+    // one-row run's out; the throughput figure keeps it). 15 rounds: a round's CPU ratio moves
+    // by a third on this machine, and its median over 7 by a tenth.
     Bench {
         package: "whish-payouts",
         target: "batch",

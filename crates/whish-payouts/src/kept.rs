@@ -203,6 +203,40 @@ mod tests {
     }
 
     #[test]
+    fn what_the_check_found_in_the_journal_is_kept_only_for_a_run_on_that_journal() {
+        let raw = RawRow {
+            line: 2,
+            values: BTreeMap::from([
+                ("reference", "R-1".to_owned()),
+                ("receiver_first_name", "Rami".to_owned()),
+                ("receiver_last_name", "Haddad".to_owned()),
+                ("receiver_phone", "+96170123456".to_owned()),
+                ("receiver_date_of_birth", "07-03-1990".to_owned()),
+                ("amount", "10".to_owned()),
+                ("currency", "USD".to_owned()),
+                ("reason", "Family Support".to_owned()),
+                ("source_of_funds", "Savings".to_owned()),
+                ("sender_first_name", "Relief".to_owned()),
+                ("sender_last_name", "Org".to_owned()),
+                ("sender_phone", "+9611000000".to_owned()),
+                ("from_country", "1".to_owned()),
+            ]),
+        };
+        let mut p = crate::row::payout(&raw, &crate::Defaults::new(), "b", true).expect("row");
+        p.absent = true;
+        let kept = |same: bool| {
+            let mut kept = Kept::new(3, CallbackAddresses::PublicOnly, None);
+            kept.push(Some(&raw), Ok(p.clone()));
+            let rows = SharedKept(Arc::new(kept))
+                .take_for(3, CallbackAddresses::PublicOnly, same)
+                .expect("kept");
+            rows.into_iter().next().expect("one").expect("a row").absent
+        };
+        assert!(kept(true), "the check's word, on its journal");
+        assert!(!kept(false), "another journal: looked up again");
+    }
+
+    #[test]
     fn rows_past_the_bound_are_dropped_whole_and_none_kept_after() {
         let mut kept = Kept::new(1, CallbackAddresses::PublicOnly, None);
         let big = KEPT_BYTES / 4;

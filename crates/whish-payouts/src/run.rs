@@ -325,8 +325,9 @@ enum Slot {
     Unread(RowResult, Arc<str>),
 }
 
-/// A chunk's rows with the journal's word on each (one query for the chunk), and its fresh
-/// rows reserved in the journal with one durable write before any is sent (once the batch is
+/// A chunk's rows with the journal's word on each (one query for the chunk; none for a row
+/// the check found unrecorded while nothing else was recorded since), and its fresh rows
+/// reserved in the journal with one durable write before any is sent (once the batch is
 /// stopping, recorded as never sent instead).
 async fn prepare_chunk(
     journal: &Journal,
@@ -335,15 +336,20 @@ async fn prepare_chunk(
     batch: &str,
     mut chunk: Vec<Payout>,
     stop: &StopSignal,
-    repeats: Option<&mut Repeats>,
+    mut repeats: Option<&mut Repeats>,
 ) -> Vec<Slot> {
     if chunk.is_empty() {
         return Vec::new();
     }
     // The entries may still change before a row is sent (another process): the journal's own
-    // hold decides then. A row its check found under no entry is not looked up again: one
-    // recorded since makes the reservation find its key taken, and it goes the journal's way.
-    let looked: Vec<&Payout> = chunk.iter().filter(|p| !p.absent).collect();
+    // hold decides then. A row its check found under no entry is not looked up again while
+    // nothing but this run's own rows was recorded since the check (a row recorded by another
+    // process since may be final, refused or an operator's, and is looked up).
+    let unchanged = match repeats.as_deref_mut() {
+        Some(r) => r.nothing_new_since_check(journal).await,
+        None => false,
+    };
+    let looked: Vec<&Payout> = chunk.iter().filter(|p| !(unchanged && p.absent)).collect();
     let keys: Vec<String> = looked.iter().map(|p| p.row_key()).collect();
     let firsts: Vec<RequestId> = looked.iter().map(|p| p.first).collect();
     let found = match resolve_many_with_earlier(
@@ -369,7 +375,7 @@ async fn prepare_chunk(
     let resolved: Vec<Resolved> = chunk
         .iter()
         .map(|p| {
-            if p.absent {
+            if unchanged && p.absent {
                 (p.first, None, None)
             } else {
                 found.next().expect("one lookup for each row looked up")
@@ -510,19 +516,35 @@ pub(crate) struct Repeats {
     /// Sends other processes recorded since the check: a digest of their exact bytes, their
     /// Request-id and state (read again before a row is refused on their strength).
     recorded: SentBodies,
-    /// The Request-ids this run reserved with its last chunk (the next read passes them; the
-    /// mark is beyond them after that): its own rows, never a repeat of one another.
+    /// The Request-ids this run reserved with its last chunk, when the mark could not be
+    /// moved past them (the next read passes them): its own rows, never a repeat of one
+    /// another.
     own: HashSet<String>,
+    /// Every entry recorded since the check's mark is this run's own (the mark moved past
+    /// them, never past anything read): a key the check found unrecorded is unrecorded still.
+    only_own: bool,
 }
 
 impl Repeats {
-    pub(crate) fn new(target: String, mark: SendsMark) -> Repeats {
+    pub(crate) fn new(target: String, mark: SendsMark, only_own: bool) -> Repeats {
         Repeats {
             target,
             mark,
             recorded: SentBodies::new(),
             own: HashSet::new(),
+            only_own,
         }
+    }
+
+    /// Whether nothing but this run's own reservations was recorded in the journal since the
+    /// check (one read of the journal's last id): the rows the check found unrecorded need no
+    /// second lookup then. A key recorded after this answer is found taken by the reservation,
+    /// as one recorded after a lookup is.
+    async fn nothing_new_since_check(&mut self, journal: &Journal) -> bool {
+        if self.only_own && journal.sends_mark().await.ok() != Some(self.mark) {
+            self.only_own = false;
+        }
+        self.only_own
     }
 
     /// Under the repeat check: read the sends recorded since the last read, then reserve the
@@ -595,6 +617,7 @@ impl Repeats {
         whish_journal::JournalError,
     > {
         let (own, recorded) = (&self.own, &mut self.recorded);
+        let before = self.mark;
         self.mark = journal
             .sends_that_may_have_paid_since(&self.target, self.mark, |s| {
                 if !own.contains(s.key) {
@@ -602,6 +625,9 @@ impl Repeats {
                 }
             })
             .await?;
+        if self.mark != before {
+            self.only_own = false;
+        }
         // Most runs meet no other process's send: no row's bytes to digest then.
         if self.recorded.is_empty() {
             return Ok(fresh.into_iter().map(|p| (p, None)).collect());
@@ -916,9 +942,9 @@ impl Batch {
     /// else the file as read again, which must not have changed since: either way each row is
     /// checked against the journal again as it is sent (a row changed since the journal
     /// recorded it is never sent). A row the check found unrecorded in this same journal
-    /// (`journal` a clone of the one checked) is recorded without a second look: one another
-    /// process recorded meanwhile is found taken then, and sent the journal's way (a resend
-    /// under its Request-id, which the service confirms, never a second transfer).
+    /// (`journal` a clone of the one checked) is recorded without a second look while nothing
+    /// but this run's own rows was recorded in it since the check; once anything else was,
+    /// every row is looked up again.
     ///
     /// # Errors
     ///
@@ -981,8 +1007,16 @@ impl Batch {
             ..RunSummary::default()
         };
         let batch: Arc<str> = Arc::from(self.id.as_str());
-        let mut repeats = (!self.allow_repeats)
-            .then(|| Repeats::new(client.target().to_string(), check.seen.unwrap_or_default()));
+        // The check's mark is of the journal it read: a run on another reads that one's
+        // recent sends whole (the default mark), as a check of it would have.
+        let seen = check.seen.filter(|_| same_journal);
+        let mut repeats = (!self.allow_repeats).then(|| {
+            Repeats::new(
+                client.target().to_string(),
+                seen.unwrap_or_default(),
+                seen.is_some(),
+            )
+        });
         let stop = options.stop.clone();
         let mut tasks: JoinSet<RowResult> = JoinSet::new();
         let mut ticker = options.rate.map(|r| {

@@ -75,8 +75,9 @@ pub(crate) enum Planned {
     /// Settled without a send: the journal settles it already, the row changed since it was
     /// recorded, or it could not be prepared.
     Done(RowResult),
-    /// To send. `fresh` when the journal holds nothing under its Request-id: it is reserved
-    /// with the rows about to be sent; otherwise its entry is resent the journal's way.
+    /// To send. `fresh` when the journal holds nothing under its Request-id (as looked up, or
+    /// as the check found it while nothing else was recorded since): it is reserved with the
+    /// rows about to be sent; otherwise its entry is resent the journal's way.
     Send {
         result: RowResult,
         prepared: PreparedTransfer,

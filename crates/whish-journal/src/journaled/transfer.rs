@@ -98,15 +98,14 @@ impl crate::SendsMark {
     /// This mark moved past the entries `reserved` recorded, when they are every entry
     /// recorded after it (their ids follow the mark without a gap): a check that reads the
     /// sends recorded since a mark, then reserves its own, need not read those back. Otherwise
-    /// (another entry among them, a reservation not held, the default mark) the mark as it was.
+    /// (another entry among them, a reservation that may have written rows it cannot name)
+    /// the mark as it was. The default mark moves only past the first entries a journal ever
+    /// held (ids from 1): nothing can lie before them.
     #[must_use]
     pub fn past<'a>(
         self,
         reserved: impl IntoIterator<Item = &'a ReservedSend>,
     ) -> crate::SendsMark {
-        if self == crate::SendsMark::default() {
-            return self;
-        }
         let mut ids: Vec<i64> = Vec::new();
         for r in reserved {
             match r.reservation {

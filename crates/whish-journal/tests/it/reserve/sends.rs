@@ -498,11 +498,22 @@ async fn a_mark_moves_past_a_reservation_only_when_nothing_else_was_recorded_amo
         );
         assert_eq!(
             whish_journal::SendsMark::default().past(&first),
-            whish_journal::SendsMark::default(),
-            "the default mark reads the lookback, whatever was reserved"
+            mark,
+            "the first entries of a journal: the default mark moves past them"
         );
         // Its own rows only: the next read starts after them.
-        let own = t.reserve(vec![prepare(51), prepare(52), prepare(53)]).await;
+        // A key recorded before (here the first one, before the mark) is not this
+        // reservation's, and does not stop the mark. (Among the others, on PostgreSQL the id
+        // its conflict used up leaves a gap: the mark stays, and the next read reads them.)
+        let own = t
+            .reserve(vec![
+                prepare(51),
+                prepare(52),
+                prepare(53),
+                first[0].prepared().clone(),
+            ])
+            .await;
+        assert!(!own[3].is_held());
         let past = mark.past(&own);
         assert_ne!(past, mark);
         assert!(read_since(past).await.is_empty());
