@@ -1,7 +1,8 @@
 //! The batch soak: a payouts file of N rows sent by child processes (`whish-soak batch-child`,
 //! the library's `Batch::run` on one SQLite journal) against the in-process sandbox, with faults
 //! on about a fifth of the transfer calls, each child killed with SIGKILL at a random point and
-//! the batch run again, until a run ends with every row accepted. Then the truth checker:
+//! the batch run again, until a run ends with every row accepted; the first run has a twin,
+//! the same batch started at once in another process. Then the truth checker:
 //!
 //! - every row paid exactly once (0 duplicates: two transfers of one row; 0 lost: a row with
 //!   none; 0 foreign: a transfer of no row);
@@ -169,8 +170,8 @@ pub async fn parent(sb: Arc<Sandbox>, a: BatchArgs) -> Result<bool, String> {
 
     let f = Findings::check(&sb, a.rows, &runs.results);
     println!(
-        "{} runs ({} killed with SIGKILL), {injected} faults injected, {:.1} s ({:.0} rows/s over all runs)",
-        runs.results.len(),
+        "{} runs and a twin of the first ({} killed with SIGKILL), {injected} faults injected, {:.1} s ({:.0} rows/s over all runs)",
+        runs.results.len() - 1,
         runs.kills,
         elapsed.as_secs_f64(),
         a.rows as f64 / elapsed.as_secs_f64()
@@ -277,15 +278,36 @@ async fn run_until_accepted(
         let results = dir.join(format!("results-{run}.csv"));
         runs.results.push(results.clone());
         let mut proc = child.start(&results)?;
+        // The first run has a twin: the same batch started at once in another process (an
+        // operator running it twice), never killed, its results checked as every run's. Both
+        // checks find every row unrecorded; each run must find the other's rows as they are.
+        let twin = if run == 0 {
+            let twin_results = dir.join("results-0-twin.csv");
+            runs.results.push(twin_results.clone());
+            Some(child.start(&twin_results)?)
+        } else {
+            None
+        };
+        let twin_done = async |twin: Option<tokio::process::Child>| -> Result<(), String> {
+            if let Some(twin) = twin {
+                let out = twin.wait_with_output().await.map_err(|e| e.to_string())?;
+                if !out.status.success() {
+                    return Err(format!("the twin batch child failed: {}", out.status));
+                }
+            }
+            Ok(())
+        };
         if runs.kills < a.kills {
             // Killed at a random point: after a random share of the rows of this run.
             let target = rng.usize(1..=(a.rows / (a.kills + 1)).max(2));
             if kill_after(&mut proc, &results, target, &mut rng).await? {
                 runs.kills += 1;
+                twin_done(twin).await?;
                 continue;
             }
         }
         let out = proc.wait_with_output().await.map_err(|e| e.to_string())?;
+        twin_done(twin).await?;
         runs.last_line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         if !out.status.success() {
             return Err(format!("a batch child failed: {}", out.status));
