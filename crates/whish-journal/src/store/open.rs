@@ -66,6 +66,7 @@ pub(super) const SQLITE_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0004_prune_and_ranges.sql"),
     include_str!("../../migrations/sqlite/0005_target.sql"),
     include_str!("../../migrations/sqlite/0006_inbox.sql"),
+    include_str!("../../migrations/sqlite/0007_final_index_by_equalities.sql"),
 ];
 
 /// Bring a SQLite journal up to date under `BEGIN IMMEDIATE`, the database's write lock: two

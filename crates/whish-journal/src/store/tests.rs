@@ -424,3 +424,77 @@ async fn a_padded_lookup_returns_each_entry_once() {
         .expect("read");
     assert_eq!(twice.len(), 1);
 }
+
+/// A journal written before the index of the final entries named its states as equalities is
+/// brought to it when opened, its entries kept; the index then costs an insert and a state
+/// change no temporary table (an `IN` list of three would build one at each), and a prune of
+/// each final state still reads it.
+#[tokio::test]
+async fn a_journal_of_an_earlier_version_gets_the_final_index_by_equalities() {
+    let dir = std::env::temp_dir().join(format!("whish-journal-upgrade-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("journal.sqlite");
+    {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(options).await.expect("open");
+        for sql in &super::open::SQLITE_MIGRATIONS[..6] {
+            sqlx::raw_sql(*sql).execute(&pool).await.expect("migration");
+        }
+        sqlx::query("PRAGMA user_version = 6")
+            .execute(&pool)
+            .await
+            .expect("version");
+        sqlx::query(OPEN)
+            .bind(&b"{}"[..])
+            .execute(&pool)
+            .await
+            .expect("entries");
+        pool.close().await;
+    }
+    let db = Db::open_sqlite(&path, false).await.expect("open");
+    let Db::Sqlite(d) = &db else { unreachable!() };
+    let index: String = sqlx::query_scalar(
+        "SELECT sql FROM sqlite_master WHERE name = 'whish_journal_entries_final_updated'",
+    )
+    .fetch_one(&d.pool)
+    .await
+    .expect("index");
+    assert!(
+        index.contains("state = 'accepted' OR state = 'handed-on' OR state = 'refused'")
+            && !index.contains(" IN "),
+        "{index}"
+    );
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM whish_journal_entries")
+        .fetch_one(&d.pool)
+        .await
+        .expect("count");
+    assert_eq!(kept, 4);
+    for (sql, what) in [
+        (
+            "EXPLAIN INSERT INTO whish_journal_entries (service, operation, idem_key, request, \
+             state, attempts, created_ms, updated_ms) VALUES ('s', 'o', 'k', x'00', 'intended', \
+             1, 0, 0)",
+            "an insert",
+        ),
+        (
+            "EXPLAIN UPDATE whish_journal_entries SET state = 'accepted' WHERE id = 1",
+            "a state change",
+        ),
+    ] {
+        let ops: Vec<String> = sqlx::query(sql)
+            .fetch_all(&d.pool)
+            .await
+            .expect("explain")
+            .iter()
+            .map(|r| r.try_get::<String, _>("opcode").expect("opcode"))
+            .collect();
+        assert!(
+            !ops.iter().any(|o| o == "OpenEphemeral"),
+            "{what} builds a temporary table: {ops:?}"
+        );
+    }
+    check("sqlite, upgraded", &plans(&db).await);
+    db.close().await;
+}
