@@ -1,7 +1,6 @@
 //! Reading a batch file as a stream of rows: CSV with a header, or JSON lines (one object a
 //! line). Nothing is loaded whole: a file of a million rows costs the memory of one row.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -35,8 +34,8 @@ impl Format {
 pub(crate) enum Rows {
     Csv {
         reader: Box<csv::Reader<LineEndings<File>>>,
-        /// Each header's column (None: unknown; reported once, on the header's line).
-        headers: Vec<&'static str>,
+        /// Each header's column, by its place in [`crate::row::COLUMNS`].
+        headers: Vec<usize>,
         record: csv::StringRecord,
     },
     Json {
@@ -81,7 +80,7 @@ pub(crate) fn open(path: &PathBuf, format: Format) -> Result<Rows, BatchError> {
                         if !seen.insert(c.name) {
                             errors.push(RowError::new(1, h, "the column appears twice"));
                         }
-                        headers.push(c.name);
+                        headers.push(crate::row::column_index(c.name));
                     }
                     None => errors.push(RowError::new(
                         1,
@@ -134,6 +133,10 @@ impl<R: std::io::Read> std::io::Read for LineEndings<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             let n = self.inner.read(buf)?;
+            // Nothing to change (a file with `\n` endings): as read, without a pass per byte.
+            if n > 0 && !self.after_cr && !buf[..n].contains(&b'\r') {
+                return Ok(n);
+            }
             let mut kept = 0;
             for i in 0..n {
                 let b = buf[i];
@@ -177,21 +180,19 @@ impl Rows {
                 Ok(false) => None,
                 Ok(true) => {
                     let line = record.position().map_or(0, |p| p.line());
-                    let mut values = BTreeMap::new();
-                    for (name, value) in headers.iter().zip(record.iter()) {
+                    let mut row = RawRow::with_capacity(line, record.as_slice().len());
+                    for (&column, value) in headers.iter().zip(record.iter()) {
                         let value = value.trim();
                         if value.len() > MAX_VALUE {
                             return Some(Err(vec![RowError::new(
                                 line,
-                                name,
+                                crate::row::COLUMNS[column].name,
                                 format!("is longer than {MAX_VALUE} bytes"),
                             )]));
                         }
-                        if !value.is_empty() {
-                            values.insert(*name, value.to_owned());
-                        }
+                        row.set(column, value);
                     }
-                    Some(Ok(RawRow { line, values }))
+                    Some(Ok(row))
                 }
                 Err(e) => {
                     let line = e.position().map_or(0, |p| p.line());
@@ -293,7 +294,7 @@ fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
             format!("is not a JSON object: {e}"),
         )]
     })?;
-    let mut values = BTreeMap::new();
+    let mut row = RawRow::new(line);
     let mut errors = Vec::new();
     let mut seen: Vec<&'static str> = Vec::new();
     for (key, value) in object {
@@ -355,11 +356,11 @@ fn json_row(line: u64, text: &str) -> Result<RawRow, Vec<RowError>> {
                 format!("is longer than {MAX_VALUE} bytes"),
             ));
         } else if !text.trim().is_empty() {
-            values.insert(c.name, text);
+            row.set(crate::row::column_index(c.name), &text);
         }
     }
     if errors.is_empty() {
-        Ok(RawRow { line, values })
+        Ok(row)
     } else {
         Err(errors)
     }
@@ -396,15 +397,8 @@ mod tests {
             (", reference , receiver_middle_name ", &[",  EMP-1\t,   "]),
         );
         let row = rows[0].as_ref().expect("a row");
-        assert_eq!(
-            row.values.get("reference").map(String::as_str),
-            Some("EMP-1")
-        );
-        assert!(
-            !row.values.contains_key("receiver_middle_name"),
-            "{:?}",
-            row.values
-        );
+        assert_eq!(row.value("reference"), Some("EMP-1"));
+        assert_eq!(row.value("receiver_middle_name"), None, "{row:?}");
     }
 
     #[test]
@@ -419,6 +413,28 @@ mod tests {
         let rows = csv_rows("long", (",reference", &[&long, &padded]));
         assert!(rows[0].is_err(), "{:?}", rows[0]);
         let kept = rows[1].as_ref().expect("within the limit once trimmed");
-        assert_eq!(kept.values["reference"].len(), MAX_VALUE);
+        assert_eq!(kept.value("reference").map(str::len), Some(MAX_VALUE));
+    }
+
+    /// Any mix of `\r\n`, lone `\r` and `\n` reads as `\n` endings, wherever the reads of
+    /// the file happen to split it (a `\r` ending one read and its `\n` starting the next).
+    #[test]
+    fn line_endings_read_as_newlines_whatever_the_reads_split() {
+        struct Pieces<'a>(&'a [u8], usize);
+        impl std::io::Read for Pieces<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.1.min(self.0.len()).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let text = b"a,b\r\nc,d\re,f\ng\r\n\r\nh\n\ni";
+        for piece in 1..=text.len() {
+            let mut read = String::new();
+            std::io::Read::read_to_string(&mut LineEndings::new(Pieces(text, piece)), &mut read)
+                .expect("read");
+            assert_eq!(read, "a,b\nc,d\ne,f\ng\n\nh\n\ni", "reads of {piece} bytes");
+        }
     }
 }

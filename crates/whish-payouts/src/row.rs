@@ -1,7 +1,5 @@
 //! One row of a batch file: its columns, and the transfer it describes.
 
-use std::collections::BTreeMap;
-
 use whish_core::RequestId;
 use whish_core::{Amount, Currency};
 use whish_money_transfer::{
@@ -142,11 +140,107 @@ impl std::fmt::Display for RowError {
     }
 }
 
-/// A row as read: its line and the non-empty values of its columns.
+/// The place of column `name` in [`COLUMNS`]; a name that is not a column stops the build
+/// where it is evaluated in a constant (see `at!` in `cells`).
+pub(crate) const fn column_index(name: &str) -> usize {
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        if eq(COLUMNS[i].name.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a column of a batch file");
+}
+
+const fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// A row as read: its line and the non-empty values of its columns, held in one string (a
+/// row is read once and its values looked up many times: one allocation, not one a value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RawRow {
     pub line: u64,
-    pub values: BTreeMap<&'static str, String>,
+    /// The values, one after another.
+    text: String,
+    /// Each column's value in `text`, by the column's place in [`COLUMNS`]; an empty range is
+    /// a column absent or blank.
+    spans: [(u32, u32); COLUMNS.len()],
+}
+
+impl RawRow {
+    /// A row of no values yet, at `line`.
+    pub(crate) fn new(line: u64) -> RawRow {
+        RawRow {
+            line,
+            text: String::new(),
+            spans: [(0, 0); COLUMNS.len()],
+        }
+    }
+
+    /// A row of no values yet, at `line`, with room for `bytes` of them.
+    pub(crate) fn with_capacity(line: u64, bytes: usize) -> RawRow {
+        RawRow {
+            text: String::with_capacity(bytes),
+            ..RawRow::new(line)
+        }
+    }
+
+    /// Give column `column` (its place in [`COLUMNS`]) the value `value`; an empty value leaves
+    /// it absent. A value is at most `MAX_VALUE` bytes (checked by the reader), so a row's
+    /// text stays far inside `u32`.
+    pub(crate) fn set(&mut self, column: usize, value: &str) {
+        if value.is_empty() {
+            return;
+        }
+        let start = self.text.len();
+        self.text.push_str(value);
+        self.spans[column] = (start as u32, self.text.len() as u32);
+    }
+
+    /// The value of column `column` (its place in [`COLUMNS`]), if given.
+    pub(crate) fn at(&self, column: usize) -> Option<&str> {
+        let (start, end) = self.spans[column];
+        (end > start).then(|| &self.text[start as usize..end as usize])
+    }
+
+    /// The value of the column named `name`, if given.
+    pub(crate) fn value(&self, name: &str) -> Option<&str> {
+        COLUMNS
+            .iter()
+            .position(|c| c.name == name)
+            .and_then(|i| self.at(i))
+    }
+
+    /// The bytes of the row's values.
+    pub(crate) fn bytes(&self) -> usize {
+        self.text.len()
+    }
+
+    /// A row of `values` (column name, value), for tests.
+    #[cfg(test)]
+    pub(crate) fn of(line: u64, values: &[(&str, &str)]) -> RawRow {
+        let mut row = RawRow::new(line);
+        for (name, value) in values {
+            let i = COLUMNS
+                .iter()
+                .position(|c| c.name == *name)
+                .expect("a column");
+            row.set(i, value);
+        }
+        row
+    }
 }
 
 /// The batch-level defaults: the sending country and the sender of every row that does not
@@ -310,4 +404,26 @@ pub(crate) fn payout(
         prepared: None,
         absent: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_column_is_found_at_its_place_and_a_row_gives_back_what_it_was_given() {
+        for (i, c) in COLUMNS.iter().enumerate() {
+            assert_eq!(column_index(c.name), i, "{}", c.name);
+        }
+        let mut row = RawRow::with_capacity(4, 8);
+        row.set(column_index("amount"), "12.50");
+        row.set(column_index("reference"), "");
+        row.set(column_index("currency"), "USD");
+        assert_eq!(row.value("amount"), Some("12.50"));
+        assert_eq!(row.value("currency"), Some("USD"));
+        assert_eq!(row.value("reference"), None, "an empty value is absent");
+        assert_eq!(row.value("receiver_phone"), None);
+        assert_eq!(row.value("no such column"), None);
+        assert_eq!(row.bytes(), 8);
+    }
 }

@@ -11,12 +11,20 @@ use whish_money_transfer::{
 
 use super::{COLUMNS, Defaults, RawRow, RowError};
 
-/// The sender columns: any of them makes the row name its own sender.
-const SENDER_COLUMNS: [&str; 4] = [
-    "sender_first_name",
-    "sender_last_name",
-    "sender_phone",
-    "sender_date_of_birth",
+/// The place of a column, by its name, worked out when the crate is built.
+macro_rules! at {
+    ($name:literal) => {
+        const { super::column_index($name) }
+    };
+}
+
+/// The sender columns (their places in [`COLUMNS`]): any of them makes the row name its own
+/// sender.
+const SENDER_COLUMNS: [usize; 4] = [
+    at!("sender_first_name"),
+    at!("sender_last_name"),
+    at!("sender_phone"),
+    at!("sender_date_of_birth"),
 ];
 
 pub(super) struct Cells<'a> {
@@ -34,12 +42,17 @@ impl<'a> Cells<'a> {
         }
     }
 
-    /// The column's text, trimmed; nothing when it is absent or blank.
-    pub(super) fn get(&self, name: &str) -> Option<&'a str> {
+    /// The text of the column at `column` (its place in [`COLUMNS`], see `at!`), trimmed;
+    /// nothing when it is absent or blank.
+    pub(super) fn get(&self, column: usize) -> Option<&'a str> {
+        self.row.at(column).map(str::trim).filter(|v| !v.is_empty())
+    }
+
+    /// The same, by the column's name (for the columns a reader is handed by name).
+    fn named_value(&self, name: &str) -> Option<&'a str> {
         self.row
-            .values
-            .get(name)
-            .map(|v| v.trim())
+            .value(name)
+            .map(str::trim)
             .filter(|v| !v.is_empty())
     }
 
@@ -49,8 +62,8 @@ impl<'a> Cells<'a> {
 
     /// Record every required column the row leaves blank.
     pub(super) fn require_columns(&mut self) {
-        for c in COLUMNS.iter().filter(|c| c.required) {
-            if self.get(c.name).is_none() {
+        for (i, c) in COLUMNS.iter().enumerate().filter(|(_, c)| c.required) {
+            if self.get(i).is_none() {
                 self.fail(c.name, "is required");
             }
         }
@@ -58,7 +71,7 @@ impl<'a> Cells<'a> {
 
     /// `payment_mode`, cash collection when blank.
     pub(super) fn mode(&mut self) -> Option<PaymentMode> {
-        match self.get("payment_mode").unwrap_or("CASH_COLLECTION") {
+        match self.get(at!("payment_mode")).unwrap_or("CASH_COLLECTION") {
             "CASH_COLLECTION" => Some(PaymentMode::CashCollection),
             "MOBILE_WALLET" => Some(PaymentMode::MobileWallet),
             _ => {
@@ -70,7 +83,7 @@ impl<'a> Cells<'a> {
 
     /// `currency`: USD or LBP.
     pub(super) fn currency(&mut self) -> Option<Currency> {
-        let c = Currency::from_code(self.get("currency")?);
+        let c = Currency::from_code(self.get(at!("currency"))?);
         match c.require_usd_or_lbp("currency") {
             Ok(()) => Some(c),
             Err(e) => {
@@ -84,7 +97,7 @@ impl<'a> Cells<'a> {
     /// (exact, but a spreadsheet that writes `1.5E+06` may have rounded the cell to write it),
     /// within the currency's rules.
     pub(super) fn amount(&mut self, currency: Option<&Currency>) -> Option<Amount> {
-        let v = self.get("amount")?;
+        let v = self.get(at!("amount"))?;
         let amount = match v.parse::<Amount>() {
             Ok(a) => a,
             Err(e) => {
@@ -109,7 +122,7 @@ impl<'a> Cells<'a> {
 
     /// A column holding one of the service's named values (a reason, a source of funds).
     pub(super) fn named<T: FromStr<Err: ToString>>(&mut self, column: &str) -> Option<T> {
-        match T::from_str(self.get(column)?) {
+        match T::from_str(self.named_value(column)?) {
             Ok(v) => Some(v),
             Err(e) => {
                 self.fail(column, e.to_string());
@@ -120,7 +133,7 @@ impl<'a> Cells<'a> {
 
     /// `deduct_fees`, false when blank.
     pub(super) fn deduct_fees(&mut self) -> bool {
-        let Some(v) = self.get("deduct_fees") else {
+        let Some(v) = self.get(at!("deduct_fees")) else {
             return false;
         };
         match v.to_ascii_lowercase().as_str() {
@@ -135,7 +148,7 @@ impl<'a> Cells<'a> {
 
     /// `from_country`, else the batch's default.
     pub(super) fn sending_country(&mut self, defaults: &Defaults) -> Option<CountryId> {
-        let Some(v) = self.get("from_country") else {
+        let Some(v) = self.get(at!("from_country")) else {
             if defaults.from_country.is_none() {
                 self.fail(
                     "from_country",
@@ -158,7 +171,7 @@ impl<'a> Cells<'a> {
     }
 
     fn date_of_birth(&mut self, column: &str) -> Option<DateOfBirth> {
-        match DateOfBirth::parse(self.get(column)?) {
+        match DateOfBirth::parse(self.named_value(column)?) {
             Ok(d) => Some(d),
             Err(e) => {
                 self.fail(column, e.to_string());
@@ -169,7 +182,7 @@ impl<'a> Cells<'a> {
 
     /// The sender: the row's own when it has any sender column, else the batch's.
     pub(super) fn sender(&mut self, defaults: &Defaults) -> Option<Customer> {
-        if !SENDER_COLUMNS.iter().any(|c| self.get(c).is_some()) {
+        if !SENDER_COLUMNS.iter().any(|&c| self.get(c).is_some()) {
             if defaults.sender.is_none() {
                 self.fail(
                     "sender_first_name",
@@ -178,15 +191,18 @@ impl<'a> Cells<'a> {
             }
             return defaults.sender.clone();
         }
-        for c in &SENDER_COLUMNS[..3] {
+        for &c in &SENDER_COLUMNS[..3] {
             if self.get(c).is_none() {
-                self.fail(c, "is required when the row names its own sender");
+                self.fail(
+                    COLUMNS[c].name,
+                    "is required when the row names its own sender",
+                );
             }
         }
         let mut s = Customer::new(
-            FirstName::new(self.get("sender_first_name").unwrap_or_default()),
-            LastName::new(self.get("sender_last_name").unwrap_or_default()),
-            self.get("sender_phone").unwrap_or_default(),
+            FirstName::new(self.get(at!("sender_first_name")).unwrap_or_default()),
+            LastName::new(self.get(at!("sender_last_name")).unwrap_or_default()),
+            self.get(at!("sender_phone")).unwrap_or_default(),
         );
         if let Some(d) = self.date_of_birth("sender_date_of_birth") {
             s = s.identity(Identity::new(d));
@@ -198,18 +214,18 @@ impl<'a> Cells<'a> {
     /// birth, with the nationality when given).
     pub(super) fn receiver(&mut self) -> (Customer, Option<Identity>) {
         let mut receiver = Customer::new(
-            FirstName::new(self.get("receiver_first_name").unwrap_or_default()),
-            LastName::new(self.get("receiver_last_name").unwrap_or_default()),
-            self.get("receiver_phone").unwrap_or_default(),
+            FirstName::new(self.get(at!("receiver_first_name")).unwrap_or_default()),
+            LastName::new(self.get(at!("receiver_last_name")).unwrap_or_default()),
+            self.get(at!("receiver_phone")).unwrap_or_default(),
         );
-        if let Some(m) = self.get("receiver_middle_name") {
+        if let Some(m) = self.get(at!("receiver_middle_name")) {
             receiver = receiver.middle_name(m);
         }
         let dob = self.date_of_birth("receiver_date_of_birth");
-        let nationality = self.get("receiver_nationality");
+        let nationality = self.get(at!("receiver_nationality"));
         // The service's identity carries the nationality and needs a date of birth: a
         // nationality alone would be dropped, not sent.
-        if nationality.is_some() && self.get("receiver_date_of_birth").is_none() {
+        if nationality.is_some() && self.get(at!("receiver_date_of_birth")).is_none() {
             self.fail(
                 "receiver_nationality",
                 "needs receiver_date_of_birth: the receiver's identity, which holds the nationality, needs a date of birth",
@@ -229,7 +245,7 @@ impl<'a> Cells<'a> {
     /// decomposed spelling of a letter looks the same and is another reference, so two rows
     /// that read alike would be two payments); required when `required`.
     pub(super) fn reference(&mut self, required: bool) -> Option<String> {
-        let reference = self.get("reference").map(str::to_owned);
+        let reference = self.get(at!("reference")).map(str::to_owned);
         if let Some(r) = &reference
             && !r.bytes().all(|b| (0x20..0x7f).contains(&b))
         {
