@@ -227,10 +227,12 @@ fn main() {
                 );
             }
         };
-        // WHISH_BENCH_LEG=batch|plain|file runs only that leg (to profile one of them).
+        // WHISH_BENCH_LEG=batch|plain|file runs only that leg (to profile one of them), its sends
+        // answered after the latency given.
         if let Ok(leg) = std::env::var("WHISH_BENCH_LEG") {
             let started = Instant::now();
             for round in 0..rounds {
+                slow(rows);
                 match leg.as_str() {
                     "plain" => drop(plain(&client, rows).await),
                     "file" => drop(unjournaled(&client, &dir, round, rows).await),
