@@ -454,7 +454,11 @@ async fn a_journal_of_an_earlier_version_gets_the_final_index_by_equalities() {
         pool.close().await;
     }
     let db = Db::open_sqlite(&path, false).await.expect("open");
-    let Db::Sqlite(d) = &db else { unreachable!() };
+    let d = match &db {
+        Db::Sqlite(d) => d,
+        #[allow(unreachable_patterns)]
+        _ => unreachable!("a SQLite journal"),
+    };
     let index: String = sqlx::query_scalar(
         "SELECT sql FROM sqlite_master WHERE name = 'whish_journal_entries_final_updated'",
     )
