@@ -338,7 +338,13 @@ impl Task {
         }
         let written = {
             let finishes: Vec<&Finish> = outcomes.iter().map(|(o, _)| o).collect();
-            update_all(&self.relaxed, self.now, &finishes).await
+            if finishes.len() >= COUNTED_FROM {
+                outcomes_counted(&self.relaxed, self.now, &finishes).await
+            } else {
+                update_all(&self.relaxed, self.now, &finishes, true)
+                    .await
+                    .map(Option::unwrap_or_default)
+            }
         };
         self.answer_outcomes(outcomes, written);
     }
@@ -427,6 +433,44 @@ impl Task {
     }
 }
 
+/// The fewest outcomes written alone that are counted rather than returned (see `update_all`):
+/// counting needs a transaction of its own, two more statements, which a group of a few
+/// outcomes saves less than it costs.
+const COUNTED_FROM: usize = 8;
+
+/// Outcomes alone, in a transaction of their own, counted (see `update_all`); when some lease
+/// was lost, rolled back and written again, returned.
+async fn outcomes_counted(
+    pool: &SqlitePool,
+    now: &str,
+    finishes: &[&Finish],
+) -> Result<Vec<(i64, i64)>, String> {
+    // A connection whose transaction failed is closed, never reused (see `store`).
+    crate::store::closed_on_failure(
+        pool,
+        |e| e.to_string(),
+        async |conn| {
+            let mut tx = sqlx::Connection::begin(&mut *conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Some(kept) = update_all(&mut *tx, now, finishes, false).await? {
+                tx.commit().await.map_err(|e| {
+                    format!(
+                        "the group write of {} outcome(s) failed: {e}",
+                        finishes.len()
+                    )
+                })?;
+                return Ok(kept);
+            }
+            tx.rollback().await.map_err(|e| e.to_string())?;
+            Ok(update_all(&mut *conn, now, finishes, true)
+                .await?
+                .unwrap_or_default())
+        },
+    )
+    .await
+}
+
 /// Outcomes and intents in one transaction, committed once.
 async fn write_together(
     pool: &SqlitePool,
@@ -439,10 +483,23 @@ async fn write_together(
         pool,
         |e| e.to_string(),
         async |conn| {
-            let mut tx = sqlx::Connection::begin(conn)
+            let mut tx = sqlx::Connection::begin(&mut *conn)
                 .await
                 .map_err(|e| e.to_string())?;
-            let kept = update_all(&mut *tx, now, finishes).await?;
+            let kept = match update_all(&mut *tx, now, finishes, false).await? {
+                Some(kept) => kept,
+                None => {
+                    // Some lease was lost: undo the statement (nothing else is in the
+                    // transaction yet) and write again, told which rows were written.
+                    tx.rollback().await.map_err(|e| e.to_string())?;
+                    tx = sqlx::Connection::begin(&mut *conn)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    update_all(&mut *tx, now, finishes, true)
+                        .await?
+                        .unwrap_or_default()
+                }
+            };
             let ids = insert_all(&mut *tx, jobs).await?;
             tx.commit().await.map_err(|e| {
                 format!(
@@ -499,31 +556,48 @@ async fn insert_all<'c>(
 }
 
 /// Record every outcome with one statement, each only under its own lease (row id and fencing
-/// token); the (id, token) of each written.
+/// token); the (id, token) of each written, or `None` when not every one was (nothing is
+/// returned row by row then: the caller rolls the statement back and asks again with
+/// `returning`, to learn which).
+///
+/// Every outcome's lease is still its writer's in nearly every group: the statement then says
+/// how many rows it changed, and as many as the group has means each was written (each names
+/// one row by its id, and a row changed twice in one statement counts once). Only a group in
+/// which some lease was lost pays for the rows of `RETURNING`, each a row handed back from
+/// SQLite's thread.
 async fn update_all<'c>(
     pool: impl sqlx::SqliteExecutor<'c>,
     now: &str,
     finishes: &[&Finish],
-) -> Result<Vec<(i64, i64)>, String> {
+    returning: bool,
+) -> Result<Option<Vec<(i64, i64)>>, String> {
     // Anonymous parameters, in order (see `insert_many_sql`), padded to a power of two (see
     // `padded_len`) with rows that match no entry (row id 0: ids start at 1).
     let padded = crate::store::padded_len(finishes.len());
     // `finish` leaves the token as it is, so the row's token after the update is the one that
     // matched: two outcomes of one entry under two tokens in a group are told apart by it.
-    let sql =
-        crate::store::statement_text("write outcomes", crate::Backend::Sqlite, padded, || {
-            format!(
-                "WITH v(id, owner, token, state, outcome, refs) AS (VALUES {}) \
+    let name = if returning {
+        "write outcomes, returning"
+    } else {
+        "write outcomes"
+    };
+    let sql = crate::store::statement_text(name, crate::Backend::Sqlite, padded, || {
+        format!(
+            "WITH v(id, owner, token, state, outcome, refs) AS (VALUES {}) \
              UPDATE whish_journal_entries \
              SET state = v.state, outcome = v.outcome, refs = v.refs, updated_ms = {now}, \
                  lease_owner = NULL, lease_until_ms = NULL \
              FROM v WHERE whish_journal_entries.id = v.id \
                AND whish_journal_entries.lease_owner = v.owner \
-               AND whish_journal_entries.lease_token = v.token \
-             RETURNING whish_journal_entries.id, whish_journal_entries.lease_token",
-                vec!["(?, ?, ?, ?, ?, ?)"; padded].join(", ")
-            )
-        });
+               AND whish_journal_entries.lease_token = v.token{}",
+            vec!["(?, ?, ?, ?, ?, ?)"; padded].join(", "),
+            if returning {
+                " RETURNING whish_journal_entries.id, whish_journal_entries.lease_token"
+            } else {
+                ""
+            }
+        )
+    });
     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
     let (mut owner, mut state) = (
         crate::store::SameText::default(),
@@ -548,12 +622,22 @@ async fn update_all<'c>(
             .bind(empty.clone())
             .bind(empty.clone());
     }
-    let rows = q.fetch_all(pool).await.map_err(|e| {
+    let failed = |e: sqlx::Error| {
         format!(
             "the group write of {} outcome(s) failed: {e}",
             finishes.len()
         )
-    })?;
+    };
+    if !returning {
+        let changed = q.execute(pool).await.map_err(failed)?.rows_affected();
+        return Ok((changed == finishes.len() as u64).then(|| {
+            finishes
+                .iter()
+                .map(|f| (f.lease.id, f.lease.token))
+                .collect()
+        }));
+    }
+    let rows = q.fetch_all(pool).await.map_err(failed)?;
     rows.iter()
         .map(|r| {
             Ok((
@@ -561,7 +645,8 @@ async fn update_all<'c>(
                 r.try_get::<i64, _>(1).map_err(|e| e.to_string())?,
             ))
         })
-        .collect()
+        .collect::<Result<_, String>>()
+        .map(Some)
 }
 
 #[cfg(test)]
@@ -810,6 +895,78 @@ mod tests {
                 .expect("read");
         assert_eq!(state, "accepted");
         db.close().await;
+    }
+
+    /// Whatever the size of a group, and whether intents come with it, an outcome under a stale
+    /// token is told its lease was lost and every other one is written: a group in which every
+    /// lease held is counted, and one in which a lease was lost is asked again row by row.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_outcome_of_a_group_is_told_whether_it_was_written_at_any_size() {
+        for (n, with_intent, stale) in [
+            (3, false, true),
+            (COUNTED_FROM + 4, false, false),
+            (COUNTED_FROM + 4, false, true),
+            (COUNTED_FROM + 4, true, false),
+            (COUNTED_FROM + 4, true, true),
+        ] {
+            let case = format!("{n} outcomes, an intent: {with_intent}, a stale token: {stale}");
+            let db = journal("group-counted").await;
+            let mut leases = Vec::new();
+            for i in 0..n {
+                let inserted = spawn_insert(&db, format!("k{i}")).await.expect("join");
+                leases.push(inserted.expect("inserted").expect("new"));
+            }
+            // The first entry's lease taken again: its first token is stale.
+            let current = if stale {
+                Some(
+                    db.take_lease(leases[0].id, "me", 30_000)
+                        .await
+                        .expect("take")
+                        .expect("taken"),
+                )
+            } else {
+                None
+            };
+            let turn = db.writer().turn().await;
+            let finish = |lease: Lease| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    db.finish(
+                        lease,
+                        "me",
+                        State::Accepted,
+                        &RecordedOutcome::new("accepted"),
+                        &References::default(),
+                    )
+                    .await
+                })
+            };
+            let mut answers: Vec<(bool, _)> = leases
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (!(stale && i == 0), finish(*l)))
+                .collect();
+            answers.extend(current.map(|c| (true, finish(c))));
+            let intent = with_intent.then(|| spawn_insert(&db, "new".into()));
+            queued(&db, answers.len() + usize::from(with_intent)).await;
+            drop(turn);
+            for (i, (expected, answer)) in answers.into_iter().enumerate() {
+                let written = answer.await.expect("join").expect("answered");
+                assert_eq!(written, expected, "{case}: outcome {i}");
+            }
+            if let Some(intent) = intent {
+                let lease = intent.await.expect("join").expect("inserted");
+                assert!(lease.is_some(), "{case}: the intent");
+            }
+            let accepted: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM whish_journal_entries WHERE state = 'accepted'",
+            )
+            .fetch_one(db.sqlite_pool())
+            .await
+            .expect("read");
+            assert_eq!(accepted, n as i64, "{case}");
+            db.close().await;
+        }
     }
 
     /// An outcome nobody waited for is gathered with others for a moment; once somebody waits
