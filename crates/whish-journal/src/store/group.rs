@@ -331,7 +331,8 @@ impl Task {
         }
     }
 
-    /// Outcomes alone: one statement on the relaxed connection.
+    /// Outcomes alone, on the relaxed connection: a group of [`COUNTED_FROM`] or more in a
+    /// transaction of its own, counted; a smaller one in one statement, returned.
     async fn write_outcomes(&self, outcomes: &mut Vec<(Finish, oneshot::Sender<Finished>)>) {
         if outcomes.is_empty() {
             return;
@@ -339,7 +340,9 @@ impl Task {
         let written = {
             let finishes: Vec<&Finish> = outcomes.iter().map(|(o, _)| o).collect();
             if finishes.len() >= COUNTED_FROM {
-                outcomes_counted(&self.relaxed, self.now, &finishes).await
+                write_together(&self.relaxed, self.now, &finishes, &[])
+                    .await
+                    .map(|(kept, _)| kept)
             } else {
                 update_all(&self.relaxed, self.now, &finishes, true)
                     .await
@@ -438,40 +441,8 @@ impl Task {
 /// outcomes saves less than it costs.
 const COUNTED_FROM: usize = 8;
 
-/// Outcomes alone, in a transaction of their own, counted (see `update_all`); when some lease
-/// was lost, rolled back and written again, returned.
-async fn outcomes_counted(
-    pool: &SqlitePool,
-    now: &str,
-    finishes: &[&Finish],
-) -> Result<Vec<(i64, i64)>, String> {
-    // A connection whose transaction failed is closed, never reused (see `store`).
-    crate::store::closed_on_failure(
-        pool,
-        |e| e.to_string(),
-        async |conn| {
-            let mut tx = sqlx::Connection::begin(&mut *conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            if let Some(kept) = update_all(&mut *tx, now, finishes, false).await? {
-                tx.commit().await.map_err(|e| {
-                    format!(
-                        "the group write of {} outcome(s) failed: {e}",
-                        finishes.len()
-                    )
-                })?;
-                return Ok(kept);
-            }
-            tx.rollback().await.map_err(|e| e.to_string())?;
-            Ok(update_all(&mut *conn, now, finishes, true)
-                .await?
-                .unwrap_or_default())
-        },
-    )
-    .await
-}
-
-/// Outcomes and intents in one transaction, committed once.
+/// Outcomes and intents (or outcomes alone) in one transaction, committed once; the outcomes
+/// counted, and returned only when some lease was lost (see `update_all`).
 async fn write_together(
     pool: &SqlitePool,
     now: &str,
@@ -500,7 +471,11 @@ async fn write_together(
                         .unwrap_or_default()
                 }
             };
-            let ids = insert_all(&mut *tx, jobs).await?;
+            let ids = if jobs.is_empty() {
+                Vec::new()
+            } else {
+                insert_all(&mut *tx, jobs).await?
+            };
             tx.commit().await.map_err(|e| {
                 format!(
                     "the group commit of {} intent(s) and {} outcome(s) failed: {e}",
