@@ -123,7 +123,41 @@ impl Db {
                     SameText::default(),
                 );
                 let mut constant = SameText::default();
-                for chunk in pow2_chunks($rows, PER_STATEMENT) {
+                // A reservation of one kind on SQLite binds what its rows share once.
+                let written_shared = {
+                    #[cfg(feature = "sqlite")]
+                    {
+                        match (
+                            Shared::of($rows, recorded, self),
+                            OnSqlite::sqlite(&mut *$tx),
+                        ) {
+                            (Some(shared), Some(conn)) => {
+                                for chunk in pow2_chunks($rows, PER_STATEMENT) {
+                                    let rows = shared
+                                        .query(chunk)
+                                        .fetch_all(&mut *conn)
+                                        .await
+                                        .map_err(JournalError::write)?;
+                                    for row in &rows {
+                                        let id =
+                                            row.try_get::<i64, _>(0).map_err(JournalError::read)?;
+                                        let key = row
+                                            .try_get::<&str, _>(1)
+                                            .map_err(JournalError::read)?;
+                                        inserted.add_of(shared.service, shared.operation, key, id);
+                                    }
+                                }
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    #[cfg(not(feature = "sqlite"))]
+                    {
+                        false
+                    }
+                };
+                for chunk in pow2_chunks($rows, PER_STATEMENT).filter(|_| !written_shared) {
                     let sql = recorded.sql(self.backend(), chunk.len(), now);
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                     for r in chunk {
@@ -254,6 +288,15 @@ impl Inserted {
         }
     }
 
+    /// A row the insert returned, of a service and operation known.
+    #[cfg(feature = "sqlite")]
+    fn add_of(&mut self, service: Service, operation: Operation, key: &str, id: i64) {
+        self.0
+            .entry((service, operation))
+            .or_default()
+            .insert(key.to_owned(), id);
+    }
+
     /// The id of the row written for `r`'s key.
     fn get(&self, r: &Request<'_>) -> Option<i64> {
         self.0.get(&(r.service, r.operation))?.get(r.key).copied()
@@ -263,6 +306,100 @@ impl Inserted {
     /// none.
     fn take(&mut self, r: &Request<'_>) -> Option<i64> {
         self.0.get_mut(&(r.service, r.operation))?.remove(r.key)
+    }
+}
+
+/// A connection a reservation writes on, as SQLite's when it is one (the statement of a
+/// reservation of one kind is SQLite's).
+#[cfg(feature = "sqlite")]
+trait OnSqlite {
+    fn sqlite(&mut self) -> Option<&mut sqlx::SqliteConnection>;
+}
+
+#[cfg(feature = "sqlite")]
+impl OnSqlite for sqlx::SqliteConnection {
+    fn sqlite(&mut self) -> Option<&mut sqlx::SqliteConnection> {
+        Some(self)
+    }
+}
+
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+impl OnSqlite for sqlx::PgConnection {
+    fn sqlite(&mut self) -> Option<&mut sqlx::SqliteConnection> {
+        None
+    }
+}
+
+/// What every request of a reservation shares when all are of one service, operation and
+/// target (a payout batch's are), on SQLite: bound once a statement ([`insert_shared_sql`])
+/// instead of once a row.
+///
+/// [`insert_shared_sql`]: crate::store::insert_shared_sql
+#[cfg(feature = "sqlite")]
+#[derive(Clone, Copy)]
+struct Shared<'a> {
+    service: Service,
+    operation: Operation,
+    target: &'a str,
+    owner: &'a str,
+    lease_ms: i64,
+    token: i64,
+    clock: i64,
+}
+
+#[cfg(feature = "sqlite")]
+impl<'a> Shared<'a> {
+    /// What `requests`, recorded so, share on `db`; `None` when they are of more than one
+    /// kind, not a reservation, or not on SQLite.
+    fn of(requests: &[Request<'a>], recorded: Recorded<'a>, db: &Db) -> Option<Shared<'a>> {
+        let Recorded::Leased {
+            owner,
+            lease_ms,
+            token,
+        } = recorded
+        else {
+            return None;
+        };
+        let first = requests.first()?;
+        let clock = db
+            .lease_clock()
+            .filter(|_| db.backend() == Backend::Sqlite)?;
+        requests
+            .iter()
+            .all(|r| {
+                (r.service, r.operation, r.target) == (first.service, first.operation, first.target)
+            })
+            .then_some(Shared {
+                service: first.service,
+                operation: first.operation,
+                target: first.target,
+                owner,
+                lease_ms,
+                token,
+                clock,
+            })
+    }
+
+    /// The insert of `chunk`, its rows' key, context and body, then what they share.
+    fn query<'q>(
+        &self,
+        chunk: &'q [Request<'q>],
+    ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>
+    where
+        'a: 'q,
+    {
+        let sql = crate::store::insert_shared_sql(chunk.len());
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for r in chunk {
+            q = q.bind(r.key).bind(r.context).bind(r.body);
+        }
+        q.bind(self.service.as_str())
+            .bind(self.operation.as_str())
+            .bind(self.owner)
+            .bind(self.lease_ms)
+            .bind(self.token)
+            .bind(self.target)
+            .bind(self.clock)
     }
 }
 
@@ -318,4 +455,97 @@ fn insert_unsent_sql(n: usize, now: &str, anonymous: bool) -> String {
          RETURNING id, service, operation, idem_key",
         values.join(", ")
     )
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    //! A reservation on a real SQLite file: of one kind (what the rows share bound once) or of
+    //! several (each row binding its own), the same rows are written and answered.
+
+    use super::*;
+
+    fn request<'a>(key: &'a str, target: &'a str) -> Request<'a> {
+        Request {
+            service: Service::MoneyTransfer,
+            operation: Operation::Send,
+            key,
+            context: Some("ctx"),
+            body: b"{\"amount\":1}",
+            target,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reservation_of_one_kind_or_of_several_writes_and_answers_the_same_rows() {
+        for targets in [["a", "a", "a", "a"], ["a", "b", "a", "b"]] {
+            let db = crate::store::tests::sqlite("reserve-kinds").await;
+            // Recorded before: its key is found taken.
+            db.reserve(None, &[request("k3", targets[3])], "earlier", 30_000, 7)
+                .await
+                .expect("earlier");
+            let requests = [
+                request("k1", targets[0]),
+                request("k2", targets[1]),
+                request("k1", targets[2]),
+                request("k3", targets[3]),
+            ];
+            let leases = db
+                .reserve(None, &requests, "me", 30_000, 42)
+                .await
+                .expect("reserve");
+            let ids: Vec<Option<i64>> = leases.iter().map(|l| l.map(|l| l.id)).collect();
+            assert!(ids[0].is_some() && ids[1].is_some(), "{targets:?}: {ids:?}");
+            assert_eq!(
+                ids[2..],
+                [None, None],
+                "{targets:?}: a key twice, a key taken"
+            );
+            assert!(leases.iter().flatten().all(|l| l.token == 42));
+            let d = match &db {
+                Db::Sqlite(d) => d,
+                #[allow(unreachable_patterns)]
+                _ => unreachable!("a SQLite journal"),
+            };
+            for (i, request) in requests[..2].iter().enumerate() {
+                let row = sqlx::query(
+                    "SELECT service, operation, idem_key, context, request, state, lease_owner, \
+                     lease_token, target, lease_until_ms > created_ms AS leased \
+                     FROM whish_journal_entries WHERE id = ?",
+                )
+                .bind(ids[i])
+                .fetch_one(&d.pool)
+                .await
+                .expect("row");
+                let text = |c: &str| row.try_get::<String, _>(c).expect("text");
+                assert_eq!(
+                    (
+                        text("service"),
+                        text("operation"),
+                        text("idem_key"),
+                        text("context"),
+                        text("state"),
+                        text("lease_owner"),
+                        text("target"),
+                    ),
+                    (
+                        "money-transfer".to_owned(),
+                        "send".to_owned(),
+                        request.key.to_owned(),
+                        "ctx".to_owned(),
+                        "intended".to_owned(),
+                        "me".to_owned(),
+                        request.target.to_owned(),
+                    ),
+                    "{targets:?}"
+                );
+                assert_eq!(
+                    row.try_get::<Vec<u8>, _>("request").expect("body"),
+                    request.body
+                );
+                assert_eq!(row.try_get::<i64, _>("lease_token").expect("token"), 42);
+                assert!(row.try_get::<bool, _>("leased").expect("leased"));
+            }
+            db.close().await;
+        }
+    }
 }

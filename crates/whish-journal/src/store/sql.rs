@@ -130,6 +130,32 @@ pub(crate) fn insert_many_sql(backend: Backend, n: usize) -> std::sync::Arc<str>
     })
 }
 
+/// The insert of `n` intents of one service, operation and target, each `intended` and leased
+/// to one owner under one token (a reservation's, on SQLite): for each row three parameters
+/// (key, context, body), then what every row shares, bound once (service, operation, owner,
+/// lease in milliseconds, token, target, the lease clock's offset); returns the id and key of
+/// each row inserted. A row of [`insert_many_sql`] binds nine; each parameter bound is work on
+/// both sides of sqlx, a row at a time.
+#[cfg(all(feature = "sqlite", feature = "money-transfer"))]
+pub(crate) fn insert_shared_sql(n: usize) -> std::sync::Arc<str> {
+    statement_text("insert intents of one kind", Backend::Sqlite, n, || {
+        format!(
+            "INSERT INTO whish_journal_entries \
+             (service, operation, idem_key, context, request, state, attempts, created_ms, \
+              updated_ms, lease_owner, lease_until_ms, lease_token, target) \
+             SELECT c.service, c.operation, v.column1, v.column2, v.column3, 'intended', 1, \
+                    c.now, c.now, c.owner, c.now + c.ahead + c.lease_ms, c.token, c.target \
+             FROM (VALUES {}) AS v, \
+                  (SELECT ? AS service, ? AS operation, ? AS owner, ? AS lease_ms, ? AS token, \
+                          ? AS target, {SQLITE_NOW} AS now, ? AS ahead) AS c \
+             WHERE true \
+             ON CONFLICT (service, operation, idem_key) DO NOTHING \
+             RETURNING id, idem_key",
+            vec!["(?, ?, ?)"; n].join(", ")
+        )
+    })
+}
+
 /// The number of rows a statement of `n` rows is padded to: the next power of two, so that a
 /// grouped statement takes one of a few sizes (each prepared once a connection and cached)
 /// instead of one of every size (each parsed again).
