@@ -132,21 +132,7 @@ impl Db {
                             OnSqlite::sqlite(&mut *$tx),
                         ) {
                             (Some(shared), Some(conn)) => {
-                                for chunk in pow2_chunks($rows, PER_STATEMENT) {
-                                    let rows = shared
-                                        .query(chunk)
-                                        .fetch_all(&mut *conn)
-                                        .await
-                                        .map_err(JournalError::write)?;
-                                    for row in &rows {
-                                        let id =
-                                            row.try_get::<i64, _>(0).map_err(JournalError::read)?;
-                                        let key = row
-                                            .try_get::<&str, _>(1)
-                                            .map_err(JournalError::read)?;
-                                        inserted.add_of(shared.service, shared.operation, key, id);
-                                    }
-                                }
+                                shared.insert(conn, $rows, &mut inserted).await?;
                                 true
                             }
                             _ => false,
@@ -157,35 +143,40 @@ impl Db {
                         false
                     }
                 };
-                for chunk in pow2_chunks($rows, PER_STATEMENT).filter(|_| !written_shared) {
-                    let sql = recorded.sql(self.backend(), chunk.len(), now);
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-                    for r in chunk {
-                        q = q
-                            .bind(service.of(r.service.as_str()))
-                            .bind(operation.of(r.operation.as_str()))
-                            .bind(r.key)
-                            .bind(r.context)
-                            .bind(r.body);
-                        q = match recorded {
-                            Recorded::Leased {
-                                owner,
-                                lease_ms,
-                                token,
-                            } => q.bind(constant.of(owner)).bind(lease_ms).bind(token),
-                            Recorded::Unsent { outcome } => q.bind(constant.of(outcome)),
-                        };
-                        q = q.bind(target.of(r.target));
-                    }
-                    // The lease clock's parameter, last (SQLite; see `Db::lease_now`).
-                    if let (Recorded::Leased { .. }, Some(clock)) = (recorded, self.lease_clock()) {
-                        q = q.bind(clock);
-                    }
-                    let rows = q.fetch_all(&mut *$tx).await.map_err(JournalError::write)?;
-                    for row in &rows {
-                        let get = |c: &str| row.try_get::<&str, _>(c).map_err(JournalError::read);
-                        let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
-                        inserted.add(get("service")?, get("operation")?, get("idem_key")?, id);
+                if !written_shared {
+                    for chunk in pow2_chunks($rows, PER_STATEMENT) {
+                        let sql = recorded.sql(self.backend(), chunk.len(), now);
+                        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                        for r in chunk {
+                            q = q
+                                .bind(service.of(r.service.as_str()))
+                                .bind(operation.of(r.operation.as_str()))
+                                .bind(r.key)
+                                .bind(r.context)
+                                .bind(r.body);
+                            q = match recorded {
+                                Recorded::Leased {
+                                    owner,
+                                    lease_ms,
+                                    token,
+                                } => q.bind(constant.of(owner)).bind(lease_ms).bind(token),
+                                Recorded::Unsent { outcome } => q.bind(constant.of(outcome)),
+                            };
+                            q = q.bind(target.of(r.target));
+                        }
+                        // The lease clock's parameter, last (SQLite; see `Db::lease_now`).
+                        if let (Recorded::Leased { .. }, Some(clock)) =
+                            (recorded, self.lease_clock())
+                        {
+                            q = q.bind(clock);
+                        }
+                        let rows = q.fetch_all(&mut *$tx).await.map_err(JournalError::write)?;
+                        for row in &rows {
+                            let get =
+                                |c: &str| row.try_get::<&str, _>(c).map_err(JournalError::read);
+                            let id = row.try_get::<i64, _>("id").map_err(JournalError::read)?;
+                            inserted.add(get("service")?, get("operation")?, get("idem_key")?, id);
+                        }
                     }
                 }
             };
@@ -284,12 +275,11 @@ impl Inserted {
     /// written by it: left out.
     fn add(&mut self, service: &str, operation: &str, key: &str, id: i64) {
         if let (Some(s), Some(o)) = (Service::parse(service), Operation::parse(operation)) {
-            self.0.entry((s, o)).or_default().insert(key.to_owned(), id);
+            self.add_of(s, o, key, id);
         }
     }
 
     /// A row the insert returned, of a service and operation known.
-    #[cfg(feature = "sqlite")]
     fn add_of(&mut self, service: Service, operation: Operation, key: &str, id: i64) {
         self.0
             .entry((service, operation))
@@ -361,9 +351,8 @@ impl<'a> Shared<'a> {
             return None;
         };
         let first = requests.first()?;
-        let clock = db
-            .lease_clock()
-            .filter(|_| db.backend() == Backend::Sqlite)?;
+        // The lease clock is SQLite's (PostgreSQL's statements read the server's).
+        let clock = db.lease_clock()?;
         requests
             .iter()
             .all(|r| {
@@ -378,6 +367,29 @@ impl<'a> Shared<'a> {
                 token,
                 clock,
             })
+    }
+
+    /// Insert `requests` on `conn`, a statement a chunk: the id of each row inserted, by key,
+    /// into `inserted`.
+    async fn insert(
+        &self,
+        conn: &mut sqlx::SqliteConnection,
+        requests: &[Request<'_>],
+        inserted: &mut Inserted,
+    ) -> Result<(), JournalError> {
+        for chunk in pow2_chunks(requests, PER_STATEMENT) {
+            let rows = self
+                .query(chunk)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(JournalError::write)?;
+            for row in &rows {
+                let id = row.try_get::<i64, _>(0).map_err(JournalError::read)?;
+                let key = row.try_get::<&str, _>(1).map_err(JournalError::read)?;
+                inserted.add_of(self.service, self.operation, key, id);
+            }
+        }
+        Ok(())
     }
 
     /// The insert of `chunk`, its rows' key, context and body, then what they share.
