@@ -657,6 +657,25 @@ mod tests {
         }
     }
 
+    /// The outcome `state` recorded under `lease`, as "me", in a task of its own.
+    fn spawn_finish(
+        db: &Db,
+        lease: Lease,
+        state: State,
+    ) -> tokio::task::JoinHandle<Result<bool, JournalError>> {
+        let db = db.clone();
+        tokio::spawn(async move {
+            db.finish(
+                lease,
+                "me",
+                state,
+                &RecordedOutcome::new(state.as_str()),
+                &References::default(),
+            )
+            .await
+        })
+    }
+
     fn spawn_insert(
         db: &Db,
         key: String,
@@ -838,22 +857,9 @@ mod tests {
         let other = spawn_insert(&db, "other".into()).await.expect("join");
         let other = other.expect("inserted").expect("new");
         let turn = db.writer().turn().await;
-        let finish = |lease: Lease, state: State| {
-            let db = db.clone();
-            tokio::spawn(async move {
-                db.finish(
-                    lease,
-                    "me",
-                    state,
-                    &RecordedOutcome::new(state.as_str()),
-                    &References::default(),
-                )
-                .await
-            })
-        };
-        let stale = finish(first, State::Refused);
-        let current = finish(second, State::Accepted);
-        let elsewhere = finish(other, State::Accepted);
+        let stale = spawn_finish(&db, first, State::Refused);
+        let current = spawn_finish(&db, second, State::Accepted);
+        let elsewhere = spawn_finish(&db, other, State::Accepted);
         queued(&db, 3).await;
         drop(turn);
         assert!(!stale.await.expect("join").expect("written"), "stale token");
@@ -903,19 +909,7 @@ mod tests {
                 None
             };
             let turn = db.writer().turn().await;
-            let finish = |lease: Lease| {
-                let db = db.clone();
-                tokio::spawn(async move {
-                    db.finish(
-                        lease,
-                        "me",
-                        State::Accepted,
-                        &RecordedOutcome::new("accepted"),
-                        &References::default(),
-                    )
-                    .await
-                })
-            };
+            let finish = |lease: Lease| spawn_finish(&db, lease, State::Accepted);
             let mut answers: Vec<(bool, _)> = leases
                 .iter()
                 .enumerate()
