@@ -59,12 +59,6 @@ impl Kept {
         }
     }
 
-    /// Whether the next row is to be kept (nothing is, past the bound).
-    #[cfg(test)]
-    pub(crate) fn wants(&self) -> bool {
-        !self.dropped
-    }
-
     /// Keep the next row of the file, read as `raw` (when it could be) and parsed as `row`: its
     /// place, while rows are kept (a row put there later replaces it, [`put`](Self::put)).
     pub(crate) fn push(&mut self, raw: Option<&RawRow>, row: Parsed) -> Option<usize> {
@@ -237,12 +231,14 @@ mod tests {
         let mut kept = Kept::new(1, CallbackAddresses::PublicOnly, None);
         let big = KEPT_BYTES / 4;
         for _ in 0..3 {
-            kept.push(Some(&raw(big)), Err(None));
+            assert!(kept.push(Some(&raw(big)), Err(None)).is_some());
         }
-        assert!(kept.wants());
-        kept.push(Some(&raw(big)), Err(None));
-        assert!(!kept.wants(), "past the bound");
-        kept.push(Some(&raw(1)), Err(None));
+        assert_eq!(
+            kept.push(Some(&raw(big)), Err(None)),
+            None,
+            "past the bound"
+        );
+        assert_eq!(kept.push(Some(&raw(1)), Err(None)), None, "none kept after");
         assert!(
             SharedKept(Arc::new(kept))
                 .take_for(1, CallbackAddresses::PublicOnly, false)
